@@ -1,0 +1,42 @@
+"""Base of the in-tree PyTorch step-by-step variants (``<op>.torch.recurrent``).
+
+They are the "naive same-dtype" baseline that calibrates the tolerances: activations stay in the
+case dtype (so every per-token product such as ``v kᵀ`` is rounded to it, as a naive kernel of that
+dtype would), the state is float32, and each output is rounded to the case dtype once per token.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from wkvbench.ops import DTYPES, op_spec
+
+from ._torch import to_numpy, to_torch, torch_available
+from .base import Availability, KernelVariant
+
+
+class TorchRecurrent(KernelVariant):
+    source: ClassVar[str] = "wkvbench"
+    backend: ClassVar[str] = "torch"
+    algorithm: ClassVar[str] = "recurrent"
+    dtypes: ClassVar[frozenset[str]] = frozenset(DTYPES)
+    baseline: ClassVar[bool] = True
+
+    def available(self) -> Availability:
+        reason = torch_available()
+        return Availability.no(reason) if reason else Availability.yes()
+
+    def prepare(self, inputs: dict, case: Any) -> dict:
+        spec = op_spec(self.operator)
+        native: dict = {"dtype": case.dtype}
+        for name, x in inputs.items():
+            if isinstance(x, np.ndarray):
+                native[name] = to_torch(x, case.dtype if name in spec.activations else "fp32")
+            else:
+                native[name] = x
+        return native
+
+    def to_canonical(self, out: dict) -> dict:
+        return {name: to_numpy(t) for name, t in out.items()}

@@ -1,0 +1,159 @@
+"""Shared loader for the ``rwkv-ops`` adapters: environment, import, and which implementation runs.
+
+``import rwkv_ops`` picks every implementation once, at import time, from the environment:
+
+* ``KERAS_BACKEND`` (or, when that is unset, ``KERNEL_BACKEND``) selects the Keras backend. Despite
+  the package README ("KERNEL_BACKEND has priority"), ``rwkv_ops/__init__.py`` 0.11.3 reads
+  ``KERAS_BACKEND`` first and only falls back to ``KERNEL_BACKEND``.
+* ``KERNEL_TYPE`` (``cuda`` by default, ``triton``, ``native``) selects the kernel family. Every
+  factory (``get_generalized_delta_rule``, ``get_rwkv6_kernel``, ``get_gated_delta_net_*``)
+  **silently** returns the native Keras implementation when the backend or hardware cannot run the
+  requested one, and with ``KERNEL_TYPE=native`` on a CUDA/XPU machine the torch backend still
+  picks Triton unless ``RWKV_OPS_KERAS_NATIVE=1`` (spec §6, §8 item 9).
+
+So :func:`load` sets ``KERAS_BACKEND=torch``, ``KERNEL_TYPE=native`` and
+``RWKV_OPS_KERAS_NATIVE=1`` only where the user has not set them (only on the first import), and
+:func:`resolve` then checks the module of the callable that ``rwkv_ops`` actually exposes, so a
+variant named ``native`` never times a CUDA or Triton kernel by accident. Nothing is imported
+until :func:`load` is called.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .base import Availability
+
+PIP = 'pip install "rwkv-ops==0.11.3" "keras>=3.6" torch'
+SOURCE = "rwkv-ops"
+BACKEND = "keras-torch"
+
+# the environment the native keras-torch variants need; each is set only where the user has not
+NATIVE_ENV: dict[str, str] = {"KERAS_BACKEND": "torch", "KERNEL_TYPE": "native", "RWKV_OPS_KERAS_NATIVE": "1"}
+
+# top-level rwkv_ops attribute -> module of its native Keras implementation
+NATIVE_MODULES: dict[str, str] = {
+    "generalized_delta_rule": "rwkv_ops.rwkv7_kernel.native_keras_op",
+    "rwkv6_op": "rwkv_ops.rwkv6_kernel.native_keras_op",
+    "gated_delta_net_chunk": "rwkv_ops.gdn_chunk.native_keras_op",
+    "gated_delta_net_recurrent": "rwkv_ops.gdn_recurrent.native_keras_op",
+}
+
+
+def env_plan(environ: Mapping[str, str]) -> tuple[dict[str, str], str | None]:
+    """What to set before ``import rwkv_ops`` so that it loads native keras-torch, or why it can't.
+
+    Returns ``(updates, conflict)``: ``updates`` holds only variables absent from ``environ``;
+    ``conflict`` is the reason when a value the user set explicitly selects another Keras backend.
+    A user's ``KERNEL_TYPE=cuda|triton`` or ``RWKV_OPS_KERAS_NATIVE=0`` is left alone: on a machine
+    without a GPU it still resolves to native, and :func:`resolve` reports it where it does not.
+    """
+    keras_backend = environ.get("KERAS_BACKEND")
+    kernel_backend = environ.get("KERNEL_BACKEND")
+    if keras_backend is not None and keras_backend.lower() != "torch":
+        return {}, (f"KERAS_BACKEND={keras_backend} is set in the environment; the keras-torch variants "
+                    "need KERAS_BACKEND=torch (rwkv_ops reads it at import time)")
+    if keras_backend is None and kernel_backend is not None and kernel_backend.lower() != "torch":
+        return {}, (f"KERNEL_BACKEND={kernel_backend} is set in the environment (and KERAS_BACKEND is not); "
+                    "the keras-torch variants need torch (rwkv_ops reads it at import time)")
+    return {k: v for k, v in NATIVE_ENV.items() if k not in environ}, None
+
+
+def _env_summary() -> str:
+    keys = ("KERAS_BACKEND", "KERNEL_BACKEND", "KERNEL_TYPE", "RWKV_OPS_KERAS_NATIVE")
+    return ", ".join(f"{k}={os.environ.get(k, '<unset>')}" for k in keys)
+
+
+@functools.cache
+def load() -> tuple[Any, Availability]:
+    """``(rwkv_ops module or None, Availability)``: import ``rwkv_ops`` once, :func:`env_plan` applied."""
+    for mod, what in (("torch", "torch"), ("keras", "keras 3"), ("rwkv_ops", "rwkv-ops")):
+        if importlib.util.find_spec(mod) is None:
+            return None, Availability.no(f"{what} not installed ({PIP})")
+    if "rwkv_ops" not in sys.modules:  # its import-time choices are already made otherwise
+        updates, conflict = env_plan(os.environ)
+        if conflict:
+            return None, Availability.no(conflict)
+        os.environ.update(updates)
+    try:
+        import keras
+        import rwkv_ops
+    except Exception as exc:  # any import failure (a broken keras or torch) becomes the reason
+        return None, Availability.no(f"import rwkv_ops failed: {type(exc).__name__}: {exc}")
+    if keras.config.backend() != "torch":
+        return None, Availability.no(
+            f"keras was loaded with the {keras.config.backend()!r} backend before rwkv_ops "
+            "(keras fixes its backend at first import); set KERAS_BACKEND=torch")
+    return rwkv_ops, Availability.yes()
+
+
+def implementation(fn: Callable) -> str:
+    """Dotted ``module.qualname`` of a callable, looking through ``functools.partial``."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', type(fn).__name__)}"
+
+
+def check_native(entry: str, fn: Callable) -> Availability:
+    """Yes when ``fn`` (what ``rwkv_ops.<entry>`` resolved to) is the native Keras implementation."""
+    impl = implementation(fn)
+    if impl.rsplit(".", 1)[0] == NATIVE_MODULES[entry]:
+        return Availability.yes()
+    return Availability.no(
+        f"rwkv_ops.{entry} resolved to {impl}, not the native Keras op in {NATIVE_MODULES[entry]} "
+        f"(rwkv_ops chose it at import from {_env_summary()}); unset KERNEL_TYPE or set "
+        "KERNEL_TYPE=native RWKV_OPS_KERAS_NATIVE=1 before rwkv_ops is first imported")
+
+
+@functools.cache
+def resolve(entry: str) -> tuple[Callable | None, Availability]:
+    """``(rwkv_ops.<entry>, Availability)``: the top-level callable users import, confirmed native."""
+    mod, ok = load()
+    if not ok:
+        return None, ok
+    fn = getattr(mod, entry, None)
+    if fn is None:
+        version = getattr(mod, "__version__", "?")
+        return None, Availability.no(f"rwkv_ops {version} has no attribute {entry!r}")
+    ok = check_native(entry, fn)
+    return (fn if ok else None), ok
+
+
+def cpu_scope():
+    """Keras' device scope for CPU: the torch backend moves inputs to its default device (CUDA when
+    present), so a CPU variant pins it the way users do (``with keras.device("cpu")``)."""
+    import keras
+
+    return keras.device("cpu")
+
+
+def unit_rows(x, eps: float = 1e-6):
+    """``x / sqrt(sum(x^2) + eps)`` over the last axis, in float64: the L2 normalization that
+    rwkv-ops' GDN applies to q and k inside every implementation (``x * rsqrt(sum x^2 + 1e-6)``)."""
+    import numpy as np
+
+    x = np.asarray(x, np.float64)
+    return x / np.sqrt(np.sum(x * x, axis=-1, keepdims=True) + eps)
+
+
+def raw_decay(lw):
+    """``w_raw = log(-lw)`` as float32: rwkv-ops' RWKV-6/7 decay argument (the op forms ``exp(-exp(w))``)."""
+    import numpy as np
+
+    with np.errstate(divide="ignore"):
+        return np.log(-np.asarray(lw, np.float64)).astype(np.float32)
+
+
+def effective_lw(lw, dtype: str):
+    """The log decay the kernel really applies when ``w_raw`` is passed in ``dtype``:
+    ``-exp(round(log(-lw), dtype))`` in float64 (the native op upcasts ``w_raw`` to fp32 exactly)."""
+    import numpy as np
+
+    from wkvbench.ops import round_to
+
+    return -np.exp(round_to(raw_decay(lw), dtype))

@@ -1,0 +1,5 @@
+"""gdn variants."""
+
+from . import torch_recurrent  # noqa: F401
+from . import rwkv_ops_native  # noqa: F401
+from . import ggml_cpu  # noqa: F401

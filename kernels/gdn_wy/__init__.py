@@ -1,0 +1,3 @@
+"""gdn_wy variants."""
+
+from . import torch_recurrent  # noqa: F401

@@ -1,0 +1,4 @@
+"""gla variants."""
+
+from . import torch_recurrent  # noqa: F401
+from . import ggml_cpu  # noqa: F401

@@ -1,0 +1,3 @@
+"""wkv4 variants."""
+
+from . import torch_recurrent  # noqa: F401

@@ -1,0 +1,61 @@
+"""RWKV-7 through rwkv-ops' native Keras op (torch backend, CPU): ``rwkv_ops.generalized_delta_rule``.
+
+``generalized_delta_rule(r, w, k, v, a, b, initial_state, output_final_state=True, head_first=False)``
+with ``r w k v a b`` of shape `[B, T, H, N]` and ``initial_state`` `[B, H, N_v, N_k]` (or
+`[1, H, N, N]`, broadcast), the canonical orientation (spec §4.3). The native op casts every input
+to fp32, forms the decay ``exp(-exp(w))`` from the raw ``w = log(-lw)``, loops over tokens in fp32
+and writes ``y`` in ``r.dtype``; any head size and any T (``chunk_size`` is ignored).
+
+``w`` is passed in the case dtype, as RWKV-7 models built on rwkv-ops do (``w`` comes out of the
+model's LoRA in the compute dtype, and the package's own tests feed bf16 throughout), so the
+kernel's effective decay is ``-exp(round(log(-lw)))``; :meth:`effective_inputs` tells the oracle.
+"""
+
+from __future__ import annotations
+
+from wkvbench.kernels import _rwkv_ops as rops
+from wkvbench.kernels._torch import to_numpy, to_torch
+from wkvbench.kernels.base import Availability, KernelVariant, register
+
+ENTRY = "generalized_delta_rule"
+
+
+class Wkv7RwkvOpsNative(KernelVariant):
+    name = "wkv7.rwkv_ops.native"
+    operator = "wkv7"
+    source = rops.SOURCE
+    backend = rops.BACKEND
+    algorithm = "recurrent"
+    device = "cpu"
+    dtypes = frozenset({"fp32", "bf16", "fp16"})
+    supports_state = True
+
+    def available(self) -> Availability:
+        return rops.resolve(ENTRY)[1]
+
+    def effective_inputs(self, inputs: dict, dtype: str) -> dict:
+        out = super().effective_inputs(inputs, dtype)
+        out["lw"] = rops.effective_lw(inputs["lw"], dtype)
+        return out
+
+    def prepare(self, inputs: dict, case) -> dict:
+        fn, ok = rops.resolve(ENTRY)
+        if not ok:
+            raise RuntimeError(ok.reason)
+        dt = case.dtype
+        args = {name: to_torch(inputs[name], dt) for name in ("r", "k", "v", "a", "b")}
+        args["w"] = to_torch(rops.raw_decay(inputs["lw"]), dt)
+        state = inputs.get("state")
+        args["initial_state"] = None if state is None else to_torch(state, "fp32")
+        return {"fn": fn, "args": args}
+
+    def run(self, native: dict):
+        with rops.cpu_scope():
+            return native["fn"](**native["args"], output_final_state=True, head_first=False)
+
+    def to_canonical(self, out) -> dict:
+        y, state = out
+        return {"y": to_numpy(y), "state": to_numpy(state)}
+
+
+register(Wkv7RwkvOpsNative)

@@ -1,0 +1,37 @@
+"""The float64 NumPy oracle (spec §9). No torch import anywhere in this package.
+
+``ORACLES[op](**inputs)`` runs the readable per-step recurrence that defines the operator;
+``ALTERNATES[op]`` is an independent formulation used only to test the oracle itself.
+"""
+
+from __future__ import annotations
+
+from .gdn import recurrent_gdn, transition_gdn
+from .gdn_wy import kkt_inverse, recurrent_gdn_wy, substitution_gdn_wy
+from .gla import chunked_gla, recurrent_gla
+from .wkv4 import closed_form_wkv4, recurrent_wkv4
+from .wkv6 import chunked_wkv6, recurrent_wkv6
+from .wkv7 import recurrent_wkv7, transition_wkv7
+
+ORACLES = {
+    "wkv4": recurrent_wkv4,
+    "wkv6": recurrent_wkv6,
+    "wkv7": recurrent_wkv7,
+    "gla": recurrent_gla,
+    "gdn": recurrent_gdn,
+    "gdn_wy": recurrent_gdn_wy,
+}
+
+ALTERNATES = {
+    "wkv4": closed_form_wkv4,
+    "wkv6": chunked_wkv6,
+    "wkv7": transition_wkv7,
+    "gla": chunked_gla,
+    "gdn": transition_gdn,
+}
+
+__all__ = [
+    "ALTERNATES", "ORACLES", "chunked_gla", "chunked_wkv6", "closed_form_wkv4", "kkt_inverse",
+    "recurrent_gdn", "recurrent_gdn_wy", "recurrent_gla", "recurrent_wkv4", "recurrent_wkv6",
+    "recurrent_wkv7", "substitution_gdn_wy", "transition_gdn", "transition_wkv7",
+]

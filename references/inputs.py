@@ -1,0 +1,201 @@
+"""Seeded input generators, one per operator, over three named value domains.
+
+* ``model``: the distributions trained models feed the kernels (RWKV-7 exactly as spec §4.1:
+  ``lw = -e^{-1/2}·σ(x_w) ∈ (-0.6065, 0)``, ``a = -κ̂``, ``b = κ̂ ⊙ iclr``; RWKV-4/6 decays from
+  ``time_decay`` ranges of trained checkpoints; GDN with unit-norm q/k, ``β = σ(x)``, ``g = logσ(x)/16``
+  as FLA's tests use; GLA as QRWKV-6 feeds ``ggml_gated_linear_attn``).
+* ``stress``: decays close to 0 and close to 1 in the same head, 4-15x larger magnitudes (kept so
+  that every exact output still fits fp16), extreme ``β`` / ``iclr``; the stress set adds a long sequence.
+* ``uniform``: the ranges of ggml's ``test-backend-ops`` (U(-1, 1) everywhere; GDN: ``g ~ U(-20, -1e-4)``,
+  ``β ~ U(0, 1)``, ``v ~ U(-0.3, 5)``, L2-normalized q/k). ggml draws its multiplicative decays from
+  U(-1, 1); a negative decay has no ``lw = log d``, so decays here are U(1e-6, 1). For wkv4 (no ggml op)
+  this is U(-1, 1) with ``W = -exp(U(-1, 1))``; for gdn_wy it is the FLA unit test's ``A = I + 0.1·N``.
+
+``generate(case)`` is a pure function of the case id (dtype excluded: every dtype of a case sees
+the same canonical inputs, rounded by the variant). Arrays are float32, the canonical precision.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+
+import numpy as np
+
+from .gdn_wy import kkt_inverse
+
+LW_MODEL_BOUND = -0.6065306597126334  # -exp(-1/2), RWKV-7's decay bound (spec §4.1)
+
+
+def _rng(case) -> np.random.Generator:
+    s = case.shape
+    key = [case.seed, zlib.crc32(case.op.encode()), zlib.crc32(case.domain.encode()),
+           s.B, s.T, s.H, s.N, s.C, int(s.h0)]
+    return np.random.default_rng(key)
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _normalize(x, eps: float = 0.0):
+    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), eps or 1e-30)
+
+
+def _two_sided_log_decay(rng, shape) -> np.ndarray:
+    """Per-key log decays that are half close to 0 (d ≈ 1) and half close to -inf (d ≈ 0)."""
+    near_one = -(10.0 ** rng.uniform(-7, -3, shape))
+    near_zero = -rng.uniform(10.0, 30.0, shape)
+    return np.where(rng.random(shape) < 0.5, near_one, near_zero)
+
+
+def _wkv4(rng, domain, s) -> dict:
+    B, T, C = s.B, s.T, s.H * s.N
+    if domain == "model":
+        W = -np.exp(rng.uniform(-5.0, 1.5, C))
+        u, k, v = rng.uniform(-1, 1, C), 2 * rng.standard_normal((B, T, C)), rng.standard_normal((B, T, C))
+        st = (rng.standard_normal((B, C)), rng.uniform(0.5, 2.0, (B, C)), 2 * rng.standard_normal((B, C)))
+    elif domain == "stress":
+        W = -np.where(rng.random(C) < 0.5, 10.0 ** rng.uniform(-6, -3, C), rng.uniform(10, 30, C))
+        u, k, v = 5 * rng.standard_normal(C), 15 * rng.standard_normal((B, T, C)), 10 * rng.standard_normal((B, T, C))
+        st = (10 * rng.standard_normal((B, C)), rng.uniform(0.1, 10.0, (B, C)), 30 * rng.standard_normal((B, C)))
+    else:
+        W = -np.exp(rng.uniform(-1, 1, C))
+        u, k, v = rng.uniform(-1, 1, C), rng.uniform(-1, 1, (B, T, C)), rng.uniform(-1, 1, (B, T, C))
+        st = (rng.uniform(-1, 1, (B, C)), rng.uniform(0.1, 1, (B, C)), rng.uniform(-1, 1, (B, C)))
+    out = {"k": k, "v": v, "w4": W, "u": u}
+    if s.h0:
+        out.update(aa=st[0], bb=st[1], pp=st[2])
+    return out
+
+
+def _state(rng, domain, s, scale_model: float = 0.5) -> np.ndarray:
+    shape = (s.B, s.H, s.N, s.N)
+    if domain == "uniform":
+        return rng.uniform(-1, 1, shape)
+    return (scale_model if domain == "model" else 10 * scale_model) * rng.standard_normal(shape)
+
+
+def _wkv6(rng, domain, s) -> dict:
+    shape = (s.B, s.T, s.H, s.N)
+    if domain == "model":
+        r, k, v = (rng.standard_normal(shape) for _ in range(3))
+        lw, u = -np.exp(rng.uniform(-6.0, 0.5, shape)), 0.5 * rng.standard_normal((s.H, s.N))
+    elif domain == "stress":
+        r, k, v = (4 * rng.standard_normal(shape) for _ in range(3))
+        lw, u = _two_sided_log_decay(rng, shape), 4 * rng.standard_normal((s.H, s.N))
+    else:
+        r, k, v = (rng.uniform(-1, 1, shape) for _ in range(3))
+        lw, u = np.log(rng.uniform(1e-6, 1, shape)), rng.uniform(-1, 1, (s.H, s.N))
+    out = {"r": r, "k": k, "v": v, "lw": lw, "u": u}
+    if s.h0:
+        out["state"] = _state(rng, domain, s)
+    return out
+
+
+def _wkv7(rng, domain, s) -> dict:
+    shape = (s.B, s.T, s.H, s.N)
+    if domain == "uniform":
+        r, k, v = (rng.uniform(-1, 1, shape) for _ in range(3))
+        a, b = (_normalize(rng.uniform(-1, 1, shape), 1e-7) for _ in range(2))
+        lw = np.log(rng.uniform(1e-6, 1, shape))
+    else:
+        mag = 1.0 if domain == "model" else 4.0
+        r, v, kraw = (mag * rng.standard_normal(shape) for _ in range(3))
+        kk = _normalize(rng.standard_normal(shape))
+        if domain == "model":
+            iclr = _sigmoid(rng.standard_normal(shape))
+            lw = LW_MODEL_BOUND * _sigmoid(rng.normal(-1.0, 2.0, shape))
+        else:  # in-context learning rates at 0 and 1; decays at the model bound and near 1
+            iclr = np.where(rng.random(shape) < 0.5, 1e-4, 1 - 1e-4)
+            lw = np.where(rng.random(shape) < 0.5, LW_MODEL_BOUND * (1 - 1e-6), -(10.0 ** rng.uniform(-7, -3, shape)))
+        k = kraw * (1 + (iclr - 1) * rng.uniform(0, 1, shape))
+        a, b = -kk, kk * iclr
+    out = {"r": r, "k": k, "v": v, "a": a, "b": b, "lw": lw}
+    if s.h0:
+        out["state"] = _state(rng, domain, s)
+    return out
+
+
+def _gla(rng, domain, s) -> dict:
+    shape = (s.B, s.T, s.H, s.N)
+    if domain == "model":  # QRWKV-6 through ggml_gated_linear_attn: k <- k (1 - g)
+        q, k, v = (rng.standard_normal(shape) for _ in range(3))
+        lw = -np.exp(rng.uniform(-6.0, 0.5, shape))
+        k = k * (1 - np.exp(lw))
+    elif domain == "stress":
+        q, k, v = (4 * rng.standard_normal(shape) for _ in range(3))
+        lw = _two_sided_log_decay(rng, shape)
+    else:
+        q, k, v = (rng.uniform(-1, 1, shape) for _ in range(3))
+        lw = np.log(rng.uniform(1e-6, 1, shape))
+    out = {"q": q, "k": k, "v": v, "lw": lw, "scale": float(s.N) ** -0.5}
+    if s.h0:
+        out["state"] = _state(rng, domain, s)
+    return out
+
+
+def _gdn_gates(rng, domain, shape):
+    if domain == "model":
+        return np.log(_sigmoid(rng.standard_normal(shape))) / 16, _sigmoid(rng.standard_normal(shape))
+    if domain == "stress":
+        g = np.where(rng.random(shape) < 0.5, -(10.0 ** rng.uniform(-7, -3, shape)), -rng.uniform(10, 20, shape))
+        return g, np.where(rng.random(shape) < 0.5, 1e-4, 1 - 1e-4)
+    return rng.uniform(-20, -1e-4, shape), rng.uniform(0, 1, shape)
+
+
+def _gdn(rng, domain, s) -> dict:
+    shape, gshape = (s.B, s.T, s.H, s.N), (s.B, s.T, s.H)
+    if domain == "uniform":
+        q, k = (_normalize(rng.uniform(-1, 1, shape), 1e-6) for _ in range(2))
+        v = rng.uniform(-0.3, 5, shape)
+    else:
+        q, k = (_normalize(rng.standard_normal(shape)) for _ in range(2))
+        v = (1.0 if domain == "model" else 10.0) * rng.standard_normal(shape)
+    g, beta = _gdn_gates(rng, domain, gshape)
+    out = {"q": q, "k": k, "v": v, "g": g, "beta": beta, "scale": float(s.N) ** -0.5}
+    if s.h0:
+        out["state"] = _state(rng, domain, s)
+    return out
+
+
+def chunk_local_cumsum(g: np.ndarray, chunk: int) -> np.ndarray:
+    """Inclusive cumulative sum of ``g`` `[B, T, H]` restarting at every chunk boundary."""
+    gc = np.empty_like(g, dtype=np.float64)
+    for s0 in range(0, g.shape[1], chunk):
+        gc[:, s0 : s0 + chunk] = np.cumsum(g[:, s0 : s0 + chunk], axis=1)
+    return gc
+
+
+def _gdn_wy(rng, domain, s) -> dict:
+    shape, gshape, BT = (s.B, s.T, s.H, s.N), (s.B, s.T, s.H), s.C
+    if domain == "uniform":  # FLA's test_recompute_w_u_fwd: A = I + 0.1 N (lower), g = 0.1 N
+        k, v = rng.standard_normal(shape), rng.standard_normal(shape)
+        beta, gc = _sigmoid(rng.standard_normal(gshape)), 0.1 * rng.standard_normal(gshape)
+        A = np.zeros((s.B, s.T, s.H, BT))
+        for s0 in range(0, s.T, BT):
+            n = min(BT, s.T - s0)
+            block = np.tril(np.eye(n) + 0.1 * rng.standard_normal((s.B, s.H, n, n)))
+            A[:, s0 : s0 + n, :, :n] = block.transpose(0, 2, 1, 3)
+        return {"k": k, "v": v, "beta": beta, "A": A, "gc": gc}
+    k = _normalize(rng.standard_normal(shape))
+    v = (1.0 if domain == "model" else 10.0) * rng.standard_normal(shape)
+    if domain == "model":
+        g, beta = _gdn_gates(rng, domain, gshape)
+    else:
+        g, beta = -rng.uniform(0, 5, gshape), 1 - 10.0 ** rng.uniform(-4, -1, gshape)
+    gc = chunk_local_cumsum(g.astype(np.float32).astype(np.float64), BT)
+    A = kkt_inverse(k.astype(np.float32), beta.astype(np.float32), gc.astype(np.float32), BT)
+    return {"k": k, "v": v, "beta": beta, "A": A, "gc": gc}
+
+
+GENERATORS: dict[str, Callable] = {
+    "wkv4": _wkv4, "wkv6": _wkv6, "wkv7": _wkv7, "gla": _gla, "gdn": _gdn, "gdn_wy": _gdn_wy,
+}
+
+
+def generate(case) -> dict:
+    """Canonical inputs of ``case`` (float32 arrays; ``scale`` a float where the operator has one)."""
+    raw = GENERATORS[case.op](_rng(case), case.domain, case.shape)
+    return {n: (np.ascontiguousarray(x, dtype=np.float32) if isinstance(x, np.ndarray) else x)
+            for n, x in raw.items()}

@@ -1,0 +1,1 @@
+"""asv benchmarks (see asv.conf.json). Filled by the benchmarks issue."""

@@ -1,0 +1,20 @@
+"""pytest configuration: the run's summary counts skips by reason, so "all green" can never mean
+"nothing ran"."""
+
+from __future__ import annotations
+
+import collections
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        return
+    reasons: collections.Counter[str] = collections.Counter()
+    for rep in skipped:
+        longrepr = rep.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        reasons[reason.removeprefix("Skipped: ")] += 1
+    terminalreporter.section("skips by reason")
+    for reason, n in reasons.most_common():
+        terminalreporter.write_line(f"{n:5d}  {reason}")

@@ -1,0 +1,140 @@
+"""The judge itself: outputs that are all zeros, wrongly scaled, transposed, partly unwritten,
+missing or of the wrong shape must fail; a raising kernel is an ERROR with its message."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from wkvbench.cases import Case, Shape
+from wkvbench.check import ERROR, FAIL, PASS, SKIP, Checker
+from wkvbench.kernels import get, register, unregister
+from wkvbench.metrics import tensor_error
+from wkvbench.ops import round_to
+
+CASE = Case("wkv7", "model", Shape(2, 9, 2, 16, h0=True), "bf16")
+
+
+class Tampered:
+    """Wraps the in-tree baseline and corrupts its canonical output."""
+
+    def __init__(self, name, corrupt):
+        base = get("wkv7.torch.recurrent")
+        self.base, self.corrupt = base, corrupt
+        self.name, self.operator, self.baseline = name, "wkv7", False
+        self.dtypes, self.supports_state = base.dtypes, True
+        self.source = self.backend = self.algorithm = "test"
+        self.device = "cpu"
+
+    def available(self):
+        return self.base.available()
+
+    def supports(self, case):
+        return self.base.supports(case)
+
+    def effective_inputs(self, inputs, dtype):
+        return self.base.effective_inputs(inputs, dtype)
+
+    def prepare(self, inputs, case):
+        return self.base.prepare(inputs, case)
+
+    def run(self, native):
+        return self.base.run(native)
+
+    def to_canonical(self, out):
+        res = self.base.to_canonical(out)
+        self.corrupt(res)
+        return res
+
+
+def _zero(o):
+    o["y"][...] = 0
+
+
+def _scale(o):
+    o["y"] *= 1.02
+
+
+def _transpose_state(o):
+    o["state"] = np.swapaxes(o["state"], -1, -2).copy()
+
+
+def _unwritten_tail(o):
+    o["y"][:, -1] = np.nan
+
+
+def _missing(o):
+    del o["state"]
+
+
+def _shape(o):
+    o["y"] = o["y"][:, :-1]
+
+
+def _state_scaled(o):
+    o["state"] *= 1 + 1e-4
+
+
+def _inf(o):
+    o["y"][0, 3, 1, 5] = np.inf
+
+
+@pytest.mark.parametrize("corrupt,needle", [
+    (_zero, "y: rel 1"), (_scale, "y: rel"), (_transpose_state, "state: rel"), (_unwritten_tail, "NaN"),
+    (_missing, "missing output 'state'"), (_shape, "shape"), (_state_scaled, "state: rel"),
+    (_inf, "first at [(0, 3, 1, 5)]"),
+], ids=lambda x: getattr(x, "__name__", "") if callable(x) else None)
+def test_corrupted_outputs_fail(corrupt, needle):
+    v = Tampered(f"wkv7.test.{corrupt.__name__.strip('_')}", corrupt)
+    register(v)
+    try:
+        # a 1e-4 state drift is inside bf16 noise but 1000x the fp32 floor: judge it in fp32
+        res = Checker().check(v, CASE.with_dtype("fp32") if corrupt is _state_scaled else CASE)
+    finally:
+        unregister(v.name)
+    assert res.status == FAIL, res
+    assert needle in res.reason
+    assert res.reproduce.startswith("nox -s verify -- --variant wkv7.test.")
+
+
+def test_the_untampered_baseline_passes():
+    res = Checker().check(get("wkv7.torch.recurrent"), CASE)
+    assert res.status == PASS, res.reason
+    assert set(res.errors) == {"y", "state"}
+    assert 0.5 < res.errors["y"].floor_x < 8
+
+
+def test_a_raising_kernel_is_an_error_with_its_message():
+    def boom(o):
+        raise RuntimeError("illegal memory access")
+
+    v = Tampered("wkv7.test.boom", boom)
+    register(v)
+    try:
+        res = Checker().check(v, CASE)
+    finally:
+        unregister(v.name)
+    assert res.status == ERROR and "illegal memory access" in res.reason
+
+
+def test_exact_results_outside_the_dtype_range_are_skipped_with_the_reason():
+    class Big(Tampered):
+        def effective_inputs(self, inputs, dtype):
+            eff = super().effective_inputs(inputs, dtype)
+            return {**eff, "v": eff["v"] * 1e6}
+
+    v = Big("wkv7.test.big", lambda o: None)
+    register(v)
+    try:
+        res = Checker().check(v, Case("wkv7", "model", Shape(1, 4, 1, 16), "fp16"))
+    finally:
+        unregister(v.name)
+    assert res.status == SKIP and "overflows fp16" in res.reason
+
+
+def test_rounding_floor_of_bf16_is_about_1_6e3_for_gaussian_data():
+    ref = np.random.default_rng(0).standard_normal(100_000)
+    e = tensor_error(round_to(ref, "bf16"), ref, "bf16")
+    assert 1.3e-3 < e.floor < 1.9e-3 and e.floor_x == pytest.approx(1.0)
+    zeros = tensor_error(np.zeros_like(ref), ref, "bf16")
+    assert zeros.rel == pytest.approx(1.0) and zeros.floor_x > 500

@@ -1,0 +1,85 @@
+"""Case ids and the seeded generators: reproducible, and in the advertised value domains."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from wkvbench.cases import DOMAINS, Case, Shape, default_cases
+from wkvbench.ops import OPS, op_spec, round_to
+from wkvbench.references.inputs import LW_MODEL_BOUND, generate
+
+
+def test_case_id_round_trips():
+    for case in default_cases():
+        assert Case.parse(case.id) == case
+    assert Case.parse("gdn_wy/uniform/B1-T64-H2-N32-C64/fp16/s7").shape.C == 64
+
+
+@pytest.mark.parametrize("bad", ["wkv7/model/B2-T64/bf16/s0", "wkv9/model/B1-T1-H1-N8/bf16/s0",
+                                 "wkv7/model/B1-T1-H1-N8/int8/s0", "wkv7/nope/B1-T1-H1-N8/fp32/s0",
+                                 "gdn_wy/model/B1-T4-H1-N8/fp32/s0", "wkv7/model/B0-T1-H1-N8/fp32/s0"])
+def test_bad_case_ids_are_rejected_with_a_message(bad):
+    with pytest.raises(ValueError, match=r"\w"):
+        Case.parse(bad)
+
+
+@pytest.mark.parametrize("op", list(OPS))
+def test_generation_is_a_pure_function_of_the_id(op):
+    case = next(c for c in default_cases((op,)) if c.domain == "model")
+    a, b = generate(case), generate(Case.parse(case.id))
+    assert a.keys() == b.keys()
+    for k in a:
+        assert np.array_equal(np.asarray(a[k]), np.asarray(b[k]))
+    other = generate(Case(case.op, case.domain, case.shape, case.dtype, case.seed + 1))
+    assert any(not np.array_equal(np.asarray(a[k]), np.asarray(other[k])) for k in a if k != "scale")
+    assert generate(case.with_dtype("bf16")).keys() == a.keys()  # dtype never changes the inputs
+
+
+@pytest.mark.parametrize("op", list(OPS))
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_inputs_are_complete_float32_and_finite(op, domain):
+    shape = Shape(2, 9, 2, 16, h0=op != "gdn_wy", C=8 if op == "gdn_wy" else 0)
+    x = generate(Case(op, domain, shape, "fp32"))
+    spec = op_spec(op)
+    assert set(spec.inputs) <= set(x)
+    assert spec.has_scale == ("scale" in x)
+    for k, v in x.items():
+        if isinstance(v, np.ndarray):
+            assert v.dtype == np.float32 and np.isfinite(v).all(), k
+    for name in spec.state:
+        assert name in x
+
+
+def test_wkv7_model_domain_is_the_rwkv7_parametrization():
+    x = generate(Case("wkv7", "model", Shape(2, 64, 2, 32), "fp32"))
+    assert (x["lw"] < 0).all() and (x["lw"] > LW_MODEL_BOUND).all()
+    kk = -x["a"].astype(np.float64)
+    assert np.allclose(np.linalg.norm(kk, axis=-1), 1, atol=1e-6)  # a = -κ̂, unit per head
+    iclr = x["b"] / kk
+    assert (iclr > 0).all() and (iclr < 1).all()  # b = κ̂ ⊙ iclr, iclr = σ(.)
+
+
+def test_gdn_domains():
+    for domain in DOMAINS:
+        x = generate(Case("gdn", domain, Shape(1, 32, 2, 16), "fp32"))
+        assert np.allclose(np.linalg.norm(x["k"], axis=-1), 1, atol=1e-5)
+        assert ((x["beta"] >= 0) & (x["beta"] <= 1)).all() and (x["g"] <= 0).all()
+    u = generate(Case("gdn", "uniform", Shape(1, 256, 2, 16), "fp32"))
+    assert u["g"].min() >= -20 and u["v"].min() >= -0.3 and u["v"].max() <= 5
+
+
+def test_stress_domain_reaches_both_decay_extremes():
+    x = generate(Case("wkv6", "stress", Shape(1, 64, 1, 64), "fp32"))
+    d = np.exp(x["lw"].astype(np.float64))
+    assert (d > 0.999).any() and (d < 1e-4).any()
+
+
+def test_bf16_rounding_matches_torch_bit_for_bit():
+    torch = pytest.importorskip("torch", reason="torch not installed")
+    x = np.random.default_rng(0).standard_normal(100_000).astype(np.float32) * 10.0 ** np.random.default_rng(1).uniform(-30, 30, 100_000).astype(np.float32)
+    x[:4] = [0.0, -0.0, np.inf, 1.0 + 2**-8]  # 1 + 2^-8 is a tie: rounds to even (1.0)
+    ours = round_to(x, "bf16")
+    theirs = torch.from_numpy(x).to(torch.bfloat16).double().numpy()
+    assert np.array_equal(ours, theirs)
+    assert np.array_equal(round_to(x, "fp16"), torch.from_numpy(x).half().double().numpy())

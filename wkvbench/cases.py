@@ -1,0 +1,120 @@
+"""Cases: (operator, domain, shape, dtype, seed), readable ids that reproduce them exactly, and the
+named case sets shared by pytest, ``nox -s verify`` and (later) the benchmarks.
+
+A case id reads ``wkv7/model/B2-T64-H2-N64-h0/bf16/s0``: operator, value domain, shape (``h0`` when
+an initial state is given; ``C16`` the chunk length of ``gdn_wy``), dtype, seed. ``Case.parse(id)``
+gives the case back and ``references.inputs.generate(case)`` its inputs, bit for bit.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, replace
+
+from wkvbench.ops import DTYPES, OPS
+
+DOMAINS: tuple[str, ...] = ("model", "stress", "uniform")
+
+
+@dataclass(frozen=True, order=True)
+class Shape:
+    B: int
+    T: int
+    H: int
+    N: int
+    h0: bool = False  # an initial state is given
+    C: int = 0  # chunk length (gdn_wy only)
+
+    def __str__(self) -> str:
+        s = f"B{self.B}-T{self.T}-H{self.H}-N{self.N}"
+        if self.C:
+            s += f"-C{self.C}"
+        return s + ("-h0" if self.h0 else "")
+
+    @classmethod
+    def parse(cls, text: str) -> Shape:
+        m = re.fullmatch(r"B(\d+)-T(\d+)-H(\d+)-N(\d+)(?:-C(\d+))?(-h0)?", text)
+        if not m:
+            raise ValueError(f"bad shape {text!r}; expected e.g. B2-T64-H2-N64[-C16][-h0]")
+        B, T, H, N, C, h0 = m.groups()
+        return cls(int(B), int(T), int(H), int(N), bool(h0), int(C or 0))
+
+
+@dataclass(frozen=True, order=True)
+class Case:
+    op: str
+    domain: str
+    shape: Shape
+    dtype: str
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.op not in OPS:
+            raise ValueError(f"unknown operator {self.op!r}; known: {', '.join(OPS)}")
+        if self.domain not in DOMAINS:
+            raise ValueError(f"unknown domain {self.domain!r}; known: {', '.join(DOMAINS)}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"unknown dtype {self.dtype!r}; known: {', '.join(DTYPES)}")
+        s = self.shape
+        if min(s.B, s.T, s.H, s.N) < 1:
+            raise ValueError(f"every dimension must be >= 1, got {s}")
+        if self.op == "gdn_wy" and s.C < 1:
+            raise ValueError("gdn_wy needs a chunk length C (shape ...-C16)")
+
+    @property
+    def id(self) -> str:
+        return f"{self.op}/{self.domain}/{self.shape}/{self.dtype}/s{self.seed}"
+
+    def __str__(self) -> str:
+        return self.id
+
+    @classmethod
+    def parse(cls, text: str) -> Case:
+        parts = text.strip().split("/")
+        if len(parts) != 5 or not parts[4].startswith("s"):
+            raise ValueError(f"bad case id {text!r}; expected op/domain/shape/dtype/sSEED")
+        op, domain, shape, dtype, seed = parts
+        return cls(op, domain, Shape.parse(shape), dtype, int(seed[1:]))
+
+    def with_dtype(self, dtype: str) -> Case:
+        return replace(self, dtype=dtype)
+
+    @property
+    def input_key(self) -> tuple:
+        """Cases that differ only in dtype share their canonical inputs."""
+        return (self.op, self.domain, self.shape, self.seed)
+
+
+# Shapes of the default CPU set. N=64 everywhere that ggml's CPU wkv7 must run (its SIMD path needs
+# N to be a multiple of GGML_F32_STEP: 64 with AVX-512). T=37 is not a multiple of any chunk;
+# T=1 is a single decode step; the stress set adds a long sequence.
+_DEFAULT_SHAPES = (Shape(2, 37, 2, 64, h0=True), Shape(1, 1, 2, 64, h0=True), Shape(2, 64, 1, 64))
+_STRESS_SHAPES = (Shape(1, 256, 1, 64, h0=True),)
+_WKV4_SHAPES = (Shape(2, 37, 1, 128, h0=True), Shape(1, 1, 1, 64, h0=True), Shape(2, 64, 1, 96))
+_GDN_WY_SHAPES = (Shape(2, 37, 2, 64, C=16), Shape(1, 64, 2, 32, C=64), Shape(1, 1, 1, 64, C=16))
+
+
+def _shapes(op: str, domain: str) -> tuple[Shape, ...]:
+    if op == "wkv4":  # per-channel: H=1 and N is the channel count C
+        base = _WKV4_SHAPES
+        return base + ((Shape(1, 512, 1, 64, h0=True),) if domain == "stress" else ())
+    if op == "gdn_wy":
+        return _GDN_WY_SHAPES
+    return _DEFAULT_SHAPES + (_STRESS_SHAPES if domain == "stress" else ())
+
+
+def default_cases(ops: tuple[str, ...] | None = None, dtypes: tuple[str, ...] | None = None,
+                  seed: int | None = None) -> list[Case]:
+    """The default verification set: every operator x domain x shape x dtype, one seed.
+
+    ``WKVBENCH_SEED`` changes the seed (default 0).
+    """
+    seed = int(os.environ.get("WKVBENCH_SEED", "0")) if seed is None else seed
+    out = []
+    for op in ops or tuple(OPS):
+        for domain in DOMAINS:
+            for shape in _shapes(op, domain):
+                for dtype in dtypes or DTYPES:
+                    out.append(Case(op, domain, shape, dtype, seed))
+    return out

@@ -1,0 +1,160 @@
+"""Run one variant on one case and judge it against the float64 oracle: the single code path behind
+``nox -s verify`` and the pytest tolerance tests.
+
+The oracle always sees ``variant.effective_inputs`` (the inputs as the kernel receives them), so the
+error measures the kernel's arithmetic. The in-tree same-dtype baseline (``<op>.torch.recurrent``)
+is run on the same case; a variant may err at most ``factor`` times the baseline's error, and never
+more than the ceiling of ``tolerances.py`` for (operator, dtype, tensor).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import traceback
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import tolerances
+from .cases import Case
+from .kernels.base import KernelVariant, Unsupported, availability, variants
+from .metrics import TensorError, tensor_error
+from .ops import default_state, op_spec
+from .references import ORACLES
+from .references.inputs import generate
+
+PASS, FAIL, SKIP, ERROR = "PASS", "FAIL", "SKIP", "ERROR"
+DTYPE_MAX = {"fp32": 3.4028e38, "bf16": 3.3895e38, "fp16": 65504.0}
+
+
+@dataclass
+class CheckResult:
+    variant: str
+    case: Case
+    status: str
+    reason: str = ""  # SKIP: why it could not run; FAIL/ERROR: what went wrong
+    errors: dict[str, TensorError] = field(default_factory=dict)
+    limits: dict[str, float] = field(default_factory=dict)  # per tensor: the rel bound applied
+    baseline: dict[str, float] = field(default_factory=dict)  # per tensor: the baseline's rel error
+    seconds: float = 0.0
+
+    @property
+    def reproduce(self) -> str:
+        return f"nox -s verify -- --variant {self.variant} --case {self.case.id}"
+
+    def as_dict(self) -> dict:
+        return {
+            "variant": self.variant, "case": self.case.id, "op": self.case.op, "domain": self.case.domain,
+            "shape": str(self.case.shape), "dtype": self.case.dtype, "seed": self.case.seed,
+            "status": self.status, "reason": self.reason, "seconds": round(self.seconds, 4),
+            "errors": {k: e.as_dict() for k, e in self.errors.items()},
+            "limits": self.limits, "baseline_rel": self.baseline,
+            "reproduce": self.reproduce if self.status in (FAIL, ERROR) else None,
+        }
+
+
+def _digest(inputs: dict) -> str:
+    h = hashlib.sha1()
+    for name in sorted(inputs):
+        x = inputs[name]
+        h.update(name.encode())
+        h.update(np.ascontiguousarray(x).tobytes() if isinstance(x, np.ndarray) else repr(x).encode())
+    return h.hexdigest()
+
+
+class Checker:
+    """Caches inputs, oracle results and baseline errors across the variants of one run."""
+
+    def __init__(self) -> None:
+        self._inputs: dict[tuple, dict] = {}
+        self._oracle: dict[str, dict] = {}
+        self._baseline: dict[str, dict[str, float]] = {}
+
+    def inputs(self, case: Case) -> dict:
+        key = case.input_key
+        if key not in self._inputs:
+            self._inputs[key] = generate(case)
+        return self._inputs[key]
+
+    def oracle(self, op: str, effective: dict) -> dict:
+        key = op + _digest(effective)
+        if key not in self._oracle:
+            self._oracle[key] = ORACLES[op](**effective)
+        return self._oracle[key]
+
+    def baseline(self, case: Case) -> dict[str, float] | None:
+        """Relative errors of the operator's baseline variant on ``case`` (None if it cannot run)."""
+        if case.id not in self._baseline:
+            base = [v for v in variants(case.op) if v.baseline]
+            res = self._measure(base[0], case) if base else None
+            self._baseline[case.id] = (
+                {k: e.rel for k, e in res.errors.items()} if res and res.status == PASS else None
+            )
+        return self._baseline[case.id]
+
+    def check(self, variant: KernelVariant, case: Case) -> CheckResult:
+        res = self._measure(variant, case)
+        if res.status != PASS:
+            return res
+        base = None if variant.baseline else self.baseline(case)
+        failures = []
+        for name, err in res.errors.items():
+            tol = tolerances.lookup(variant.name, case.op, case.dtype, name)
+            limit = tol.ceiling * err.floor
+            if base is not None and name in base:
+                res.baseline[name] = base[name]
+                limit = min(limit, tol.factor * max(base[name], err.floor))
+            res.limits[name] = limit
+            if not err.rel <= limit:  # NaN fails too
+                failures.append(f"{name}: rel {err.rel:.3g} ({err.floor_x:.3g}x floor) > limit {limit:.3g}")
+        if failures:
+            res.status, res.reason = FAIL, "; ".join(failures)
+        return res
+
+    def _measure(self, variant: KernelVariant, case: Case) -> CheckResult:
+        t0 = time.perf_counter()
+        av = availability(variant.name)
+        if av:
+            try:
+                av = variant.supports(case)
+            except Exception as exc:
+                av = type(av).no(f"supports() raised {type(exc).__name__}: {exc}")
+        if not av:
+            return CheckResult(variant.name, case, SKIP, av.reason or "")
+        spec = op_spec(case.op)
+        inputs = self.inputs(case)
+        try:
+            effective = variant.effective_inputs(inputs, case.dtype)
+            out = variant.to_canonical(variant.run(variant.prepare(dict(inputs), case)))
+        except Unsupported as exc:
+            return CheckResult(variant.name, case, SKIP, str(exc))
+        except Exception as exc:
+            tb = traceback.extract_tb(exc.__traceback__)[-1]
+            where = f" (at {tb.filename.rsplit('/', 1)[-1]}:{tb.lineno})"
+            return CheckResult(variant.name, case, ERROR, f"{type(exc).__name__}: {exc}{where}",
+                               seconds=time.perf_counter() - t0)
+        ref = self.oracle(case.op, {**default_state(case.op, effective), **effective})
+        for name in spec.low_outputs:
+            peak = float(np.abs(ref[name]).max()) if ref[name].size else 0.0
+            if peak > DTYPE_MAX[case.dtype]:
+                return CheckResult(variant.name, case, SKIP,
+                                   f"the exact {name} overflows {case.dtype} (max |{name}| = {peak:.3g})")
+        res = CheckResult(variant.name, case, PASS)
+        problems = []
+        for name in spec.outputs:
+            if name not in out:
+                problems.append(f"missing output {name!r} (got {sorted(out)})")
+                continue
+            out_dtype = case.dtype if name in spec.low_outputs else "fp32"
+            try:
+                res.errors[name] = err = tensor_error(out[name], ref[name], out_dtype)
+            except ValueError as exc:
+                problems.append(f"{name}: {exc}")
+                continue
+            if err.nonfinite:
+                problems.append(f"{name}: {err.nonfinite} NaN/Inf, first at {list(err.nonfinite_at)}")
+        if problems:
+            res.status, res.reason = FAIL, "; ".join(problems)
+        res.seconds = time.perf_counter() - t0
+        return res

@@ -1,0 +1,108 @@
+"""Command line: ``python -m wkvbench verify|list|case`` (``wkvbench`` when installed)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from .cases import DOMAINS, Case
+from .ops import DTYPES, OPS
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--op", action="append", default=[], choices=sorted(OPS), help="operator (repeatable)")
+    p.add_argument("--variant", action="append", default=[], metavar="GLOB",
+                   help="variant name glob, e.g. 'wkv7.*' or '*.ggml.*' (repeatable)")
+    p.add_argument("--dtype", action="append", default=[], choices=DTYPES, help="dtype (repeatable)")
+    p.add_argument("--plugin", action="append", default=[], metavar="PATH",
+                   help="Python file that registers extra variants (repeatable)")
+    p.add_argument("--no-entry-points", action="store_true",
+                   help="do not load installed 'wkvbench.variants' entry points")
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="wkvbench", description=__doc__)
+    sub = ap.add_subparsers(dest="command", required=True)
+    v = sub.add_parser("verify", help="run the verification matrix against the float64 oracle")
+    _common(v)
+    v.add_argument("--domain", action="append", default=[], choices=DOMAINS, help="value domain (repeatable)")
+    v.add_argument("--case", action="append", default=[], metavar="ID",
+                   help="run exactly this case id, e.g. wkv7/model/B2-T37-H2-N64-h0/bf16/s0 (repeatable)")
+    v.add_argument("--seed", type=int, default=None, help="seed of the default case set (default 0 or $WKVBENCH_SEED)")
+    v.add_argument("--output", type=Path, default=None,
+                   help="results JSON (default reports/results/verify-<timestamp>.json)")
+    lst = sub.add_parser("list", help="list registered variants and why unavailable ones cannot run")
+    _common(lst)
+    c = sub.add_parser("case", help="print the inputs of a case id (shapes, ranges) and its oracle outputs")
+    c.add_argument("id")
+    return ap
+
+
+def _load_plugins(args: argparse.Namespace, console: Console) -> None:
+    from .plugins import load_entry_points, load_file
+
+    for path in args.plugin:
+        load_file(path)
+    if not args.no_entry_points:
+        for name in load_entry_points():
+            console.print(f"loaded entry-point plug-in {name}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    console = Console(stderr=False, width=None if sys.stdout.isatty() else 160)
+    try:
+        from . import kernels  # noqa: F401  (registers the built-in variants)
+        from .verify import Selection, list_variants, print_report, run, write_json
+
+        if args.command == "case":
+            return _show_case(args.id, console)
+        _load_plugins(args, console)
+        sel = Selection(ops=tuple(args.op), variant_globs=tuple(args.variant), dtypes=tuple(args.dtype))
+        if args.command == "list":
+            list_variants(console, sel)
+            return 0
+        sel.domains, sel.case_ids, sel.seed = tuple(args.domain), tuple(args.case), args.seed
+        if not sel.variants():
+            console.print(f"[red]no registered variant matches {args.variant or args.op}[/red]")
+            return 2
+        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+        out = args.output or REPO / "reports" / "results" / f"verify-{stamp}.json"
+        partial = out.with_suffix(".partial.jsonl")
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        report = run(sel, Console(stderr=True), partial)
+        print_report(report, console)
+        write_json(report, out, sel)
+        partial.unlink(missing_ok=True)
+        console.print(f"results: {out}")
+        return 1 if report.failed else 0
+    except (ValueError, KeyError, FileNotFoundError, ImportError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return 2
+
+
+def _show_case(case_id: str, console: Console) -> int:
+    from .references import ORACLES
+    from .references.inputs import generate
+    from .ops import default_state, round_inputs
+
+    case = Case.parse(case_id)
+    x = generate(case)
+    desc = {k: (f"{v.shape} {v.dtype} [{v.min():.4g}, {v.max():.4g}]" if hasattr(v, "shape") else v)
+            for k, v in x.items()}
+    eff = round_inputs(case.op, x, case.dtype)
+    ref = ORACLES[case.op](**{**default_state(case.op, eff), **eff})
+    desc.update({f"oracle.{k}": f"{v.shape} rms {float((v**2).mean() ** 0.5):.4g}" for k, v in ref.items()})
+    console.print_json(json.dumps({"case": case.id, **desc}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

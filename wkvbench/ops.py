@@ -1,0 +1,112 @@
+"""The canonical operator set (spec §9): tensor names, which follow the case dtype, and rounding.
+
+Everything here is NumPy only. A canonical problem is a ``dict[str, np.ndarray | float]`` keyed by
+the contract names of spec §9 (``r k v a b lw u w4 q g beta A gc``, ``scale``, and the initial
+state ``state`` or ``aa bb pp``). An absent initial state means zeros (``pp = -1e38`` for wkv4).
+Canonical arrays are float32 (the oracle promotes to float64); layouts are ``[B, T, H, N]`` for
+per-token tensors and ``[B, H, N_value, N_key]`` for matrix states.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+DTYPES: tuple[str, ...] = ("fp32", "bf16", "fp16")
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """What one operator consumes and produces, by contract name.
+
+    ``activations`` are the inputs that a kernel receives in the case dtype (bf16/fp16/fp32);
+    every other input (decays, gates, bonus scalars, the initial state) is float32 by contract.
+    ``low_outputs`` are returned in the case dtype; the remaining outputs (states) are float32.
+    """
+
+    name: str
+    inputs: tuple[str, ...]
+    activations: tuple[str, ...]
+    state: tuple[str, ...]
+    outputs: tuple[str, ...]
+    low_outputs: tuple[str, ...]
+    has_scale: bool = False
+    section: str = ""
+
+
+OPS: dict[str, OpSpec] = {
+    s.name: s
+    for s in (
+        OpSpec("wkv4", ("k", "v", "w4", "u"), ("k", "v"), ("aa", "bb", "pp"),
+               ("y", "aa", "bb", "pp"), ("y",), section="§2"),
+        OpSpec("wkv6", ("r", "k", "v", "lw", "u"), ("r", "k", "v", "u"), ("state",),
+               ("y", "state"), ("y",), section="§3"),
+        OpSpec("wkv7", ("r", "k", "v", "a", "b", "lw"), ("r", "k", "v", "a", "b"), ("state",),
+               ("y", "state"), ("y",), section="§4"),
+        OpSpec("gla", ("q", "k", "v", "lw"), ("q", "k", "v"), ("state",),
+               ("y", "state"), ("y",), has_scale=True, section="§3.2"),
+        OpSpec("gdn", ("q", "k", "v", "g", "beta"), ("q", "k", "v", "beta"), ("state",),
+               ("y", "state"), ("y",), has_scale=True, section="§5"),
+        OpSpec("gdn_wy", ("k", "v", "beta", "A", "gc"), ("k", "v", "beta", "A"), (),
+               ("w", "u"), ("w", "u"), section="§5.2"),
+    )
+}
+
+
+def op_spec(name: str) -> OpSpec:
+    try:
+        return OPS[name]
+    except KeyError:
+        raise KeyError(f"unknown operator {name!r}; known: {', '.join(sorted(OPS))}") from None
+
+
+def _round_bf16(x: np.ndarray) -> np.ndarray:
+    """Round to bfloat16 (round-to-nearest-even), returned as float32. NaN stays NaN."""
+    f = np.ascontiguousarray(x, dtype=np.float32)
+    bits = f.view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+    out = rounded.astype(np.uint32).view(np.float32)
+    return np.where(np.isnan(f), f, out)
+
+
+def round_to(x: np.ndarray, dtype: str) -> np.ndarray:
+    """``x`` rounded once to ``dtype`` and returned as float64 (the values a kernel of that dtype sees)."""
+    x = np.asarray(x)
+    if dtype == "fp32":
+        return x.astype(np.float32).astype(np.float64)
+    if dtype == "fp16":
+        with np.errstate(over="ignore"):  # beyond 65504 rounds to inf, as the cast on a device does
+            return x.astype(np.float16).astype(np.float64)
+    if dtype == "bf16":
+        return _round_bf16(x).astype(np.float64)
+    if dtype == "fp64":
+        return x.astype(np.float64)
+    raise ValueError(f"unknown dtype {dtype!r}; known: {', '.join(DTYPES)}")
+
+
+def round_inputs(op: str, inputs: dict, dtype: str) -> dict:
+    """Canonical inputs as a kernel of ``dtype`` sees them, in float64.
+
+    Activations are rounded to ``dtype``; every other array to float32; floats pass through.
+    """
+    spec = op_spec(op)
+    out: dict = {}
+    for name, value in inputs.items():
+        if isinstance(value, np.ndarray):
+            out[name] = round_to(value, dtype if name in spec.activations else "fp32")
+        else:
+            out[name] = value
+    return out
+
+
+def default_state(op: str, inputs: dict) -> dict[str, np.ndarray]:
+    """The zero initial state of spec §9 for the shapes in ``inputs`` (float64)."""
+    if op == "wkv4":
+        B, _, C = inputs["k"].shape
+        return {"aa": np.zeros((B, C)), "bb": np.zeros((B, C)), "pp": np.full((B, C), -1e38)}
+    if op == "gdn_wy":
+        return {}
+    B, _, H, K = inputs["k"].shape
+    V = inputs["v"].shape[-1]
+    return {"state": np.zeros((B, H, V, K))}

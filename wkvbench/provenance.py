@@ -1,0 +1,79 @@
+"""Provenance recorded with every result: machine, accelerator, package versions, git commit."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.metadata
+import os
+import platform
+import subprocess
+import sys
+
+PACKAGES = ("numpy", "torch", "triton", "fla-core", "rwkv", "rwkv-ops", "keras", "ggml-python", "rich")
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _git(*args: str) -> str | None:
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _gpu() -> dict | None:
+    """The CUDA device torch sees, if any (never initialises CUDA when torch is absent)."""
+    if "torch" not in sys.modules and _version("torch") is None:
+        return None
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return None
+        i = torch.cuda.current_device()
+        p = torch.cuda.get_device_properties(i)
+        drv = None
+        try:
+            drv = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=10).stdout.strip().splitlines()[0]
+        except (OSError, subprocess.SubprocessError, IndexError):
+            pass
+        return {"name": p.name, "capability": f"{p.major}.{p.minor}", "memory_gib": round(p.total_memory / 2**30, 1),
+                "cuda": torch.version.cuda, "driver": drv, "count": torch.cuda.device_count()}
+    except Exception as exc:  # a broken CUDA install must not stop a CPU run
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def provenance() -> dict:
+    commit = _git("rev-parse", "HEAD")
+    dirty = _git("status", "--porcelain")
+    return {
+        "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "host": platform.node(),
+        "machine": {"platform": platform.platform(), "cpu": _cpu_model(), "cores": os.cpu_count(),
+                    "python": sys.version.split()[0]},
+        "gpu": _gpu(),
+        "versions": {p: _version(p) for p in PACKAGES},
+        "git": {"commit": commit, "branch": _git("rev-parse", "--abbrev-ref", "HEAD"),
+                "dirty": bool(dirty) if dirty is not None else None},
+        "env": {k: v for k, v in os.environ.items() if k.startswith(("WKVBENCH_", "KERAS_", "KERNEL_", "TRITON_", "FLA_"))},
+        "argv": sys.argv,
+    }
