@@ -32,13 +32,21 @@ GROUPS: dict[str, list[str]] = PYPROJECT["dependency-groups"]
 TORCH = os.environ.get("WKVBENCH_TORCH", "torch==2.13.0")
 
 
+WHEELHOUSE = os.environ.get("WKVBENCH_WHEELHOUSE")  # offline: install only from this folder
+
+
 def _install_runtime(session: nox.Session, *groups: str) -> None:
-    """torch first (so nothing pulls a different build), then numpy/rich and the named groups."""
+    """torch first (so nothing pulls a different build), then numpy/rich and the named groups.
+
+    With ``WKVBENCH_WHEELHOUSE`` set (a folder made by ``nox -s wheelhouse``), nothing is fetched:
+    every package comes from that folder, on top of the interpreter's own torch/triton.
+    """
+    offline = ["--no-index", "--find-links", WHEELHOUSE] if WHEELHOUSE else []
     if TORCH != "system":
-        session.install(TORCH)
+        session.install(*offline, TORCH)
     reqs = [r for g in groups for r in GROUPS[g]]
-    # ggml-python compiles ggml; keep its build single-purpose and visible in the log
-    session.install(*reqs, env={"CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)})
+    # ggml-python compiles ggml (CMAKE_ARGS="-DGGML_CUDA=on ..." from the environment builds CUDA)
+    session.install(*offline, *reqs, env={"CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)})
     session.run("python", "-c", "import sys, numpy, torch; print(sys.version.split()[0], 'numpy', numpy.__version__, 'torch', torch.__version__)")
 
 
@@ -60,8 +68,36 @@ def verify(session: nox.Session) -> None:
     Filters: ``nox -s verify -- --op wkv7 --variant '*.ggml.*' --dtype bf16 --plugin my.py``.
     Writes ``reports/results/verify-<timestamp>.json``; exits non-zero on any failure.
     """
-    _install_runtime(session, "test", "cpu-kernels")
+    gpu = ("gpu-kernels",) if TORCH == "system" or WHEELHOUSE else ()
+    _install_runtime(session, "test", "cpu-kernels", *gpu)
     session.run("python", "-m", "wkvbench", "verify", *session.posargs)
+
+
+@nox.session(default=False)
+def wheelhouse(session: nox.Session) -> None:
+    """Download every package the GPU sessions need into a folder, for a GPU box without network.
+
+    ``nox -s wheelhouse -- [--dest wheelhouse] [--python-version 3.12] [--platform manylinux_2_28_x86_64]``.
+    On the box: ``WKVBENCH_WHEELHOUSE=$PWD/wheelhouse WKVBENCH_TORCH=system nox -s verify -- --set gpu``
+    (nox itself from the folder: ``pip install --no-index --find-links wheelhouse nox``), or without
+    nox, ``tools/gpu_verify.sh wheelhouse`` (README "Offline GPU boxes").
+    """
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="nox -s wheelhouse --")
+    ap.add_argument("--dest", default="wheelhouse")
+    ap.add_argument("--python-version", default="3.12")
+    ap.add_argument("--platform", action="append", default=[])
+    a = ap.parse_args(session.posargs)
+    plats = a.platform or [f"manylinux_2_{n}_x86_64" for n in (17, 27, 28, 34)] + ["manylinux2014_x86_64"]
+    common = ["python", "-m", "pip", "download", "--no-deps", "-d", a.dest]
+    binary = ["--only-binary=:all:", "--python-version", a.python_version, "--implementation", "cp"]
+    binary += [x for p in plats for x in ("--platform", p)]
+    session.run(*common, *binary, *GROUPS["wheelhouse"])
+    session.run(*common, "--no-binary=:all:", "ggml-python==0.0.45")  # built on the box, with CUDA
+    for tool in ("nox", "virtualenv", "colorlog", "argcomplete", "dependency-groups", "distlib",
+                 "filelock", "platformdirs", "packaging", "attrs"):
+        session.run(*common, *binary, tool)
 
 
 @nox.session(default=False)

@@ -20,6 +20,7 @@ until :func:`load` is called.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import os
@@ -157,3 +158,134 @@ def effective_lw(lw, dtype: str):
     from wkvbench.ops import round_to
 
     return -np.exp(round_to(raw_decay(lw), dtype))
+
+
+# --- GPU implementations (device "cuda") ------------------------------------------------------------
+#
+# The GPU variants never use the top-level ``rwkv_ops.<entry>`` callables (chosen once, at import,
+# native for the CPU variants above): they call the factories (``get_generalized_delta_rule``,
+# ``get_rwkv6_kernel``, ``get_gated_delta_net_*``) with an explicit ``KERNEL_TYPE`` per variant, so
+# native and GPU variants coexist in one process. The factories fall back to native *silently*
+# (spec §8 item 9), and the fallback conditions differ per factory (rwkv-ops 0.11.3, read from
+# ``rwkv_ops/*/__init__.py`` and ``rwkv_ops/utils.py``):
+#
+# * ``get_generalized_delta_rule(KERNEL_TYPE='cuda'|'triton')``: the CUDA / Triton kernel whenever
+#   keras runs on torch and ``torch.cuda.is_available()``; environment variables play no part.
+#   For ``'triton'`` the *second* callable of the pair (the inference op) is the native op.
+# * ``get_rwkv6_kernel(KERNEL_TYPE='cuda')``: the CUDA kernel under the same conditions.
+# * ``get_gated_delta_net_chunk`` / ``get_gated_delta_net_recurrent[_inference]``: Triton is chosen
+#   through ``utils._use_triton``, which is False for any ``KERNEL_TYPE`` other than ``'native'``
+#   and whenever ``RWKV_OPS_KERAS_NATIVE`` is set to a true value. So ``KERNEL_TYPE='triton'``
+#   (which their docstrings advertise) silently yields the native op on torch, and the Triton
+#   kernels are reached only with ``KERNEL_TYPE='native'`` *and* ``RWKV_OPS_KERAS_NATIVE`` unset,
+#   which :func:`load` sets for the CPU variants. :data:`TRITON_ENV` overrides it around the call.
+#
+# :func:`gpu_callable` therefore checks the module of what the factory returned, and the wrappers
+# it returns also fall back to native (or raise) when handed CPU tensors, so the adapters move
+# every tensor to CUDA in ``prepare``.
+
+# the environment under which the GDN factories return their Triton kernels on torch (see above)
+TRITON_ENV: tuple[tuple[str, str], ...] = (("RWKV_OPS_KERAS_NATIVE", "0"),)
+
+NO_CUDA = "no CUDA device (torch.cuda.is_available() is False)"
+
+
+def truncate(text: str, limit: int = 400) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def cuda_reason(needs: str) -> str | None:
+    """None when a GPU variant can run here, else the reason. ``needs``: ``"triton"`` (Triton JIT)
+    or ``"nvcc"`` (rwkv-ops builds its CUDA ops with ``torch.utils.cpp_extension.load``)."""
+    for mod, what in (("torch", "torch"), ("keras", "keras 3"), ("rwkv_ops", "rwkv-ops")):
+        if importlib.util.find_spec(mod) is None:
+            return f"{what} not installed ({PIP})"
+    import torch
+
+    if not torch.cuda.is_available():
+        return NO_CUDA
+    if needs == "triton":
+        if importlib.util.find_spec("triton") is None:
+            return "triton not installed (pip install triton)"
+        if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+            return "TRITON_INTERPRET is set: rwkv-ops' Triton kernels would run in the interpreter"
+    elif needs == "nvcc":
+        from torch.utils import cpp_extension
+
+        if cpp_extension.CUDA_HOME is None:
+            return ("CUDA toolkit not found (torch.utils.cpp_extension.CUDA_HOME is None; set CUDA_HOME): "
+                    "rwkv-ops compiles its CUDA ops at first use")
+        if not cpp_extension.is_ninja_available():
+            return "ninja not installed (pip install ninja): torch.utils.cpp_extension.load needs it"
+    else:
+        raise ValueError(f"needs must be 'triton' or 'nvcc', got {needs!r}")
+    return None
+
+
+@contextlib.contextmanager
+def env_override(updates: Mapping[str, str | None]):
+    """Set (or, for None, unset) environment variables for the duration of the block, then restore."""
+    saved = {k: os.environ.get(k) for k in updates}
+    try:
+        for k, v in updates.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def check_module(fn: Callable, expected: str, call: str) -> Availability:
+    """Yes when ``fn`` (what ``call`` returned) is defined in module ``expected`` (not a fallback)."""
+    inner = fn
+    while isinstance(inner, functools.partial):
+        inner = inner.func
+    if getattr(inner, "__module__", None) == expected:
+        return Availability.yes()
+    impl = implementation(fn)
+    return Availability.no(
+        f"{call} returned {impl}, not the kernel in {expected} (rwkv-ops falls back to native silently; "
+        "spec §8 item 9)")
+
+
+def _call_text(factory: str, kwargs: tuple) -> str:
+    return f"rwkv_ops.{factory}({', '.join(f'{k}={v!r}' for k, v in kwargs)})"
+
+
+@functools.cache
+def _factory_result(factory: str, kwargs: tuple[tuple[str, Any], ...],
+                    env: tuple[tuple[str, str], ...]) -> tuple[Any, Availability]:
+    """``rwkv_ops.<factory>(**kwargs)`` under ``env``, once per process (the CUDA factories compile)."""
+    mod, ok = load()
+    if not ok:
+        return None, ok
+    make = getattr(mod, factory, None)
+    if make is None:
+        return None, Availability.no(f"rwkv_ops {getattr(mod, '__version__', '?')} has no {factory!r}")
+    try:
+        with env_override(dict(env)):
+            return make(**dict(kwargs)), Availability.yes()
+    except Exception as exc:  # a failed nvcc build, an assertion on the head size, ...
+        call = _call_text(factory, kwargs)
+        return None, Availability.no(f"{call} raised {type(exc).__name__}: {truncate(exc)}")
+
+
+def gpu_callable(factory: str, kwargs: tuple[tuple[str, Any], ...], expected: str, pick: int | None = None,
+                 env: tuple[tuple[str, str], ...] = ()) -> tuple[Callable | None, Availability]:
+    """``(callable, Availability)`` from ``rwkv_ops.<factory>(**kwargs)`` under ``env``, confirmed to
+    live in module ``expected``; ``pick`` indexes a returned pair. The factory call is cached: the
+    CUDA factories compile (``torch.utils.cpp_extension.load``: about a minute the first time, then
+    from the on-disk extension cache), and a failed build becomes the reason."""
+    out, ok = _factory_result(factory, kwargs, env)
+    if not ok:
+        return None, ok
+    fn = out if pick is None else out[pick]
+    ok = check_module(fn, expected, _call_text(factory, kwargs) + ("" if pick is None else f"[{pick}]"))
+    return (fn if ok else None), ok

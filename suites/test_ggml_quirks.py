@@ -7,7 +7,8 @@ What is pinned (spec §3.2, §4.5, §5.1, §8):
 * state orientation: wkv6 and GLA keep ``[key][value]`` (the canonical transpose), wkv7 and GDN
   ``[value][key]``; the other orientation is wrong;
 * decays: wkv6/wkv7/GLA take the multiplicative ``exp(lw)``, GDN the log gate itself;
-* GLA's scale is an argument; GDN's is fixed at ``1/sqrt(N)`` and a case asking for another raises;
+* GLA's scale is an argument; GDN's is fixed at ``1/sqrt(N)`` and a case asking for another raises
+  ``Unsupported`` (a SKIP);
 * GDN's K snapshot slots: slot ``j`` is the state after token ``T-1-j``, slot 0 the final state;
 * the wkv7 CPU SIMD loop needs ``N % GGML_F32_STEP == 0``: below that it is wrong and writes past
   its ``dst`` (caught by the guard band);
@@ -28,7 +29,7 @@ import pytest
 
 from wkvbench.cases import Case, Shape
 from wkvbench.kernels import _ggml
-from wkvbench.kernels.base import get
+from wkvbench.kernels.base import Unsupported, get
 from wkvbench.references import ORACLES
 from wkvbench.references.inputs import generate
 
@@ -97,7 +98,7 @@ def test_other_state_orientation_is_wrong(op):
 @pytest.mark.parametrize("op", ["wkv6", "wkv7", "gla"])
 def test_decay_is_multiplicative(op, monkeypatch):
     """Feeding the log decay itself (as the canonical form and FLA take it) is wrong."""
-    monkeypatch.setattr(module(op), "exp_f32", lambda lw: np.asarray(lw, np.float32))
+    monkeypatch.setattr(_ggml, "exp_f32", lambda lw: np.asarray(lw, np.float32))
     case = Case(op, "model", SMALL, "fp32")
     err = errors(variant(op), generate(case), case)
     assert err["y"] > WRONG, err
@@ -122,7 +123,7 @@ def test_gdn_scale_is_fixed():
     case = Case("gdn", "model", SMALL, "fp32")
     inputs = generate(case)
     assert inputs["scale"] == pytest.approx(64 ** -0.5, rel=1e-12)
-    with pytest.raises(ValueError, match=r"1/sqrt\(N\)"):
+    with pytest.raises(Unsupported, match=r"1/sqrt\(N\)"):
         variant("gdn").prepare(dict(inputs, scale=1.0), case)
 
 

@@ -23,7 +23,7 @@ PAIRS = [(v, c) for c in default_cases() for v in variants(c.op)]
 def test_variant_matches_oracle(variant, case):
     res = CHECKER.check(variant, case)
     if res.status == SKIP:
-        pytest.skip(res.reason)
+        pytest.skip(f"{variant.name}: {res.reason}")
     errs = ", ".join(f"{k} rel {e.rel:.3g} = {e.floor_x:.3g}x floor (limit {res.limits.get(k, float('nan')):.3g})"
                      for k, e in res.errors.items())
     assert res.status == PASS, f"{res.status}: {res.reason}\n  {errs}\n  reproduce: {res.reproduce}"

@@ -95,26 +95,38 @@ _WKV4_SHAPES = (Shape(2, 37, 1, 128, h0=True), Shape(1, 1, 1, 64, h0=True), Shap
 _GDN_WY_SHAPES = (Shape(2, 37, 2, 64, C=16), Shape(1, 64, 2, 32, C=64), Shape(1, 1, 1, 64, C=16))
 
 
-def _shapes(op: str, domain: str) -> tuple[Shape, ...]:
+# The GPU set adds head size 128 (where kernels support it) and, for wkv4, a wider problem.
+_GPU_SHAPES = (Shape(2, 37, 2, 128, h0=True), Shape(1, 1, 2, 128, h0=True))
+_GPU_WKV4_SHAPES = (Shape(2, 300, 1, 256, h0=True),)
+_GPU_GDN_WY_SHAPES = (Shape(2, 100, 2, 128, C=64),)
+
+CASE_SETS: tuple[str, ...] = ("default", "gpu")
+
+
+def _shapes(op: str, domain: str, case_set: str = "default") -> tuple[Shape, ...]:
+    gpu = case_set == "gpu"
     if op == "wkv4":  # per-channel: H=1 and N is the channel count C
-        base = _WKV4_SHAPES
+        base = _WKV4_SHAPES + (_GPU_WKV4_SHAPES if gpu else ())
         return base + ((Shape(1, 512, 1, 64, h0=True),) if domain == "stress" else ())
     if op == "gdn_wy":
-        return _GDN_WY_SHAPES
-    return _DEFAULT_SHAPES + (_STRESS_SHAPES if domain == "stress" else ())
+        return _GDN_WY_SHAPES + (_GPU_GDN_WY_SHAPES if gpu else ())
+    return _DEFAULT_SHAPES + (_GPU_SHAPES if gpu else ()) + (_STRESS_SHAPES if domain == "stress" else ())
 
 
 def default_cases(ops: tuple[str, ...] | None = None, dtypes: tuple[str, ...] | None = None,
-                  seed: int | None = None) -> list[Case]:
-    """The default verification set: every operator x domain x shape x dtype, one seed.
+                  seed: int | None = None, case_set: str = "default") -> list[Case]:
+    """A named verification set: every operator x domain x shape x dtype, one seed.
 
+    ``default`` is sized for a 2-core CPU; ``gpu`` adds head size 128 shapes.
     ``WKVBENCH_SEED`` changes the seed (default 0).
     """
+    if case_set not in CASE_SETS:
+        raise ValueError(f"unknown case set {case_set!r}; known: {', '.join(CASE_SETS)}")
     seed = int(os.environ.get("WKVBENCH_SEED", "0")) if seed is None else seed
     out = []
     for op in ops or tuple(OPS):
         for domain in DOMAINS:
-            for shape in _shapes(op, domain):
+            for shape in _shapes(op, domain, case_set):
                 for dtype in dtypes or DTYPES:
                     out.append(Case(op, domain, shape, dtype, seed))
     return out

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from .cases import DOMAINS, Case
+from .cases import CASE_SETS, DOMAINS, Case
 from .ops import DTYPES, OPS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -21,6 +21,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--variant", action="append", default=[], metavar="GLOB",
                    help="variant name glob, e.g. 'wkv7.*' or '*.ggml.*' (repeatable)")
     p.add_argument("--dtype", action="append", default=[], choices=DTYPES, help="dtype (repeatable)")
+    p.add_argument("--device", action="append", default=[], choices=("cpu", "cuda", "mps"),
+                   help="only variants that run on this device (repeatable)")
     p.add_argument("--plugin", action="append", default=[], metavar="PATH",
                    help="Python file that registers extra variants (repeatable)")
     p.add_argument("--no-entry-points", action="store_true",
@@ -35,6 +37,8 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--domain", action="append", default=[], choices=DOMAINS, help="value domain (repeatable)")
     v.add_argument("--case", action="append", default=[], metavar="ID",
                    help="run exactly this case id, e.g. wkv7/model/B2-T37-H2-N64-h0/bf16/s0 (repeatable)")
+    v.add_argument("--set", dest="case_set", default="default", choices=CASE_SETS,
+                   help="named case set: 'default' (sized for a 2-core CPU) or 'gpu' (adds head size 128)")
     v.add_argument("--seed", type=int, default=None, help="seed of the default case set (default 0 or $WKVBENCH_SEED)")
     v.add_argument("--output", type=Path, default=None,
                    help="results JSON (default reports/results/verify-<timestamp>.json)")
@@ -65,11 +69,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "case":
             return _show_case(args.id, console)
         _load_plugins(args, console)
-        sel = Selection(ops=tuple(args.op), variant_globs=tuple(args.variant), dtypes=tuple(args.dtype))
+        sel = Selection(ops=tuple(args.op), variant_globs=tuple(args.variant), dtypes=tuple(args.dtype),
+                        devices=tuple(args.device))
         if args.command == "list":
             list_variants(console, sel)
             return 0
         sel.domains, sel.case_ids, sel.seed = tuple(args.domain), tuple(args.case), args.seed
+        sel.case_set = args.case_set
         if not sel.variants():
             console.print(f"[red]no registered variant matches {args.variant or args.op}[/red]")
             return 2

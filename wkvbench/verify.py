@@ -36,11 +36,15 @@ class Selection:
     domains: tuple[str, ...] = ()
     case_ids: tuple[str, ...] = ()
     seed: int | None = None
+    case_set: str = "default"
+    devices: tuple[str, ...] = ()
 
     def variants(self) -> list[KernelVariant]:
         out = []
         for v in variants():
             if self.ops and v.operator not in self.ops:
+                continue
+            if self.devices and v.device not in self.devices:
                 continue
             if self.variant_globs and not any(fnmatch.fnmatchcase(v.name, g) for g in self.variant_globs):
                 continue
@@ -51,7 +55,7 @@ class Selection:
         if self.case_ids:
             cases = [Case.parse(c) for c in self.case_ids]
         else:
-            cases = default_cases(self.ops or None, self.dtypes or None, self.seed)
+            cases = default_cases(self.ops or None, self.dtypes or None, self.seed, self.case_set)
         return [c for c in cases if (not self.dtypes or c.dtype in self.dtypes)
                 and (not self.domains or c.domain in self.domains) and (not self.ops or c.op in self.ops)]
 
@@ -169,7 +173,8 @@ def write_json(report: Report, path: Path, selection: Selection) -> None:
         "provenance": provenance(),
         "selection": {"ops": list(selection.ops), "variants": list(selection.variant_globs),
                       "dtypes": list(selection.dtypes), "domains": list(selection.domains),
-                      "cases": list(selection.case_ids),
+                      "cases": list(selection.case_ids), "case_set": selection.case_set,
+                      "devices": list(selection.devices),
                       "seed": selection.seed if selection.seed is not None else int(os.environ.get("WKVBENCH_SEED", "0"))},
         "variants": {v.name: {"operator": v.operator, "source": v.source, "backend": v.backend,
                               "algorithm": v.algorithm, "device": v.device, "dtypes": sorted(v.dtypes),

@@ -2,3 +2,4 @@
 
 from . import torch_recurrent  # noqa: F401
 from . import ggml_cpu  # noqa: F401
+from . import ggml_cuda  # noqa: F401

@@ -1,3 +1,5 @@
 """wkv4 variants."""
 
 from . import torch_recurrent  # noqa: F401
+from . import wkvbench_cuda  # noqa: F401
+from . import rwkv_cuda  # noqa: F401
