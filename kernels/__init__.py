@@ -6,7 +6,7 @@ lazily inside each adapter, so a missing package only makes its variants unavail
 
 from __future__ import annotations
 
-if __name__ == "kernels":  # found as a bare top-level name: hand over to the real `kernels` (coexistence guard)
+if __name__ == "kernels":  # imported as a bare top-level name: hand over to the real `kernels`
     # This folder is `wkvbench.kernels`. It is found as top-level `kernels` only because the repository
     # root is on sys.path (cwd, pytest's `pythonpath`), where it would shadow the PyPI distribution
     # `kernels` (Hugging Face's, which transformers probes for). So hand over to the real one when it is
@@ -26,7 +26,8 @@ if __name__ == "kernels":  # found as a bare top-level name: hand over to the re
         _sys.modules["kernels"] = _real = _util.module_from_spec(_spec)
         _spec.loader.exec_module(_real)
     else:
-        _sys.modules["kernels"] = _util.module_from_spec(_machinery.ModuleSpec("kernels", None, is_package=True))
+        _empty = _machinery.ModuleSpec("kernels", None, is_package=True)
+        _sys.modules["kernels"] = _util.module_from_spec(_empty)
     __package__, __spec__ = "wkvbench.kernels", None
 
 from . import gdn, gdn_wy, gla, wkv4, wkv6, wkv7  # noqa: F401  (registration happens at import)

@@ -81,6 +81,9 @@ def ggml_unavailable() -> str | None:
     try:
         import ggml
     except Exception as exc:  # the ctypes load of libggml can fail on a broken build
+        # e.g. ggml-python 0.0.45 built with -DGGML_CUDA=on: its bindings look up
+        # ggml_backend_cuda_allreduce_tensor, which the vendored ggml declares but never defines
+        # (AttributeError at import; H200, 2026-11-22; README "Findings")
         return f"ggml-python failed to load: {type(exc).__name__}: {exc}"
     needed = ("ggml_rwkv_wkv6", "ggml_rwkv_wkv7", "ggml_gated_linear_attn", "ggml_gated_delta_net",
               "ggml_graph_plan", "ggml_graph_compute", "ggml_backend_alloc_ctx_tensors",

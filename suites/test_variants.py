@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from wkvbench.cases import default_cases
-from wkvbench.check import FAIL, PASS, SKIP, Checker
+from wkvbench.check import FAIL, PASS, SKIP, XFAIL, Checker
 from wkvbench.kernels import variants
 
 CHECKER = Checker()
@@ -24,6 +24,8 @@ def test_variant_matches_oracle(variant, case):
     res = CHECKER.check(variant, case)
     if res.status == SKIP:
         pytest.skip(f"{variant.name}: {res.reason}")
+    if res.status == XFAIL:
+        pytest.xfail(res.reason)
     errs = ", ".join(f"{k} rel {e.rel:.3g} = {e.floor_x:.3g}x floor (limit {res.limits.get(k, float('nan')):.3g})"
                      for k, e in res.errors.items())
     assert res.status == PASS, f"{res.status}: {res.reason}\n  {errs}\n  reproduce: {res.reproduce}"

@@ -21,6 +21,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--variant", action="append", default=[], metavar="GLOB",
                    help="variant name glob, e.g. 'wkv7.*' or '*.ggml.*' (repeatable)")
     p.add_argument("--dtype", action="append", default=[], choices=DTYPES, help="dtype (repeatable)")
+    p.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                   help="leave out variants matching this glob (repeatable)")
     p.add_argument("--device", action="append", default=[], choices=("cpu", "cuda", "mps"),
                    help="only variants that run on this device (repeatable)")
     p.add_argument("--plugin", action="append", default=[], metavar="PATH",
@@ -70,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             return _show_case(args.id, console)
         _load_plugins(args, console)
         sel = Selection(ops=tuple(args.op), variant_globs=tuple(args.variant), dtypes=tuple(args.dtype),
-                        devices=tuple(args.device))
+                        devices=tuple(args.device), exclude_globs=tuple(args.exclude))
         if args.command == "list":
             list_variants(console, sel)
             return 0
@@ -84,9 +86,9 @@ def main(argv: list[str] | None = None) -> int:
         partial = out.with_suffix(".partial.jsonl")
         partial.parent.mkdir(parents=True, exist_ok=True)
         report = run(sel, Console(stderr=True), partial)
-        print_report(report, console)
-        write_json(report, out, sel)
+        write_json(report, out, sel)  # first: nothing printed below can lose the results
         partial.unlink(missing_ok=True)
+        print_report(report, console)
         console.print(f"results: {out}")
         return 1 if report.failed else 0
     except (ValueError, KeyError, FileNotFoundError, ImportError) as exc:

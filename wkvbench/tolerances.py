@@ -105,8 +105,52 @@ VARIANT_TOLERANCES: dict[tuple[str, str, str, str], Tol] = {
     # y 1.27e-6 = 49.1x floor = 8.1x the step-by-step baseline (gdn/stress/B2-T37-H2-N64-h0/fp32/s0);
     # state 1.29e-6 = 51.3x floor = 23x baseline (same case); uniform domain state 14.5x floor.
     ("gdn.*chunk*", "gdn", "fp32", "y"): Tol(100, 16, "chunked WY fp32: measured 49.1x floor, 8.1x baseline (rwkv-ops native_chunk, gdn/stress, CPU)"),
+    # FLA fused_recurrent_rwkv4 forms W = -exp(w) itself; pp = max(p + W, k) then carries one more
+    # rounding than the baseline: pp 1.85e-8 = 7.78x floor at wkv4/uniform/B1-T1-H1-N64-h0/fp32/s0, H200.
+    ("wkv4.fla.fused_recurrent*", "wkv4", "fp32", "pp"): Tol(1220, 16, "measured 7.78x floor (4x limit missed at T=1), H200"),
+    # Chunked DPLR in fp32 (FLA's dplr_chunkwise reference), CPU 2026-11-22, worst case
+    # wkv7/uniform/B2-T64-H1-N64/fp32/s0: y 4.31e-7 = 16.9x floor = 4.3x baseline;
+    # state 6.48e-7 = 25.6x floor = 12.2x baseline (independent unit-norm a, b of the uniform domain).
+    ("wkv7.*chunk*", "wkv7", "fp32", "y"): Tol(34, 8, "chunked DPLR fp32: measured 16.9x floor, 4.3x baseline (FLA dplr_chunkwise, CPU)"),
+    ("wkv7.*chunk*", "wkv7", "fp32", "state"): Tol(52, 16, "chunked DPLR fp32: measured 25.6x floor, 12.2x baseline (FLA dplr_chunkwise, CPU)"),
     ("gdn.*chunk*", "gdn", "fp32", "state"): Tol(110, 32, "chunked WY fp32: measured 51.3x floor, 23x baseline (rwkv-ops native_chunk, gdn/stress, CPU)"),
 }
+
+
+# Known failures of third-party kernels: (variant glob, case-id glob) -> the diagnosis. A matching
+# FAIL is reported as XFAIL with its numbers (it does not fail the run); a matching case that
+# passes is XPASS, which does fail the run, so an entry disappears once upstream is fixed.
+# Each entry is a finding, written up in README "Findings" with the measurement.
+KNOWN_FAILURES: dict[tuple[str, str], str] = {
+    # FLA's pure-PyTorch chunk reference for GDN in fp32 on gates down to -20 (d ≈ 2e-9) and
+    # β near 1: y 4.8e-6 = 190x floor, state 3.85e-6 = 152x floor (69x the step-by-step
+    # baseline), CPU 2026-11-22; the recurrent naive reference is at 6.5x floor on the same cases.
+    # Per case: y 66.7x / 119x / 191x floor on the three stress cases below, 85x on the uniform one.
+    ("gdn.fla.naive_chunk", "gdn/stress/B2-T37-H2-N64-h0/fp32/*"): (
+        "FLA naive_chunk_gated_delta_rule loses ~2 digits in fp32 on the stress gates (state 152x floor)"),
+    ("gdn.fla.naive_chunk", "gdn/stress/B2-T64-H1-N64/fp32/*"): (
+        "FLA naive_chunk_gated_delta_rule loses ~2 digits in fp32 on the stress gates (y 119x floor)"),
+    ("gdn.fla.naive_chunk", "gdn/stress/B1-T256-H1-N64-h0/fp32/*"): (
+        "FLA naive_chunk_gated_delta_rule loses ~2 digits in fp32 on the stress gates (y 191x floor)"),
+    ("gdn.fla.naive_chunk", "gdn/uniform/B2-T64-H1-N64/fp32/*"): (
+        "FLA naive_chunk_gated_delta_rule loses precision in fp32 on ggml's gate range U(-20, 0) (y 85x floor)"),
+    # FLA's chunked Triton kernels run their fp32 dot products in TF32 (spec §0): H200, 2026-11-22,
+    # wkv6.fla.chunk y 8.7e-4 = 3.5e4x floor on wkv6/model/B2-T37-H2-N64-h0/fp32/s0; helper logs for
+    # wkv7/gla 7-9e-4 and gdn up to 1.5e-3. An fp32 caller gets TF32 accuracy.
+    ("*.fla.chunk", "*/fp32/*"): "FLA chunk kernels compute fp32 dot products in TF32 (~1e-3 relative)",
+    ("gdn_wy.fla.recompute_w_u", "*/fp32/*"): "FLA recompute_w_u computes w with a TF32 dot (~4e-4)",
+    # FLA fused_recurrent_rwkv4 allocates its state output in k's dtype (spec §2.2): H200
+    # 2026-11-22, aa/bb/pp rel 1.0e-3..2.0e-3 in bf16 (5e4-9e4x the fp32 floor), 1.3e-4..2.4e-4 in fp16.
+    ("wkv4.fla.fused_recurrent*", "*/bf16/*"): "FLA fused_recurrent_rwkv4 stores the (a, b, p) state in k's dtype",
+    ("wkv4.fla.fused_recurrent*", "*/fp16/*"): "FLA fused_recurrent_rwkv4 stores the (a, b, p) state in k's dtype",
+}
+
+
+def known_failure(variant: str, case_id: str) -> str | None:
+    for (vpat, cpat), why in KNOWN_FAILURES.items():
+        if fnmatch.fnmatchcase(variant, vpat) and fnmatch.fnmatchcase(case_id, cpat):
+            return why
+    return None
 
 
 def lookup(variant: str, op: str, dtype: str, tensor: str) -> Tol:

@@ -20,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from .cases import DOMAINS, Case, default_cases
-from .check import ERROR, FAIL, PASS, SKIP, Checker, CheckResult
+from .check import ERROR, FAIL, PASS, SKIP, XFAIL, XPASS, Checker, CheckResult
 from .kernels.base import KernelVariant, availability, variants
 from .ops import DTYPES, OPS
 from .provenance import provenance
@@ -38,6 +38,7 @@ class Selection:
     seed: int | None = None
     case_set: str = "default"
     devices: tuple[str, ...] = ()
+    exclude_globs: tuple[str, ...] = ()
 
     def variants(self) -> list[KernelVariant]:
         out = []
@@ -45,6 +46,8 @@ class Selection:
             if self.ops and v.operator not in self.ops:
                 continue
             if self.devices and v.device not in self.devices:
+                continue
+            if any(fnmatch.fnmatchcase(v.name, g) for g in self.exclude_globs):
                 continue
             if self.variant_globs and not any(fnmatch.fnmatchcase(v.name, g) for g in self.variant_globs):
                 continue
@@ -67,14 +70,18 @@ class Report:
 
     def counts(self) -> dict[str, int]:
         c = collections.Counter(r.status for r in self.results)
-        return {s: c.get(s, 0) for s in (PASS, FAIL, ERROR, SKIP)}
+        return {s: c.get(s, 0) for s in (PASS, FAIL, ERROR, XFAIL, XPASS, SKIP)}
 
     def skips_by_reason(self) -> dict[str, int]:
         return dict(collections.Counter(r.reason for r in self.results if r.status == SKIP).most_common())
 
     @property
     def failed(self) -> list[CheckResult]:
-        return [r for r in self.results if r.status in (FAIL, ERROR)]
+        return [r for r in self.results if r.status in (FAIL, ERROR, XPASS)]
+
+    @property
+    def known(self) -> list[CheckResult]:
+        return [r for r in self.results if r.status == XFAIL]
 
 
 def run(selection: Selection, console: Console | None = None, partial: Path | None = None) -> Report:
@@ -122,16 +129,18 @@ def summary_table(report: Report) -> Table:
     order = {d: i for i, d in enumerate(DTYPES)}
     for (op, name, dtype), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], order[kv[0][2]])):
         n = collections.Counter(r.status for r in rs)
-        ran = [r for r in rs if r.status in (PASS, FAIL)]
+        ran = [r for r in rs if r.status in (PASS, FAIL, XFAIL, XPASS)]
         worst: dict[str, tuple[float, float]] = {}
         for r in ran:
             for tensor, e in r.errors.items():
                 if tensor not in worst or not e.floor_x <= worst[tensor][1]:
                     worst[tensor] = (e.rel, e.floor_x)
         errs = "\n".join(f"{k} {_fmt(rel)} ({_fmt(fx)}x)" for k, (rel, fx) in worst.items())
-        bad = n[FAIL] + n[ERROR]
+        bad = n[FAIL] + n[ERROR] + n[XPASS]
         if bad:
             status = f"[red]FAIL {bad}/{len(rs) - n[SKIP]}[/red]"
+        elif n[XFAIL]:
+            status = f"[magenta]XFAIL {n[XFAIL]}/{len(rs) - n[SKIP]}[/magenta]"
         elif n[PASS]:
             status = f"[green]PASS {n[PASS]}/{n[PASS]}[/green]"
         else:
@@ -140,7 +149,7 @@ def summary_table(report: Report) -> Table:
         if n[SKIP]:
             reasons = collections.Counter(r.reason for r in rs if r.status == SKIP)
             notes.append("; ".join(f"{n[SKIP] if len(reasons) == 1 else c} skipped: {why}" for why, c in reasons.items()))
-        first_bad = next((r for r in rs if r.status in (FAIL, ERROR)), None)
+        first_bad = next((r for r in rs if r.status in (FAIL, ERROR, XPASS, XFAIL)), None)
         if first_bad:
             notes.insert(0, first_bad.reason)
         t.add_row(name, dtype, status, errs, " | ".join(notes))
@@ -158,11 +167,13 @@ def print_report(report: Report, console: Console) -> None:
         for why, c in skips.items():
             st.add_row(str(c), why)
         console.print(st)
+    for r in report.known:
+        console.print(f"[magenta]XFAIL[/magenta] {r.variant} {r.case.id}: {r.reason}")
     for r in report.failed:
         console.print(f"[red]{r.status}[/red] {r.variant} {r.case.id}: {r.reason}\n  reproduce: {r.reproduce}")
     console.print(
-        f"{counts[PASS]} passed, {counts[FAIL] + counts[ERROR]} failed, {counts[SKIP]} skipped "
-        f"in {report.seconds:.1f}s"
+        f"{counts[PASS]} passed, {counts[FAIL] + counts[ERROR] + counts[XPASS]} failed, "
+        f"{counts[SKIP]} skipped, {counts[XFAIL]} known failures in {report.seconds:.1f}s"
     )
 
 

@@ -5,3 +5,4 @@ from . import rwkv_ops_native  # noqa: F401
 from . import ggml_cpu  # noqa: F401
 from . import rwkv_ops_triton, rwkv_ops_cuda  # noqa: F401
 from . import ggml_cuda  # noqa: F401
+from . import fla_naive, fla_triton  # noqa: F401

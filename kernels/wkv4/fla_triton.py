@@ -1,0 +1,59 @@
+"""FLA's RWKV-4 Triton kernel (spec §2.2, §2.3): ``fused_recurrent_rwkv4(w, u, k, v, state)``.
+
+* ``w`` is the *raw* time decay: the op computes ``W = -exp(w.float())`` itself, so we pass
+  ``w = log(-w4)`` rounded to float32 and tell the oracle ``w4 = -exp(that)`` (``effective_inputs``).
+* ``u``, ``k``, ``v`` as given; ``k``/``v`` of shape ``[B, T, C]``.
+* The state is one tensor ``[B, 3, 1, C]`` = (a, b, p), required (the canonical default
+  ``a = b = 0``, ``p = -1e38`` is built when absent). The returned final state is stored in
+  ``k``'s dtype inside the kernel, as is the output.
+* No ``scale``; plain ``@triton.jit`` (no autotuner).
+
+Registered for ``cuda`` and as a ``.interp`` twin (CPU, Triton interpreter; kernels/_fla.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from wkvbench.kernels._fla import FlaTriton, fla_fn, register_with_interp
+from wkvbench.kernels._torch import to_numpy, to_torch
+
+from wkvbench.ops import default_state, round_inputs
+
+
+def _raw_decay(w4: np.ndarray) -> np.ndarray:
+    return np.log(-np.asarray(w4, np.float64)).astype(np.float32)
+
+
+class Wkv4FlaFusedRecurrent(FlaTriton):
+    """``fla.ops.rwkv4.fused_recurrent_rwkv4``: one program per (batch, channel block), loop over T."""
+
+    name = "wkv4.fla.fused_recurrent"
+    operator = "wkv4"
+    algorithm = "fused_recurrent"
+
+    def effective_inputs(self, inputs: dict, dtype: str) -> dict:
+        out = round_inputs(self.operator, inputs, dtype)
+        out["w4"] = -np.exp(_raw_decay(inputs["w4"]).astype(np.float64))
+        return out
+
+    def prepare(self, inputs: dict, case: Any) -> Any:
+        import torch
+
+        st = {n: inputs[n] for n in ("aa", "bb", "pp") if n in inputs} or default_state("wkv4", inputs)
+        state = torch.stack([to_torch(st[n], "fp32", self.device) for n in ("aa", "bb", "pp")], dim=1)
+        kw = dict(w=to_torch(_raw_decay(inputs["w4"]), "fp32", self.device),
+                  u=to_torch(inputs["u"], "fp32", self.device),
+                  k=to_torch(inputs["k"], case.dtype, self.device),
+                  v=to_torch(inputs["v"], case.dtype, self.device),
+                  state=state[:, :, None, :].contiguous())
+        return fla_fn("ops.rwkv4", "fused_recurrent_rwkv4"), kw
+
+    def to_canonical(self, out: Any) -> dict:
+        y, st = out
+        st = to_numpy(st)[:, :, 0, :]
+        return {"y": to_numpy(y), "aa": st[:, 0], "bb": st[:, 1], "pp": st[:, 2]}
+
+
+register_with_interp(Wkv4FlaFusedRecurrent)
