@@ -28,7 +28,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .base import Availability
+from .base import Availability, KernelVariant
 
 PIP = 'pip install "rwkv-ops==0.11.3" "keras>=3.6" torch'
 SOURCE = "rwkv-ops"
@@ -289,3 +289,33 @@ def gpu_callable(factory: str, kwargs: tuple[tuple[str, Any], ...], expected: st
     fn = out if pick is None else out[pick]
     ok = check_module(fn, expected, _call_text(factory, kwargs) + ("" if pick is None else f"[{pick}]"))
     return (fn if ok else None), ok
+
+
+class NativeVariant(KernelVariant):
+    """Base of the native keras-torch adapters: ``entry`` names the top-level ``rwkv_ops`` callable,
+    confirmed native by :func:`resolve`; ``raw_decay`` marks RWKV-6/7, whose ``w = log(-lw)`` is
+    passed in the case dtype (so the oracle sees ``-exp(round(log(-lw)))``)."""
+
+    entry: str
+    raw_decay: bool = False
+    source = SOURCE
+    backend = BACKEND
+    device = "cpu"
+    dtypes = frozenset({"fp32", "bf16", "fp16"})
+    supports_state = True
+
+    def available(self) -> Availability:
+        return resolve(self.entry)[1]
+
+    def effective_inputs(self, inputs: dict, dtype: str) -> dict:
+        out = super().effective_inputs(inputs, dtype)
+        if self.raw_decay:
+            out["lw"] = effective_lw(inputs["lw"], dtype)
+        return out
+
+    def function(self) -> Callable:
+        """The confirmed-native callable (raises with the availability reason otherwise)."""
+        fn, ok = resolve(self.entry)
+        if not ok:
+            raise RuntimeError(ok.reason)
+        return fn

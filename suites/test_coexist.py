@@ -88,7 +88,12 @@ def _run(cwd: Path, order: list[str], env_extra: dict, sitedirs: list[str] | Non
 
 
 def _inside_repo(p: str | None) -> bool:
-    return p is not None and Path(p).resolve().is_relative_to(ROOT)
+    """True for a file of this repository's own tree; an installed package (site-packages, e.g. of
+    a nox virtualenv kept under the repository's .nox/) is not part of it."""
+    if p is None:
+        return False
+    path = Path(p).resolve()
+    return path.is_relative_to(ROOT) and "site-packages" not in path.parts
 
 
 def _stub_site(tmp: Path) -> Path:

@@ -26,22 +26,13 @@ import numpy as np
 
 from wkvbench.kernels import _rwkv_ops as rops
 from wkvbench.kernels._torch import to_numpy, to_torch
-from wkvbench.kernels.base import Availability, KernelVariant, register
+from wkvbench.kernels.base import register
 
 L2_EPS = 1e-6
 
 
-class _GdnRwkvOpsNative(KernelVariant):
-    entry: str
+class _GdnRwkvOpsNative(rops.NativeVariant):
     operator = "gdn"
-    source = rops.SOURCE
-    backend = rops.BACKEND
-    device = "cpu"
-    dtypes = frozenset({"fp32", "bf16", "fp16"})
-    supports_state = True
-
-    def available(self) -> Availability:
-        return rops.resolve(self.entry)[1]
 
     def effective_inputs(self, inputs: dict, dtype: str) -> dict:
         out = super().effective_inputs(inputs, dtype)
@@ -50,9 +41,7 @@ class _GdnRwkvOpsNative(KernelVariant):
         return out
 
     def prepare(self, inputs: dict, case) -> dict:
-        fn, ok = rops.resolve(self.entry)
-        if not ok:
-            raise RuntimeError(ok.reason)
+        fn = self.function()
         K = inputs["k"].shape[-1]
         if not math.isclose(float(inputs["scale"]), K**-0.5, rel_tol=1e-9):
             raise ValueError(

@@ -15,33 +15,20 @@ from __future__ import annotations
 
 from wkvbench.kernels import _rwkv_ops as rops
 from wkvbench.kernels._torch import to_numpy, to_torch
-from wkvbench.kernels.base import Availability, KernelVariant, register
+from wkvbench.kernels.base import register
 
 ENTRY = "generalized_delta_rule"
 
 
-class Wkv7RwkvOpsNative(KernelVariant):
+class Wkv7RwkvOpsNative(rops.NativeVariant):
     name = "wkv7.rwkv_ops.native"
     operator = "wkv7"
-    source = rops.SOURCE
-    backend = rops.BACKEND
     algorithm = "recurrent"
-    device = "cpu"
-    dtypes = frozenset({"fp32", "bf16", "fp16"})
-    supports_state = True
-
-    def available(self) -> Availability:
-        return rops.resolve(ENTRY)[1]
-
-    def effective_inputs(self, inputs: dict, dtype: str) -> dict:
-        out = super().effective_inputs(inputs, dtype)
-        out["lw"] = rops.effective_lw(inputs["lw"], dtype)
-        return out
+    entry = ENTRY
+    raw_decay = True
 
     def prepare(self, inputs: dict, case) -> dict:
-        fn, ok = rops.resolve(ENTRY)
-        if not ok:
-            raise RuntimeError(ok.reason)
+        fn = self.function()
         dt = case.dtype
         args = {name: to_torch(inputs[name], dt) for name in ("r", "k", "v", "a", "b")}
         args["w"] = to_torch(rops.raw_decay(inputs["lw"]), dt)
