@@ -23,6 +23,7 @@ class TorchRecurrent(KernelVariant):
     algorithm: ClassVar[str] = "recurrent"
     dtypes: ClassVar[frozenset[str]] = frozenset(DTYPES)
     baseline: ClassVar[bool] = True
+    supports_backward: ClassVar[bool] = True
 
     def available(self) -> Availability:
         reason = torch_available()
@@ -40,3 +41,15 @@ class TorchRecurrent(KernelVariant):
 
     def to_canonical(self, out: dict) -> dict:
         return {name: to_numpy(t) for name, t in out.items()}
+
+    def backward(self, inputs: dict, case: Any, upstream: dict) -> dict:
+        """Autograd through the same step-by-step recurrence, in the case dtype (fp32 state)."""
+        import torch
+
+        native = self.prepare(inputs, case)
+        leaves = {k: t.requires_grad_() for k, t in native.items() if isinstance(t, torch.Tensor)}
+        out = self.run(native)
+        loss = sum((out[n].double() * torch.from_numpy(np.asarray(g, np.float64))).sum()
+                   for n, g in upstream.items() if n in out)
+        grads = torch.autograd.grad(loss, list(leaves.values()), allow_unused=True)
+        return {k: (to_numpy(g) if g is not None else np.zeros(leaves[k].shape)) for k, g in zip(leaves, grads)}

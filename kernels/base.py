@@ -81,6 +81,13 @@ class KernelVariant(ABC):
     def effective_inputs(self, inputs: dict, dtype: str) -> dict:
         return round_inputs(self.operator, inputs, dtype)
 
+    def backward(self, inputs: dict, case: Any, upstream: dict) -> dict:
+        """Gradients of ``L = sum_n <upstream[n], output n>`` with respect to every canonical input
+        array the variant received (float64 NumPy, canonical names and layouts). Only variants with
+        ``supports_backward`` implement it; gradients with respect to a non-canonical decay
+        encoding are converted by the chain rule inside the adapter (spec §9)."""
+        raise NotImplementedError(f"{self.name} has no backward")
+
     @abstractmethod
     def prepare(self, inputs: dict, case: Any) -> Any: ...
 

@@ -1,17 +1,19 @@
 """The float64 NumPy oracle (spec §9). No torch import anywhere in this package.
 
 ``ORACLES[op](**inputs)`` runs the readable per-step recurrence that defines the operator;
-``ALTERNATES[op]`` is an independent formulation used only to test the oracle itself.
+``ALTERNATES[op]`` is an independent formulation used only to test the oracle itself;
+``BACKWARDS[op](**inputs, dy=..., dstate=...)`` (wkv4: ``daa, dbb, dpp``) is the hand-derived
+reverse-time backward: gradients of ``<dy, y> + <dstate, S_T>`` for every input and the initial state.
 """
 
 from __future__ import annotations
 
-from .gdn import recurrent_gdn, transition_gdn
+from .gdn import backward_gdn, recurrent_gdn, transition_gdn
 from .gdn_wy import kkt_inverse, recurrent_gdn_wy, substitution_gdn_wy
-from .gla import chunked_gla, recurrent_gla
-from .wkv4 import closed_form_wkv4, recurrent_wkv4
-from .wkv6 import chunked_wkv6, recurrent_wkv6
-from .wkv7 import recurrent_wkv7, transition_wkv7
+from .gla import backward_gla, chunked_gla, recurrent_gla
+from .wkv4 import backward_wkv4, closed_form_wkv4, recurrent_wkv4
+from .wkv6 import backward_wkv6, chunked_wkv6, recurrent_wkv6
+from .wkv7 import backward_wkv7, recurrent_wkv7, transition_wkv7
 
 ORACLES = {
     "wkv4": recurrent_wkv4,
@@ -30,7 +32,16 @@ ALTERNATES = {
     "gdn": transition_gdn,
 }
 
+BACKWARDS = {
+    "wkv4": backward_wkv4,
+    "wkv6": backward_wkv6,
+    "wkv7": backward_wkv7,
+    "gla": backward_gla,
+    "gdn": backward_gdn,
+}
+
 __all__ = [
+    "BACKWARDS", "backward_gdn", "backward_gla", "backward_wkv4", "backward_wkv6", "backward_wkv7",
     "ALTERNATES", "ORACLES", "chunked_gla", "chunked_wkv6", "closed_form_wkv4", "kkt_inverse",
     "recurrent_gdn", "recurrent_gdn_wy", "recurrent_gla", "recurrent_wkv4", "recurrent_wkv6",
     "recurrent_wkv7", "substitution_gdn_wy", "transition_gdn", "transition_wkv7",

@@ -72,3 +72,14 @@ def test_list_and_case_commands():
     assert p.returncode == 0 and "wkv7.torch.recurrent" in p.stdout
     p = _run("case", "gdn/uniform/B1-T4-H1-N16/fp32/s0")
     assert p.returncode == 0 and "oracle.y" in p.stdout
+
+
+def test_verify_backward_checks_gradients(tmp_path):
+    out = tmp_path / "g.json"
+    p = _run("verify", "--backward", "--variant", "gla.torch.*", "--dtype", "fp32", "--domain", "model",
+             "--output", str(out))
+    assert p.returncode == 0, p.stdout + p.stderr
+    doc = json.loads(out.read_text())
+    assert doc["selection"]["backward"] and doc["counts"]["PASS"] == 3
+    r = doc["results"][0]
+    assert r["kind"] == "backward" and {"grad_q", "grad_k", "grad_v", "grad_lw", "grad_state"} <= set(r["errors"])

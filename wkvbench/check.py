@@ -38,16 +38,18 @@ class CheckResult:
     limits: dict[str, float] = field(default_factory=dict)  # per tensor: the rel bound applied
     baseline: dict[str, float] = field(default_factory=dict)  # per tensor: the baseline's rel error
     seconds: float = 0.0
+    kind: str = "forward"  # or "backward"
 
     @property
     def reproduce(self) -> str:
-        return f"nox -s verify -- --variant {self.variant} --case {self.case.id}"
+        extra = " --backward" if self.kind == "backward" else ""
+        return f"nox -s verify -- --variant {self.variant} --case {self.case.id}{extra}"
 
     def as_dict(self) -> dict:
         return {
             "variant": self.variant, "case": self.case.id, "op": self.case.op, "domain": self.case.domain,
             "shape": str(self.case.shape), "dtype": self.case.dtype, "seed": self.case.seed,
-            "status": self.status, "reason": self.reason, "seconds": round(self.seconds, 4),
+            "kind": self.kind, "status": self.status, "reason": self.reason, "seconds": round(self.seconds, 4),
             "errors": {k: e.as_dict() for k, e in self.errors.items()},
             "limits": self.limits, "baseline_rel": self.baseline,
             "reproduce": self.reproduce if self.status in (FAIL, ERROR, XFAIL, XPASS) else None,
@@ -168,3 +170,72 @@ class Checker:
             res.status, res.reason = FAIL, "; ".join(problems)
         res.seconds = time.perf_counter() - t0
         return res
+
+
+def upstream_gradients(case: Case, ref_outputs: dict) -> dict:
+    """Seeded upstream gradients for every output of ``case`` (standard normal, never all-ones, so
+    that errors in different elements cannot cancel)."""
+    import zlib
+
+    rng = np.random.default_rng([case.seed, zlib.crc32(case.id.encode()), 0x6A7D])
+    return {n: rng.standard_normal(np.shape(v)) for n, v in ref_outputs.items()}
+
+
+def check_backward(checker: Checker, variant: KernelVariant, case: Case) -> CheckResult:
+    """Gradients of ``variant`` vs the float64 backward oracle (``references.BACKWARDS``), judged
+    with the ``grad_<input>`` entries of the tolerance table (baseline: autograd through
+    ``<op>.torch.recurrent``)."""
+    from .references import BACKWARDS
+
+    t0 = time.perf_counter()
+    if not variant.supports_backward:
+        return CheckResult(variant.name, case, SKIP, "no backward", kind="backward")
+    if case.op not in BACKWARDS:
+        return CheckResult(variant.name, case, SKIP, f"no float64 backward oracle for {case.op} yet", kind="backward")
+    av = availability(variant.name)
+    av = variant.supports(case) if av else av
+    if not av:
+        return CheckResult(variant.name, case, SKIP, av.reason or "", kind="backward")
+    spec = op_spec(case.op)
+    inputs = checker.inputs(case)
+    effective = variant.effective_inputs(inputs, case.dtype)
+    full = {**default_state(case.op, effective), **effective}
+    fwd = checker.oracle(case.op, full)
+    up = upstream_gradients(case, fwd)
+    state_up = {f"d{n}": up[n] for n in spec.state} if case.op == "wkv4" else (
+        {"dstate": up["state"]} if spec.state else {})
+    ref = BACKWARDS[case.op](**full, dy=up["y"], **state_up)
+    try:
+        got = variant.backward(dict(inputs), case, up)
+    except Exception as exc:
+        return CheckResult(variant.name, case, ERROR, f"{type(exc).__name__}: {exc}",
+                           seconds=time.perf_counter() - t0, kind="backward")
+    res = CheckResult(variant.name, case, PASS, kind="backward")
+    failures = []
+    base = None
+    if not variant.baseline:
+        bvs = [v for v in variants(case.op) if v.baseline]
+        if bvs:
+            b = check_backward(checker, bvs[0], case)
+            base = {k[5:]: e.rel for k, e in b.errors.items()} if b.status == PASS else None
+    for name, g in got.items():
+        if name not in ref or not isinstance(inputs.get(name), np.ndarray):
+            continue
+        out_dtype = case.dtype if name in spec.activations else "fp32"
+        err = tensor_error(g, ref[name], out_dtype)
+        res.errors[f"grad_{name}"] = err
+        tol = tolerances.lookup(variant.name, case.op, case.dtype, f"grad_{name}")
+        limit = tol.ceiling * err.floor
+        if base is not None and name in base:
+            res.baseline[f"grad_{name}"] = base[name]
+            limit = min(limit, tol.factor * max(base[name], err.floor))
+        res.limits[f"grad_{name}"] = limit
+        if not err.rel <= limit:
+            failures.append(f"grad_{name}: rel {err.rel:.3g} ({err.floor_x:.3g}x floor) > limit {limit:.3g}")
+    missing = [n for n in inputs if isinstance(inputs[n], np.ndarray) and n not in got]
+    if missing:
+        failures.append(f"no gradient for {missing}")
+    if failures:
+        res.status, res.reason = FAIL, "; ".join(failures)
+    res.seconds = time.perf_counter() - t0
+    return Checker._known(res)

@@ -41,6 +41,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="run exactly this case id, e.g. wkv7/model/B2-T37-H2-N64-h0/bf16/s0 (repeatable)")
     v.add_argument("--set", dest="case_set", default="default", choices=CASE_SETS,
                    help="named case set: 'default' (sized for a 2-core CPU) or 'gpu' (adds head size 128)")
+    v.add_argument("--backward", action="store_true",
+                   help="check gradients (variants with a backward) against the float64 backward oracle")
     v.add_argument("--seed", type=int, default=None, help="seed of the default case set (default 0 or $WKVBENCH_SEED)")
     v.add_argument("--output", type=Path, default=None,
                    help="results JSON (default reports/results/verify-<timestamp>.json)")
@@ -77,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             list_variants(console, sel)
             return 0
         sel.domains, sel.case_ids, sel.seed = tuple(args.domain), tuple(args.case), args.seed
-        sel.case_set = args.case_set
+        sel.case_set, sel.backward = args.case_set, args.backward
         if not sel.variants():
             console.print(f"[red]no registered variant matches {args.variant or args.op}[/red]")
             return 2

@@ -20,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from .cases import DOMAINS, Case, default_cases
-from .check import ERROR, FAIL, PASS, SKIP, XFAIL, XPASS, Checker, CheckResult
+from .check import ERROR, FAIL, PASS, SKIP, XFAIL, XPASS, Checker, CheckResult, check_backward
 from .kernels.base import KernelVariant, availability, variants
 from .ops import DTYPES, OPS
 from .provenance import provenance
@@ -39,6 +39,7 @@ class Selection:
     case_set: str = "default"
     devices: tuple[str, ...] = ()
     exclude_globs: tuple[str, ...] = ()
+    backward: bool = False  # check gradients instead of the forward
 
     def variants(self) -> list[KernelVariant]:
         out = []
@@ -87,7 +88,8 @@ class Report:
 def run(selection: Selection, console: Console | None = None, partial: Path | None = None) -> Report:
     console = console or Console(stderr=True)
     vs, cases = selection.variants(), selection.cases()
-    jobs = [(v, c) for c in cases for v in vs if v.operator == c.op]
+    jobs = [(v, c) for c in cases for v in vs if v.operator == c.op
+            and (not selection.backward or (v.supports_backward and c.op != "gdn_wy"))]
     report, checker = Report(), Checker()
     t0 = time.perf_counter()
     sink = partial.open("w") if partial else None
@@ -98,7 +100,7 @@ def run(selection: Selection, console: Console | None = None, partial: Path | No
             task = bar.add_task("", total=len(jobs))
             for v, c in jobs:
                 bar.update(task, description=f"{v.name} {c.id}")
-                res = checker.check(v, c)
+                res = check_backward(checker, v, c) if selection.backward else checker.check(v, c)
                 report.results.append(res)
                 if sink:
                     sink.write(json.dumps(res.as_dict()) + "\n")
@@ -185,7 +187,7 @@ def write_json(report: Report, path: Path, selection: Selection) -> None:
         "selection": {"ops": list(selection.ops), "variants": list(selection.variant_globs),
                       "dtypes": list(selection.dtypes), "domains": list(selection.domains),
                       "cases": list(selection.case_ids), "case_set": selection.case_set,
-                      "devices": list(selection.devices),
+                      "devices": list(selection.devices), "backward": selection.backward,
                       "seed": selection.seed if selection.seed is not None else int(os.environ.get("WKVBENCH_SEED", "0"))},
         "variants": {v.name: {"operator": v.operator, "source": v.source, "backend": v.backend,
                               "algorithm": v.algorithm, "device": v.device, "dtypes": sorted(v.dtypes),

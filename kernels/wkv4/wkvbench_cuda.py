@@ -331,9 +331,11 @@ class Wkv4WkvbenchCuda(KernelVariant):
     def to_canonical(self, out: dict) -> dict:
         return {name: to_numpy(t) for name, t in out.items()}
 
-    def backward(self, inputs: dict, case: Any, dy: np.ndarray, dstate: dict | None = None) -> dict:
-        """Canonical float64 gradients (see :func:`canonical_backward`) for ``case``'s dtype."""
-        return canonical_backward(inputs, dy, case.dtype, dstate, self.device)
+    def backward(self, inputs: dict, case: Any, upstream: dict) -> dict:
+        """Canonical float64 gradients (see :func:`canonical_backward`) for ``case``'s dtype, from
+        ``upstream`` gradients of ``y`` and (optionally) the final ``aa``, ``bb``, ``pp``."""
+        dstate = {n: upstream[n] for n in STATE if n in upstream}
+        return canonical_backward(inputs, upstream["y"], case.dtype, dstate, self.device)
 
 
 register(Wkv4WkvbenchCuda)

@@ -1,0 +1,66 @@
+"""Backward: every variant with a backward x the default cases vs the float64 backward oracle."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from wkvbench.cases import Case, Shape, default_cases
+from wkvbench.check import FAIL, PASS, SKIP, XFAIL, Checker, check_backward
+from wkvbench.kernels import get, register, unregister, variants
+
+CHECKER = Checker()
+PAIRS = [(v, c) for c in default_cases() if c.op != "gdn_wy" for v in variants(c.op) if v.supports_backward]
+
+
+@pytest.mark.parametrize(("variant", "case"), PAIRS, ids=[f"{v.name}-{c.id}" for v, c in PAIRS])
+def test_gradients_match_the_float64_backward(variant, case):
+    res = check_backward(CHECKER, variant, case)
+    if res.status == SKIP:
+        pytest.skip(f"{variant.name}: {res.reason}")
+    if res.status == XFAIL:
+        pytest.xfail(res.reason)
+    assert res.status == PASS, f"{res.status}: {res.reason}\n  reproduce: {res.reproduce}"
+    assert res.errors, "no gradient was compared"
+
+
+class _WrongGrad:
+    """The torch baseline with one gradient corrupted: the judge must catch it."""
+
+    def __init__(self, corrupt):
+        self.base = get("wkv7.torch.recurrent")
+        self.corrupt = corrupt
+        self.name, self.operator, self.dtypes = "wkv7.test.badgrad", "wkv7", self.base.dtypes
+        self.supports_backward, self.supports_state, self.baseline = True, True, False
+
+    def available(self):
+        return self.base.available()
+
+    def supports(self, case):
+        return self.base.supports(case)
+
+    def effective_inputs(self, inputs, dtype):
+        return self.base.effective_inputs(inputs, dtype)
+
+    def backward(self, inputs, case, upstream):
+        g = self.base.backward(inputs, case, upstream)
+        self.corrupt(g)
+        return g
+
+    prepare = run = to_canonical = None
+
+
+@pytest.mark.parametrize("corrupt,needle", [
+    (lambda g: g.__setitem__("lw", g["lw"] * 1.01), "grad_lw"),
+    (lambda g: g.__setitem__("state", np.zeros_like(g["state"])), "grad_state"),
+    (lambda g: g.__setitem__("a", np.swapaxes(g["a"], 0, 1).reshape(g["a"].shape)), "grad_a"),
+    (lambda g: g.pop("b"), "no gradient for ['b']"),
+], ids=["lw-scaled", "state-zero", "a-scrambled", "b-missing"])
+def test_wrong_gradients_fail(corrupt, needle):
+    v = _WrongGrad(corrupt)
+    register(v)
+    try:
+        res = check_backward(CHECKER, v, Case("wkv7", "model", Shape(2, 9, 2, 16, h0=True), "fp32"))
+    finally:
+        unregister(v.name)
+    assert res.status == FAIL and needle in res.reason, res.reason
