@@ -419,6 +419,23 @@ class ChatVariant(KernelVariant):
         return handle
 
 
+class MatrixStateVariant(ChatVariant):
+    """rwkv5/6/7: ``prepare`` returns ``(op, calls, y, state)``, one argument tuple per kernel call
+    (one call, or one per sequence with ``loop``); the state is updated in place."""
+
+    def run(self, native: Any) -> Any:
+        fn, calls, y, state = native
+        for args in calls:
+            fn(*args)
+        return y, state
+
+    def to_canonical(self, out: Any) -> dict:
+        from ._torch import to_numpy
+
+        y, state = out
+        return {"y": untokens(to_numpy(y), state.shape[1]), "state": to_numpy(state)}
+
+
 if __name__ == "__main__":
     import time
 

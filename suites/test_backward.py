@@ -7,7 +7,9 @@ import pytest
 
 from wkvbench.cases import Case, Shape, default_cases
 from wkvbench.check import FAIL, PASS, SKIP, XFAIL, Checker, check_backward
-from wkvbench.kernels import get, register, unregister, variants
+from wkvbench.kernels import register, unregister, variants
+
+from suites.helpers import Tampered
 
 CHECKER = Checker()
 PAIRS = [(v, c) for c in default_cases() if c.op != "gdn_wy" for v in variants(c.op) if v.supports_backward]
@@ -24,32 +26,6 @@ def test_gradients_match_the_float64_backward(variant, case):
     assert res.errors, "no gradient was compared"
 
 
-class _WrongGrad:
-    """The torch baseline with one gradient corrupted: the judge must catch it."""
-
-    def __init__(self, corrupt):
-        self.base = get("wkv7.torch.recurrent")
-        self.corrupt = corrupt
-        self.name, self.operator, self.dtypes = "wkv7.test.badgrad", "wkv7", self.base.dtypes
-        self.supports_backward, self.supports_state, self.baseline = True, True, False
-
-    def available(self):
-        return self.base.available()
-
-    def supports(self, case):
-        return self.base.supports(case)
-
-    def effective_inputs(self, inputs, dtype):
-        return self.base.effective_inputs(inputs, dtype)
-
-    def backward(self, inputs, case, upstream):
-        g = self.base.backward(inputs, case, upstream)
-        self.corrupt(g)
-        return g
-
-    prepare = run = to_canonical = None
-
-
 @pytest.mark.parametrize("corrupt,needle", [
     (lambda g: g.__setitem__("lw", g["lw"] * 1.01), "grad_lw"),
     (lambda g: g.__setitem__("state", np.zeros_like(g["state"])), "grad_state"),
@@ -57,7 +33,7 @@ class _WrongGrad:
     (lambda g: g.pop("b"), "no gradient for ['b']"),
 ], ids=["lw-scaled", "state-zero", "a-scrambled", "b-missing"])
 def test_wrong_gradients_fail(corrupt, needle):
-    v = _WrongGrad(corrupt)
+    v = Tampered("wkv7.test.badgrad", corrupt_grad=corrupt)
     register(v)
     try:
         res = check_backward(CHECKER, v, Case("wkv7", "model", Shape(2, 9, 2, 16, h0=True), "fp32"))

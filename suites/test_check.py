@@ -12,39 +12,9 @@ from wkvbench.kernels import get, register, unregister
 from wkvbench.metrics import tensor_error
 from wkvbench.ops import round_to
 
+from suites.helpers import Tampered
+
 CASE = Case("wkv7", "model", Shape(2, 9, 2, 16, h0=True), "bf16")
-
-
-class Tampered:
-    """Wraps the in-tree baseline and corrupts its canonical output."""
-
-    def __init__(self, name, corrupt):
-        base = get("wkv7.torch.recurrent")
-        self.base, self.corrupt = base, corrupt
-        self.name, self.operator, self.baseline = name, "wkv7", False
-        self.dtypes, self.supports_state = base.dtypes, True
-        self.source = self.backend = self.algorithm = "test"
-        self.device = "cpu"
-
-    def available(self):
-        return self.base.available()
-
-    def supports(self, case):
-        return self.base.supports(case)
-
-    def effective_inputs(self, inputs, dtype):
-        return self.base.effective_inputs(inputs, dtype)
-
-    def prepare(self, inputs, case):
-        return self.base.prepare(inputs, case)
-
-    def run(self, native):
-        return self.base.run(native)
-
-    def to_canonical(self, out):
-        res = self.base.to_canonical(out)
-        self.corrupt(res)
-        return res
 
 
 def _zero(o):
@@ -120,7 +90,7 @@ def test_a_raising_kernel_is_an_error_with_its_message():
 def test_exact_results_outside_the_dtype_range_are_skipped_with_the_reason():
     class Big(Tampered):
         def effective_inputs(self, inputs, dtype):
-            eff = super().effective_inputs(inputs, dtype)
+            eff = self.base.effective_inputs(inputs, dtype)
             return {**eff, "v": eff["v"] * 1e6}
 
     v = Big("wkv7.test.big", lambda o: None)

@@ -9,6 +9,8 @@ from wkvbench.check import FAIL, PASS, SKIP, Checker
 from wkvbench.kernels import variants
 from wkvbench.properties import batch_invariance, determinism, state_passing
 
+from suites.helpers import Tampered
+
 CHECKER = Checker()
 CPU = [v for v in variants() if v.device == "cpu" and v.operator != "gdn_wy"]
 
@@ -47,38 +49,16 @@ def test_determinism(variant):
     assert res.bitwise, f"{variant.name} is not bitwise reproducible on CPU: {res.details}"
 
 
-class _ShiftsBatch:
-    """A wrapper that makes sequence b depend on the batch: must fail batch invariance."""
-
-    def __init__(self, base):
-        self.base = base
-        self.name, self.operator, self.dtypes = "wkv7.test.leaky", base.operator, base.dtypes
-        self.supports_state, self.device, self.baseline = True, "cpu", False
-
-    def supports(self, case):
-        return self.base.supports(case)
-
-    def effective_inputs(self, inputs, dtype):
-        return self.base.effective_inputs(inputs, dtype)
-
-    def prepare(self, inputs, case):
-        return self.base.prepare(inputs, case)
-
-    def run(self, native):
-        return self.base.run(native)
-
-    def to_canonical(self, out):
-        res = self.base.to_canonical(out)
-        if res["y"].shape[0] > 1:
-            res["y"][0] += 1e-3 * res["y"][1]  # sequence 1 leaks into sequence 0
-        return res
+def _leak(res):
+    if res["y"].shape[0] > 1:
+        res["y"][0] += 1e-3 * res["y"][1]  # sequence 1 leaks into sequence 0
 
 
 def test_a_batch_leak_fails_batch_invariance(monkeypatch):
     from wkvbench import properties
-    from wkvbench.kernels import get
+    from wkvbench.kernels import Availability
 
-    leaky = _ShiftsBatch(get("wkv7.torch.recurrent"))
-    monkeypatch.setattr(properties, "availability", lambda name: __import__("wkvbench").kernels.Availability.yes())
+    leaky = Tampered("wkv7.test.leaky", _leak)
+    monkeypatch.setattr(properties, "availability", lambda name: Availability.yes())
     res = batch_invariance(leaky, _case(leaky), CHECKER)
     assert res.status == FAIL and "sequence 0 y" in res.reason

@@ -24,11 +24,11 @@ from typing import Any
 
 import numpy as np
 from wkvbench.kernels import _chatrwkv as chat
-from wkvbench.kernels._torch import poisoned, to_numpy, to_torch
+from wkvbench.kernels._torch import poisoned, to_torch
 from wkvbench.kernels.base import register
 
 
-class Wkv6ChatRwkv6(chat.ChatVariant):
+class Wkv6ChatRwkv6(chat.MatrixStateVariant):
     name = "wkv6.rwkv.rwkv6"
     operator = "wkv6"
     kind = "rwkv6"
@@ -58,16 +58,6 @@ class Wkv6ChatRwkv6(chat.ChatVariant):
         else:
             calls = [(B, T, H * N, H, state, r, k, v, w, u, y)]
         return getattr(mod, f"forward_{dt}"), calls, y, state
-
-    def run(self, native: Any) -> Any:
-        fn, calls, y, state = native
-        for args in calls:
-            fn(*args)
-        return y, state
-
-    def to_canonical(self, out: Any) -> dict:
-        y, state = out
-        return {"y": chat.untokens(to_numpy(y), state.shape[1]), "state": to_numpy(state)}
 
 
 class Wkv6ChatRwkv6Loop(Wkv6ChatRwkv6):

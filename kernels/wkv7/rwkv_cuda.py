@@ -22,11 +22,11 @@ from __future__ import annotations
 from typing import Any
 
 from wkvbench.kernels import _chatrwkv as chat
-from wkvbench.kernels._torch import poisoned, to_numpy, to_torch
+from wkvbench.kernels._torch import poisoned, to_torch
 from wkvbench.kernels.base import register
 
 
-class Wkv7ChatWkv7s(chat.ChatVariant):
+class Wkv7ChatWkv7s(chat.MatrixStateVariant):
     name = "wkv7.rwkv.wkv7s"
     operator = "wkv7"
     kind = "rwkv7"
@@ -51,16 +51,6 @@ class Wkv7ChatWkv7s(chat.ChatVariant):
         else:
             calls = [(B, T, H * N, H, state, *(x[n] for n in order), y)]
         return getattr(ops, f"forward_{dt}"), calls, y, state
-
-    def run(self, native: Any) -> Any:
-        fn, calls, y, state = native
-        for args in calls:
-            fn(*args)
-        return y, state
-
-    def to_canonical(self, out: Any) -> dict:
-        y, state = out
-        return {"y": chat.untokens(to_numpy(y), state.shape[1]), "state": to_numpy(state)}
 
 
 class Wkv7ChatWkv7sLoop(Wkv7ChatWkv7s):

@@ -1,0 +1,39 @@
+"""Test helpers shared by the suites."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from wkvbench.kernels import get
+
+
+class Tampered:
+    """Stands in for a registered variant, delegating everything to it, but passes its canonical
+    outputs through ``corrupt`` and its gradients through ``corrupt_grad``: the judge must catch
+    whatever they break."""
+
+    baseline = False
+    source = backend = algorithm = "test"
+    device = "cpu"
+    supports_state = supports_backward = True
+
+    def __init__(self, name: str, corrupt: Callable[[dict], None] | None = None,
+                 corrupt_grad: Callable[[dict], None] | None = None, base: str = "wkv7.torch.recurrent"):
+        self.base = get(base)
+        self.name, self.operator, self.dtypes = name, self.base.operator, self.base.dtypes
+        self.corrupt, self.corrupt_grad = corrupt, corrupt_grad
+
+    def __getattr__(self, attr):  # available, supports, effective_inputs, prepare, run
+        return getattr(self.base, attr)
+
+    def to_canonical(self, out):
+        res = self.base.to_canonical(out)
+        if self.corrupt:
+            self.corrupt(res)
+        return res
+
+    def backward(self, inputs, case, upstream):
+        g = self.base.backward(inputs, case, upstream)
+        if self.corrupt_grad:
+            self.corrupt_grad(g)
+        return g
