@@ -47,6 +47,7 @@ def test_a_failing_plugin_exits_nonzero_with_a_reproduce_command(tmp_path):
              "--output", str(out))
     assert p.returncode == 1
     assert "reproduce: nox -s verify -- --variant gla.mylab.bad --case gla/model/" in p.stdout
+    assert "shrunk to gla/model/B1-T1-H1-N64" in p.stdout and "python -m wkvbench replay" in p.stdout
     assert "SKIP" in p.stdout or "skipped" in p.stdout  # bf16/fp16 are not declared: skipped with reason
     doc = json.loads(out.read_text())
     assert doc["skips_by_reason"]

@@ -39,6 +39,7 @@ class CheckResult:
     baseline: dict[str, float] = field(default_factory=dict)  # per tensor: the baseline's rel error
     seconds: float = 0.0
     kind: str = "forward"  # or "backward"
+    shrunk: dict | None = None  # a smaller failing slice, saved for replay (see wkvbench.shrink)
 
     @property
     def reproduce(self) -> str:
@@ -53,6 +54,7 @@ class CheckResult:
             "errors": {k: e.as_dict() for k, e in self.errors.items()},
             "limits": self.limits, "baseline_rel": self.baseline,
             "reproduce": self.reproduce if self.status in (FAIL, ERROR, XFAIL, XPASS) else None,
+            "shrunk": self.shrunk,
         }
 
 
@@ -85,21 +87,24 @@ class Checker:
             self._oracle[key] = ORACLES[op](**effective)
         return self._oracle[key]
 
-    def baseline(self, case: Case) -> dict[str, float] | None:
-        """Relative errors of the operator's baseline variant on ``case`` (None if it cannot run)."""
-        if case.id not in self._baseline:
+    def baseline(self, case: Case, inputs: dict | None = None) -> dict[str, float] | None:
+        """Relative errors of the operator's baseline variant on ``case`` (None if it cannot run);
+        ``inputs`` replaces the generated inputs (a shrunk or replayed case)."""
+        key = case.id + ("" if inputs is None else _digest(inputs))
+        if key not in self._baseline:
             base = [v for v in variants(case.op) if v.baseline]
-            res = self._measure(base[0], case) if base else None
-            self._baseline[case.id] = (
+            res = self._measure(base[0], case, inputs) if base else None
+            self._baseline[key] = (
                 {k: e.rel for k, e in res.errors.items()} if res and res.status == PASS else None
             )
-        return self._baseline[case.id]
+        return self._baseline[key]
 
-    def check(self, variant: KernelVariant, case: Case) -> CheckResult:
-        res = self._measure(variant, case)
+    def check(self, variant: KernelVariant, case: Case, inputs: dict | None = None) -> CheckResult:
+        """Judge ``variant`` on ``case`` (on ``inputs`` instead of the generated ones, if given)."""
+        res = self._measure(variant, case, inputs)
         if res.status != PASS:
             return self._known(res) if res.status == FAIL else res
-        base = None if variant.baseline else self.baseline(case)
+        base = None if variant.baseline else self.baseline(case, inputs)
         failures = []
         for name, err in res.errors.items():
             tol = tolerances.lookup(variant.name, case.op, case.dtype, name)
@@ -124,7 +129,7 @@ class Checker:
             res.status, res.reason = XPASS, f"listed as a known failure but passed: {why}"
         return res
 
-    def _measure(self, variant: KernelVariant, case: Case) -> CheckResult:
+    def _measure(self, variant: KernelVariant, case: Case, inputs: dict | None = None) -> CheckResult:
         t0 = time.perf_counter()
         av = availability(variant.name)
         if av:
@@ -135,7 +140,7 @@ class Checker:
         if not av:
             return CheckResult(variant.name, case, SKIP, av.reason or "")
         spec = op_spec(case.op)
-        inputs = self.inputs(case)
+        inputs = self.inputs(case) if inputs is None else inputs
         try:
             effective = variant.effective_inputs(inputs, case.dtype)
             out = variant.to_canonical(variant.run(variant.prepare(dict(inputs), case)))

@@ -48,6 +48,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="results JSON (default reports/results/verify-<timestamp>.json)")
     lst = sub.add_parser("list", help="list registered variants and why unavailable ones cannot run")
     _common(lst)
+    rp = sub.add_parser("replay", help="re-run a shrunk failure saved as .npz (printed by verify)")
+    rp.add_argument("npz", type=Path)
+    rp.add_argument("--variant", default=None, help="judge another variant on the same inputs")
+    rp.add_argument("--plugin", action="append", default=[], metavar="PATH")
+    rp.add_argument("--no-entry-points", action="store_true")
     c = sub.add_parser("case", help="print the inputs of a case id (shapes, ranges) and its oracle outputs")
     c.add_argument("id")
     return ap
@@ -73,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "case":
             return _show_case(args.id, console)
         _load_plugins(args, console)
+        if args.command == "replay":
+            return _replay(args, console)
         sel = Selection(ops=tuple(args.op), variant_globs=tuple(args.variant), dtypes=tuple(args.dtype),
                         devices=tuple(args.device), exclude_globs=tuple(args.exclude))
         if args.command == "list":
@@ -87,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         out = args.output or REPO / "reports" / "results" / f"verify-{stamp}.json"
         partial = out.with_suffix(".partial.jsonl")
         partial.parent.mkdir(parents=True, exist_ok=True)
-        report = run(sel, Console(stderr=True), partial)
+        report = run(sel, Console(stderr=True), partial, shrink_dir=out.parent / "shrunk")
         write_json(report, out, sel)  # first: nothing printed below can lose the results
         partial.unlink(missing_ok=True)
         print_report(report, console)
@@ -96,6 +103,17 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, KeyError, FileNotFoundError, ImportError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         return 2
+
+
+def _replay(args: argparse.Namespace, console: Console) -> int:
+    from .shrink import load, replay
+
+    meta, case, _ = load(args.npz)
+    res = replay(args.npz, args.variant)
+    console.print(f"{res.status} {res.variant} {case.id} (shrunk from {meta['original_case']}): {res.reason}")
+    for name, e in res.errors.items():
+        console.print(f"  {name}: rel {e.rel:.3g} = {e.floor_x:.3g}x floor, max abs {e.max_abs:.3g}")
+    return 1 if res.status in ("FAIL", "ERROR", "XPASS") else 0
 
 
 def _show_case(case_id: str, console: Console) -> int:

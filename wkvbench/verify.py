@@ -85,7 +85,8 @@ class Report:
         return [r for r in self.results if r.status == XFAIL]
 
 
-def run(selection: Selection, console: Console | None = None, partial: Path | None = None) -> Report:
+def run(selection: Selection, console: Console | None = None, partial: Path | None = None,
+        shrink_dir: Path | None = None) -> Report:
     console = console or Console(stderr=True)
     vs, cases = selection.variants(), selection.cases()
     jobs = [(v, c) for c in cases for v in vs if v.operator == c.op
@@ -109,8 +110,28 @@ def run(selection: Selection, console: Console | None = None, partial: Path | No
     finally:
         if sink:
             sink.close()
+    if shrink_dir is not None and not selection.backward:
+        _shrink_failures(report, checker, shrink_dir)
     report.seconds = time.perf_counter() - t0
     return report
+
+
+MAX_SHRINK = 5  # shrink at most this many failures per run (each costs a few re-runs)
+
+
+def _shrink_failures(report: Report, checker: Checker, out_dir: Path) -> None:
+    from .kernels.base import get
+    from .shrink import shrink
+
+    for r in [r for r in report.failed if r.status in (FAIL, ERROR)][:MAX_SHRINK]:
+        try:
+            found = shrink(checker, get(r.variant), r.case, out_dir)
+        except Exception as exc:  # shrinking is a convenience: never lose the report over it
+            r.shrunk = {"error": f"{type(exc).__name__}: {exc}"}
+            continue
+        if found is not None:
+            r.shrunk = {"case": found.case.id, "npz": str(found.path), "reproduce": found.reproduce,
+                        "reason": found.result.reason}
 
 
 def _fmt(x: float) -> str:
@@ -173,6 +194,8 @@ def print_report(report: Report, console: Console) -> None:
         console.print(f"[magenta]XFAIL[/magenta] {r.variant} {r.case.id}: {r.reason}")
     for r in report.failed:
         console.print(f"[red]{r.status}[/red] {r.variant} {r.case.id}: {r.reason}\n  reproduce: {r.reproduce}")
+        if r.shrunk:
+            console.print(f"  shrunk to {r.shrunk['case']}: {r.shrunk['reproduce']}")
     console.print(
         f"{counts[PASS]} passed, {counts[FAIL] + counts[ERROR] + counts[XPASS]} failed, "
         f"{counts[SKIP]} skipped, {counts[XFAIL]} known failures in {report.seconds:.1f}s"
