@@ -53,6 +53,12 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--variant", default=None, help="judge another variant on the same inputs")
     rp.add_argument("--plugin", action="append", default=[], metavar="PATH")
     rp.add_argument("--no-entry-points", action="store_true")
+    d = sub.add_parser("drift", help="relative error of y against position over one long sequence (JSON + SVG)")
+    _common(d)
+    d.add_argument("--T", type=int, default=16384, help="sequence length (default 16384)")
+    d.add_argument("--N", type=int, default=64, help="head size (default 64)")
+    d.add_argument("--domain", default="model", choices=DOMAINS)
+    d.add_argument("--output", type=Path, default=None, help="JSON path (the SVG is written beside it)")
     c = sub.add_parser("case", help="print the inputs of a case id (shapes, ranges) and its oracle outputs")
     c.add_argument("id")
     return ap
@@ -80,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
         _load_plugins(args, console)
         if args.command == "replay":
             return _replay(args, console)
+        if args.command == "drift":
+            return _drift(args, console)
         sel = Selection(ops=tuple(args.op), variant_globs=tuple(args.variant), dtypes=tuple(args.dtype),
                         devices=tuple(args.device), exclude_globs=tuple(args.exclude))
         if args.command == "list":
@@ -103,6 +111,34 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, KeyError, FileNotFoundError, ImportError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         return 2
+
+
+def _drift(args: argparse.Namespace, console: Console) -> int:
+    from .drift import profile, svg
+    from .verify import Selection
+
+    sel = Selection(ops=tuple(args.op), variant_globs=tuple(args.variant), devices=tuple(args.device),
+                    exclude_globs=tuple(args.exclude))
+    dtypes = args.dtype or ["fp32"]
+    profiles = []
+    for op in args.op or ["wkv7"]:
+        for v in sel.variants():
+            if v.operator != op:
+                continue
+            for dt in dtypes:
+                p = profile(v, op, args.T, dt, args.domain, args.N)
+                profiles.append(p)
+                msg = (f"skipped: {p.skipped}" if p.skipped else
+                       f"first block {p.rel[0]:.3g}, last {p.rel[-1]:.3g}, growth x{p.growth:.3g}")
+                console.print(f"{v.name} {dt} T={args.T}: {msg}")
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = args.output or REPO / "reports" / "results" / f"drift-{stamp}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps([p.as_dict() for p in profiles], indent=1))
+    ops = "/".join(args.op or ["wkv7"])
+    out.with_suffix(".svg").write_text(svg(profiles, f"{ops}: error vs position, {args.domain} domain"))
+    console.print(f"results: {out} and {out.with_suffix('.svg')}")
+    return 0
 
 
 def _replay(args: argparse.Namespace, console: Console) -> int:

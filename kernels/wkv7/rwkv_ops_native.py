@@ -26,6 +26,7 @@ class Wkv7RwkvOpsNative(rops.NativeVariant):
     algorithm = "recurrent"
     entry = ENTRY
     raw_decay = True
+    supports_backward = True  # torch autograd through the keras ops, as rwkv-ops' own tests use it
 
     def prepare(self, inputs: dict, case) -> dict:
         fn = self.function()
@@ -43,6 +44,23 @@ class Wkv7RwkvOpsNative(rops.NativeVariant):
     def to_canonical(self, out) -> dict:
         y, state = out
         return {"y": to_numpy(y), "state": to_numpy(state)}
+
+    def backward(self, inputs: dict, case, upstream: dict) -> dict:
+        """Autograd through the native op; ``w = log(-lw)``, so ``dL/dlw = (dL/dw) / lw``
+        (spec §9) with the ``lw`` the kernel really applied."""
+        import torch
+
+        native = self.prepare(inputs, case)
+        leaves = {k: t.requires_grad_() for k, t in native["args"].items() if isinstance(t, torch.Tensor)}
+        y, state = self.run(native)
+        loss = (y.double() * torch.from_numpy(upstream["y"])).sum()
+        loss = loss + (state.double() * torch.from_numpy(upstream["state"])).sum()
+        grads = dict(zip(leaves, torch.autograd.grad(loss, list(leaves.values()), allow_unused=True)))
+        out = {n: to_numpy(grads[n]) for n in ("r", "k", "v", "a", "b")}
+        out["lw"] = to_numpy(grads["w"]) / rops.effective_lw(inputs["lw"], case.dtype)
+        if "initial_state" in leaves and grads["initial_state"] is not None:
+            out["state"] = to_numpy(grads["initial_state"])
+        return out
 
 
 register(Wkv7RwkvOpsNative)
