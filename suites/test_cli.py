@@ -84,3 +84,10 @@ def test_verify_backward_checks_gradients(tmp_path):
     assert doc["selection"]["backward"] and doc["counts"]["PASS"] == 3
     r = doc["results"][0]
     assert r["kind"] == "backward" and {"grad_q", "grad_k", "grad_v", "grad_lw", "grad_state"} <= set(r["errors"])
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    readme = (REPO / "README.md").read_text()
+    ci = (REPO / ".ci" / "run").read_text()
+    line = next(ln for ln in readme.splitlines() if ln.endswith("nox -s tests") and ln.startswith("python3"))
+    assert line in ci.splitlines()
