@@ -91,3 +91,11 @@ def test_ci_runs_exactly_the_readme_test_command():
     ci = (REPO / ".ci" / "run").read_text()
     line = next(ln for ln in readme.splitlines() if ln.endswith("nox -s tests") and ln.startswith("python3"))
     assert line in ci.splitlines()
+
+
+def test_verify_mutants_reports_the_kill_rate(tmp_path):
+    out = tmp_path / "m.json"
+    p = _run("verify", "--mutants", "--op", "wkv4", "--output", str(out))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "kill rate 2/2" in p.stdout
+    assert json.loads(out.read_text())["mutants"] == {"killed": 2, "total": 2, "survivors": []}

@@ -41,6 +41,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="run exactly this case id, e.g. wkv7/model/B2-T37-H2-N64-h0/bf16/s0 (repeatable)")
     v.add_argument("--set", dest="case_set", default="default", choices=CASE_SETS,
                    help="named case set: 'default' (sized for a 2-core CPU) or 'gpu' (adds head size 128)")
+    v.add_argument("--mutants", action="store_true",
+                   help="run the mutant panel (deliberately wrong variants) instead; exit 0 only if every one is killed")
     v.add_argument("--backward", action="store_true",
                    help="check gradients (variants with a backward) against the float64 backward oracle")
     v.add_argument("--seed", type=int, default=None, help="seed of the default case set (default 0 or $WKVBENCH_SEED)")
@@ -95,6 +97,11 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         sel.domains, sel.case_ids, sel.seed = tuple(args.domain), tuple(args.case), args.seed
         sel.case_set, sel.backward = args.case_set, args.backward
+        if args.mutants:
+            from .mutants import register_mutants
+
+            register_mutants()
+            sel.variant_globs = sel.variant_globs or ("*.mutant.*",)
         if not sel.variants():
             console.print(f"[red]no registered variant matches {args.variant or args.op}[/red]")
             return 2
@@ -102,9 +109,12 @@ def main(argv: list[str] | None = None) -> int:
         out = args.output or REPO / "reports" / "results" / f"verify-{stamp}.json"
         partial = out.with_suffix(".partial.jsonl")
         partial.parent.mkdir(parents=True, exist_ok=True)
-        report = run(sel, Console(stderr=True), partial, shrink_dir=out.parent / "shrunk")
+        report = run(sel, Console(stderr=True), partial,
+                     shrink_dir=None if args.mutants else out.parent / "shrunk")
         write_json(report, out, sel)  # first: nothing printed below can lose the results
         partial.unlink(missing_ok=True)
+        if args.mutants:
+            return _kill_report(report, console, out)
         print_report(report, console)
         console.print(f"results: {out}")
         return 1 if report.failed else 0
@@ -139,6 +149,39 @@ def _drift(args: argparse.Namespace, console: Console) -> int:
     out.with_suffix(".svg").write_text(svg(profiles, f"{ops}: error vs position, {args.domain} domain"))
     console.print(f"results: {out} and {out.with_suffix('.svg')}")
     return 0
+
+
+def _kill_report(report, console: Console, out: Path) -> int:
+    """Mutants: killed when at least one case fails; exit 0 only if every mutant is killed."""
+    from rich.table import Table
+
+    from .mutants import Mutant
+    from .kernels.base import get
+
+    by: dict[str, list] = {}
+    for r in report.results:
+        by.setdefault(r.variant, []).append(r)
+    t = Table(title="mutant panel: a mutant is killed when at least one case fails")
+    for col in ("mutant", "bug", "killed", "failing cases", "first failure"):
+        t.add_column(col, overflow="fold")
+    survivors = []
+    for name, rs in sorted(by.items()):
+        bad = [r for r in rs if r.status in ("FAIL", "ERROR")]
+        ran = [r for r in rs if r.status != "SKIP"]
+        v = get(name)
+        doc = v.doc if isinstance(v, Mutant) else ""
+        if not bad:
+            survivors.append(name)
+        t.add_row(name, doc, "[green]yes[/green]" if bad else "[red]NO[/red]", f"{len(bad)}/{len(ran)}",
+                  bad[0].case.id if bad else "")
+    console.print(t)
+    n = len(by)
+    console.print(f"kill rate {n - len(survivors)}/{n}" + (f"; survivors: {', '.join(survivors)}" if survivors else ""))
+    doc = json.loads(out.read_text())
+    doc["mutants"] = {"killed": n - len(survivors), "total": n, "survivors": survivors}
+    out.write_text(json.dumps(doc, indent=1))
+    console.print(f"results: {out}")
+    return 1 if survivors else 0
 
 
 def _replay(args: argparse.Namespace, console: Console) -> int:
