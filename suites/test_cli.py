@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+
+import pytest
 import subprocess
 import sys
 from pathlib import Path
@@ -99,3 +101,37 @@ def test_verify_mutants_reports_the_kill_rate(tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     assert "kill rate 2/2" in p.stdout
     assert json.loads(out.read_text())["mutants"] == {"killed": 2, "total": 2, "survivors": []}
+
+
+BAD_INPUT = [
+    # (arguments, plug-in source or None, the message that must appear)
+    (["verify", "--case", "wkv7/model/B2-T64/bf16/s0"], None, "bad shape"),
+    (["verify", "--case", "wkv7/model/B1-T0-H1-N8/fp32/s0"], None, "every dimension must be >= 1"),
+    (["verify", "--case", "wkv9/model/B1-T1-H1-N8/fp32/s0"], None, "unknown operator"),
+    (["verify", "--case", "wkv7/model/B1-T1-H1-N8/int8/s0"], None, "unknown dtype"),
+    (["verify", "--seed", "-1", "--variant", "gla.torch.*"], None, "seed must be >= 0"),
+    (["verify", "--variant", "nothing.matches.this"], None, "no registered variant"),
+    (["verify", "--plugin", "/nonexistent/p.py"], None, "plug-in file not found"),
+    (["verify", "--plugin", "PLUGIN"], "def broken(:\n", "failed to import: SyntaxError"),
+    (["verify", "--plugin", "PLUGIN"], "import numpy\nundefined_name()\n", "failed to import: NameError"),
+    (["verify", "--plugin", "PLUGIN"],
+     "from wkvbench.plugins import register_function\nregister_function('wkv9.x.y', 'wkv9', print)\n",
+     "unknown operator 'wkv9'"),
+    (["verify", "--plugin", "PLUGIN"],
+     "from wkvbench.plugins import register_function\nregister_function('wkv7.torch.recurrent', 'wkv7', print)\n",
+     "already registered"),
+    (["drift", "--op", "wkv7", "--variant", "wkv7.torch.*", "--T", "0"], None, "every dimension must be >= 1"),
+    (["replay", "/nonexistent/x.npz"], None, "No such file"),
+]
+
+
+@pytest.mark.parametrize(("args", "plugin", "needle"), BAD_INPUT, ids=[n for _, _, n in BAD_INPUT])
+def test_bad_input_is_rejected_with_a_clear_message(args, plugin, needle, tmp_path):
+    if plugin is not None:
+        path = tmp_path / "plugin.py"
+        path.write_text(plugin)
+        args = [str(path) if a == "PLUGIN" else a for a in args]
+    p = _run(*args, "--no-entry-points") if args[0] != "replay" else _run(*args)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert needle in " ".join(p.stdout.split()), p.stdout  # rich wraps long lines
+    assert "Traceback" not in p.stdout + p.stderr

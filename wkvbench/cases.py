@@ -56,6 +56,8 @@ class Case:
             raise ValueError(f"unknown domain {self.domain!r}; known: {', '.join(DOMAINS)}")
         if self.dtype not in DTYPES:
             raise ValueError(f"unknown dtype {self.dtype!r}; known: {', '.join(DTYPES)}")
+        if self.seed < 0:
+            raise ValueError(f"seed must be >= 0, got {self.seed}")
         s = self.shape
         if min(s.B, s.T, s.H, s.N) < 1:
             raise ValueError(f"every dimension must be >= 1, got {s}")

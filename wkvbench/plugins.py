@@ -84,14 +84,21 @@ def load_file(path: str | Path) -> None:
         raise ImportError(f"cannot load plug-in {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[mod_name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # the plug-in's own error, named, instead of a traceback
+        sys.modules.pop(mod_name, None)
+        raise ImportError(f"plug-in {path} failed to import: {type(exc).__name__}: {exc}") from exc
 
 
 def load_entry_points() -> list[str]:
     """Load every installed ``wkvbench.variants`` entry point; returns the names loaded."""
     loaded = []
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        obj = ep.load()
+        try:
+            obj = ep.load()
+        except Exception as exc:
+            raise ImportError(f"entry point {ep.name} = {ep.value} failed to load: {type(exc).__name__}: {exc}") from exc
         if isinstance(obj, type) and issubclass(obj, KernelVariant):
             register(obj)
         elif isinstance(obj, KernelVariant):
