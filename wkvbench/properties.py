@@ -24,7 +24,7 @@ from .cases import Case
 from .check import FAIL, PASS, SKIP, Checker
 from .kernels.base import KernelVariant, availability
 from .metrics import UNIT_ROUNDOFF, tensor_error
-from .ops import op_spec
+from .ops import default_state, op_spec
 
 BATCH_ULPS = 16  # allowed alone-vs-batched difference, in units of roundoff of the output dtype
 TIME_INPUTS_NDIM = 3  # per-token inputs have a time axis at position 1 ([B, T, ...])
@@ -102,8 +102,6 @@ def state_passing(variant: KernelVariant, case: Case, splits: tuple[int, ...], c
     same, worst, per = _compare(joined, whole, spec.outputs, case)
     # the pieces judged against the oracle like a whole run
     effective = variant.effective_inputs(inputs, case.dtype)
-    from .ops import default_state
-
     ref = checker.oracle(case.op, {**default_state(case.op, effective), **effective})
     failures = []
     for n in spec.outputs:
