@@ -45,9 +45,30 @@ def _install_runtime(session: nox.Session, *groups: str) -> None:
     if TORCH != "system":
         session.install(*offline, TORCH)
     reqs = [r for g in groups for r in GROUPS[g]]
-    # ggml-python compiles ggml (CMAKE_ARGS="-DGGML_CUDA=on ..." from the environment builds CUDA)
-    session.install(*offline, *reqs, env={"CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)})
+    jobs = {"CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)}
+    if "-dggml_cuda=on" in os.environ.get("CMAKE_ARGS", "").lower():
+        # ggml-python 0.0.45's CUDA build needs one binding patched before it imports (README Findings)
+        reqs = [r for r in reqs if not r.startswith("ggml-python")]
+        _install_ggml_cuda(session, offline, jobs)
+    # ggml-python compiles ggml's CPU backend from its sdist
+    session.install(*offline, *reqs, env=jobs)
     session.run("python", "-c", "import sys, numpy, torch; print(sys.version.split()[0], 'numpy', numpy.__version__, 'torch', torch.__version__)")
+
+
+def _install_ggml_cuda(session: nox.Session, offline: list[str], env: dict[str, str]) -> None:
+    """ggml-python from its sdist, patched by ``tools/patch_ggml_python.py``, built with ``CMAKE_ARGS``."""
+    import glob
+    import tarfile
+
+    tmp = session.create_tmp()
+    session.run("python", "-m", "pip", "download", "--no-deps", "--no-binary=:all:", *offline,
+                "ggml-python==0.0.45", "-d", tmp)
+    sdist = glob.glob(os.path.join(tmp, "ggml_python-*.tar.gz"))[0]
+    with tarfile.open(sdist) as tar:
+        tar.extractall(tmp, filter="data")
+    src = sdist[: -len(".tar.gz")]
+    session.run("python", "tools/patch_ggml_python.py", src)
+    session.install(*offline, src, env=env)
 
 
 def _venv_params() -> dict:

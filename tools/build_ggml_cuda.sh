@@ -13,6 +13,9 @@
 #                               "-DGGML_CUDA=on -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_CUDA_FA=OFF")
 #   CMAKE_BUILD_PARALLEL_LEVEL  build jobs (default: nproc)
 #
+# The sdist is unpacked and one stale binding patched first (tools/patch_ggml_python.py: ggml-python
+# 0.0.45 binds ggml_backend_cuda_allreduce_tensor, which its vendored ggml declares but no longer
+# defines, so `import ggml` fails in every CUDA build); ggml itself is built unmodified.
 # The build runs `pip wheel --no-deps --no-build-isolation --no-index`, so the build backend must
 # already be importable: ggml-python 0.0.45's [build-system] requires only
 # "scikit-build-core[pyproject]>=0.5.1" (its runtime needs: packaging, pathspec; the [pyproject]
@@ -64,8 +67,12 @@ echo "build_ggml_cuda: CMAKE_ARGS=\"$ARGS\", $CMAKE_BUILD_PARALLEL_LEVEL jobs, s
 mkdir -p "$WHEEL_DIR"
 LOG="$WHEEL_DIR/build.log"
 rm -f "$WHEEL_DIR"/ggml_python-*.whl
+SRC=$(mktemp -d)
+tar xzf "$SDIST" -C "$SRC" || die "cannot unpack $SDIST"
+SRC=$(ls -d "$SRC"/ggml_python-* | head -1)
+"$PY" "$(dirname "$0")/patch_ggml_python.py" "$SRC" || die "patching the ggml-python sources failed"
 T1=$(now)
-if ! CMAKE_ARGS="$ARGS" "$PY" -m pip wheel --no-deps --no-build-isolation --no-index -v "$SDIST" \
+if ! CMAKE_ARGS="$ARGS" "$PY" -m pip wheel --no-deps --no-build-isolation --no-index -v "$SRC" \
       -w "$WHEEL_DIR" >"$LOG" 2>&1; then
   tail -n 40 "$LOG" >&2
   die "pip wheel failed after $(secs "$T1" "$(now)") s (full log: $LOG)"

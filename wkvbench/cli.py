@@ -50,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="results JSON (default reports/results/verify-<timestamp>.json)")
     lst = sub.add_parser("list", help="list registered variants and why unavailable ones cannot run")
     _common(lst)
+    lst.add_argument("--names", action="store_true", help="print only the matching names, one per line (scripts)")
     rp = sub.add_parser("replay", help="re-run a shrunk failure saved as .npz (printed by verify)")
     rp.add_argument("npz", type=Path)
     rp.add_argument("--variant", default=None, help="judge another variant on the same inputs")
@@ -93,7 +94,10 @@ def main(argv: list[str] | None = None) -> int:
         sel = Selection(ops=tuple(args.op), variant_globs=tuple(args.variant), dtypes=tuple(args.dtype),
                         devices=tuple(args.device), exclude_globs=tuple(args.exclude))
         if args.command == "list":
-            list_variants(console, sel)
+            if args.names:
+                print("\n".join(v.name for v in sel.variants()))
+            else:
+                list_variants(console, sel)
             return 0
         sel.domains, sel.case_ids, sel.seed = tuple(args.domain), tuple(args.case), args.seed
         sel.case_set, sel.backward = args.case_set, args.backward

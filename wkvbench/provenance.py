@@ -63,7 +63,7 @@ def _gpu() -> dict | None:
 
 
 def provenance() -> dict:
-    commit = _git("rev-parse", "HEAD")
+    commit = _git("rev-parse", "HEAD") or os.environ.get("WKVBENCH_GIT_COMMIT")  # copies without .git
     dirty = _git("status", "--porcelain")
     return {
         "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
