@@ -43,7 +43,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "
 export PYTHONPATH="$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
 # ggml-python with CUDA, in the background
-( CMAKE_BUILD_PARALLEL_LEVEL=${WKVBENCH_GGML_JOBS:-6} bash tools/build_ggml_cuda.sh "$WH"/ggml_python-*.tar.gz \
+( CMAKE_BUILD_PARALLEL_LEVEL=${WKVBENCH_GGML_JOBS:-6} timeout "$(left 90)" bash tools/build_ggml_cuda.sh "$WH"/ggml_python-*.tar.gz \
     /tmp/wkvbench-ggml-wheel "$GGML_SITE" > "$PARTS/ggml_build.log" 2>&1; echo "ggml build rc=$?" >> "$PARTS/ggml_build.log" ) &
 build=$!
 

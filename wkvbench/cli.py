@@ -62,6 +62,19 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--N", type=int, default=64, help="head size (default 64)")
     d.add_argument("--domain", default="model", choices=DOMAINS)
     d.add_argument("--output", type=Path, default=None, help="JSON path (the SVG is written beside it)")
+    b = sub.add_parser("bench", help="time CUDA variants on named shape sets (device time, roofline, bench/1 JSON)")
+    _common(b)
+    b.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME",
+                   help="shape set: quick, decode, prefill, long, head128, or 'standard' for all (repeatable)")
+    b.add_argument("--warm", action="store_true", help="warm L2 (default: cold, flushed before every repetition)")
+    b.add_argument("--graph", action="store_true", help="time CUDA-graph replays (launch-bound cases)")
+    b.add_argument("--sem", type=float, default=0.005, help="stop when the median's standard error is under this "
+                   "fraction of it (default 0.005)")
+    b.add_argument("--time-cap", type=float, default=2.0, help="seconds of sampling per row at most (default 2)")
+    b.add_argument("--shard", default="0/1", help="i/n: this process takes every n-th row (one per GPU)")
+    b.add_argument("--resume", action="store_true", help="keep the finished rows of --output and run the rest")
+    b.add_argument("--warm-only", action="store_true", help="only compile/autotune every row (fills the caches)")
+    b.add_argument("--output", type=Path, default=None, help="results JSON (default reports/results/bench-<stamp>.json)")
     c = sub.add_parser("case", help="print the inputs of a case id (shapes, ranges) and its oracle outputs")
     c.add_argument("id")
     return ap
@@ -91,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
             return _replay(args, console)
         if args.command == "drift":
             return _drift(args, console)
+        if args.command == "bench":
+            return _bench(args, console)
         sel = Selection(ops=tuple(args.op), variant_globs=tuple(args.variant), dtypes=tuple(args.dtype),
                         devices=tuple(args.device), exclude_globs=tuple(args.exclude))
         if args.command == "list":
@@ -125,6 +140,47 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, KeyError, FileNotFoundError, ImportError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         return 2
+
+
+def _bench(args: argparse.Namespace, console: Console) -> int:
+    from .bench import STANDARD_SETS, Bench, BenchSelection, bench_table
+
+    sets = tuple(x for s in (args.sets or ["quick"]) for x in (STANDARD_SETS if s == "standard" else (s,)))
+    try:
+        i, n = (int(x) for x in args.shard.split("/"))
+        if not 0 <= i < n:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"--shard must read i/n with 0 <= i < n, got {args.shard!r}") from None
+    if not 0 < args.sem < 1 or args.time_cap <= 0:
+        raise ValueError("--sem must be in (0, 1) and --time-cap > 0")
+    sel = BenchSelection(variant_globs=tuple(args.variant), exclude_globs=tuple(args.exclude), ops=tuple(args.op),
+                         dtypes=tuple(args.dtype) or ("bf16",), sets=sets, devices=tuple(args.device) or ("cuda",),
+                         shard=(i, n), l2="warm" if args.warm else "cold", graph=args.graph, sem_bound=args.sem,
+                         time_cap_s=args.time_cap)
+    for s in sets:
+        from .bench import set_shape
+
+        set_shape(s, "wkv7")  # unknown names fail here, with the known ones
+    if not sel.variants():
+        console.print(f"[red]no benchmarkable variant matches {args.variant or args.op} on {sel.devices}[/red]")
+        return 2
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = args.output or REPO / "reports" / "results" / f"bench-{stamp}.json"
+    bench = Bench(sel, out, resume=args.resume, console=Console(stderr=True))
+    try:
+        rows = bench.run(warm_only=args.warm_only)
+    except RuntimeError as exc:
+        if "no CUDA device" not in str(exc):
+            raise
+        console.print(f"[red]error:[/red] {exc}")
+        return 2
+    if args.warm_only:
+        console.print(f"warmed {len(sel.plan())} rows")
+        return 0
+    console.print(bench_table(rows, bench.ceilings))
+    console.print(f"results: {out}")
+    return 1 if any(r["status"] == "ERROR" for r in rows) else 0
 
 
 def _drift(args: argparse.Namespace, console: Console) -> int:

@@ -63,7 +63,8 @@ def _gpu() -> dict | None:
 
 
 def provenance() -> dict:
-    commit = _git("rev-parse", "HEAD") or os.environ.get("WKVBENCH_GIT_COMMIT")  # copies without .git
+    # a copy of the tree (a GPU box) may carry no .git or a stale one: WKVBENCH_GIT_COMMIT names the commit
+    commit = os.environ.get("WKVBENCH_GIT_COMMIT") or _git("rev-parse", "HEAD")
     dirty = _git("status", "--porcelain")
     return {
         "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

@@ -1,0 +1,142 @@
+"""The benchmark machinery that runs without a GPU: roofline model, statistics, shape sets, the
+verification gate cases, sharding, merging and the CLI's refusals. (The timed path: test_gpu_bench.py.)"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from wkvbench import roofline
+from wkvbench.bench import SHAPE_SETS, STANDARD_SETS, BenchSelection, gate_case, merge, set_shape
+from wkvbench.cli import main
+from wkvbench.timing import summarize
+
+
+def test_min_bytes_rwkv7_prefill_by_hand():
+    # r k v a b and y in bf16 (2 B), lw in fp32 (4 B, the contract), the final state written in fp32
+    B, T, H, N = 8, 4096, 32, 64
+    per_token = B * T * H * N
+    want = per_token * (5 * 2 + 4 + 2) + B * H * N * N * 4
+    assert roofline.min_bytes("wkv7", "bf16", B, T, H, N) == want
+    # an initial state is read too
+    assert roofline.min_bytes("wkv7", "bf16", B, T, H, N, h0=True) == want + B * H * N * N * 4
+    assert roofline.min_bytes("wkv7", "fp32", B, T, H, N) == per_token * (6 * 4 + 4) + B * H * N * N * 4
+
+
+def test_flops_models():
+    assert roofline.flops("wkv7", "fused_recurrent", 1, 1, 1, 64) == 10 * 64 * 64
+    assert roofline.flops("wkv7", "chunk", 1, 1, 1, 64) == 8 * 64 * 64 + 6 * 64 * 64 + 64 * 64
+    assert roofline.flops("gla", "chunk", 2, 3, 4, 64) == 24 * (4 * 64 * 64 + 4 * 64 * 64)
+    assert roofline.flops("wkv4", "recurrent", 2, 10, 1, 256) == 12 * 2 * 10 * 256
+    # every operator's shapes cover its spec inputs and outputs
+    from wkvbench.ops import OPS
+
+    for op, spec in OPS.items():
+        shapes = roofline.tensor_shapes(op, 2, 8, 2, 16)
+        assert set(spec.inputs) | set(spec.outputs) <= set(shapes), op
+
+
+def test_floor_is_the_larger_of_memory_and_compute():
+    c = roofline.Ceilings(copy_gbps=4000.0, matmul_bf16_tflops=700.0, matmul_fp32_tflops=50.0,
+                          measured_at="t", device="d")
+    assert c.floor_ms(4_000_000_000, 1, "bf16") == pytest.approx(1.0)
+    assert c.floor_ms(1, 50 * 10**12, "fp32") == pytest.approx(1000.0)
+    assert c.floor_ms(1, 700 * 10**12, "bf16") == pytest.approx(1000.0)
+
+
+def test_summarize_quartiles_outliers_and_sem():
+    x = [1.0] * 10 + [1.1] * 10 + [5.0]
+    s = summarize(x)
+    assert s["median_ms"] == pytest.approx(1.1) and s["n"] == 21
+    assert s["q1_ms"] == pytest.approx(1.0) and s["q3_ms"] == pytest.approx(1.1)
+    assert s["outliers"] == 1  # 5.0 is beyond q3 + 1.5 IQR
+    assert s["sem_ms"] == pytest.approx(1.2533 * np.std(x, ddof=1) / np.sqrt(21))
+
+
+def test_shape_sets_are_the_issue_s():
+    assert set(STANDARD_SETS) == set(SHAPE_SETS)
+    assert set_shape("decode", "wkv7").T == 1 and set_shape("decode", "wkv7").B >= 64
+    p = set_shape("prefill", "wkv7")
+    assert (p.B, p.T, p.H, p.N) == (8, 4096, 32, 64)
+    assert set_shape("long", "gdn").T == 65536 and set_shape("long", "gdn").B == 1
+    assert set_shape("head128", "gla").N == 128 and set_shape("head128", "wkv4") is None
+    with pytest.raises(ValueError, match="unknown shape set"):
+        set_shape("huge", "wkv7")
+
+
+@pytest.mark.parametrize("T,want", [(1, 1), (37, 37), (4096, 128), (65536, 128), (300, 100)])
+def test_gate_case_keeps_the_features_that_matter(T, want):
+    from wkvbench.cases import Shape
+
+    g = gate_case("wkv7", Shape(8, T, 32, 128, h0=True), "bf16")
+    assert (g.shape.T, g.shape.N, g.shape.h0, g.shape.B, g.dtype) == (want, 128, True, 1, "bf16")
+    if T % 16 == 0:
+        assert g.shape.T % 16 == 0  # kernels that need T % 16 == 0 still run the gate
+
+
+def test_shards_partition_the_plan():
+    sel = BenchSelection(devices=("cpu",), sets=("quick", "decode"), dtypes=("fp32", "bf16"))
+    full = [(v.name, s, d) for v, s, d, _ in sel.plan()]
+    assert full, "some CPU variant must be benchmarkable in the plan"
+    parts = []
+    for i in range(3):
+        sel.shard = (i, 3)
+        parts += [(v.name, s, d) for v, s, d, _ in sel.plan()]
+    assert sorted(parts) == sorted(full) and len(set(parts)) == len(parts)
+    assert all(not n.startswith("gdn_wy.") for n, _, _ in full)
+
+
+def _bench_doc(identity, rows, complete=True):
+    return {"schema": "wkvbench.bench/1", "complete": complete, "provenance": {"identity": identity},
+            "ceilings": None, "settings": {"shard": [0, 2]}, "rows": rows}
+
+
+def test_merge_joins_shards_of_one_machine_only(tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(_bench_doc("H100", [{"variant": "wkv7.x", "shape_set": "quick", "dtype": "bf16"}])))
+    b.write_text(json.dumps(_bench_doc("H100", [{"variant": "gla.y", "shape_set": "quick", "dtype": "bf16"}], False)))
+    doc = merge([a, b], tmp_path / "m.json")
+    assert [r["variant"] for r in doc["rows"]] == ["gla.y", "wkv7.x"] and doc["complete"] is False
+    b.write_text(json.dumps(_bench_doc("H200", [])))
+    with pytest.raises(ValueError, match="different machines"):
+        merge([a, b], tmp_path / "m.json")
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["--set", "huge"], "unknown shape set"),
+    (["--shard", "2/2"], "--shard must read i/n"),
+    (["--sem", "2"], "--sem must be in"),
+    (["--variant", "nothing.*"], "no benchmarkable variant"),
+])
+def test_bench_cli_refuses_bad_input(argv, msg, capsys):
+    assert main(["bench", *argv]) == 2
+    assert msg in capsys.readouterr().out
+
+
+def test_bench_cli_without_a_gpu_says_so(capsys):
+    pytest.importorskip("torch")
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device (the message is for machines without one)")
+    assert main(["bench", "--device", "cpu", "--variant", "wkv7.torch.*", "--output", "/dev/null"]) == 2
+    assert "no CUDA device" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("op", ["wkv4", "wkv6", "wkv7", "gla", "gdn"])
+def test_bench_inputs_have_the_canonical_shapes(op):
+    from wkvbench.bench import bench_inputs
+    from wkvbench.cases import Case, Shape
+
+    for shape in (Shape(3, 300, 2, 16), Shape(5, 1, 2, 16, h0=True)):
+        x = bench_inputs(Case(op, "model", shape, "bf16", 0))
+        want = roofline.tensor_shapes(op, shape.B, shape.T, shape.H, shape.N)
+        got = {k: v.shape for k, v in x.items() if isinstance(v, np.ndarray)}
+        assert all(got[k] == want[k] for k in got), (got, want)
+        assert all(np.isfinite(v).all() for v in x.values() if isinstance(v, np.ndarray))
+    # tiled: the second sequence and the second 256-token block repeat the first
+    x = bench_inputs(Case(op, "model", Shape(2, 600, 2, 16), "bf16", 0))
+    k = x["k"]
+    assert np.array_equal(k[0], k[1]) and np.array_equal(k[0, :256], k[0, 256:512])

@@ -1,0 +1,56 @@
+"""The timing engine on a real GPU (skipped without CUDA): the engine's sanity checks of itself.
+
+* A device-to-device copy timed by the engine (cold L2, per-call CUDA events) lands within 5 % of
+  the copy ceiling measured independently (events around a batch of back-to-back copies).
+* The CUPTI (profiler) clock and the event clock agree on a kernel both can see.
+* A quick benchmark row of a real variant comes back OK with its statistics and roofline figures.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device (GPU-only test)")
+
+
+def test_engine_copy_time_matches_the_copy_ceiling():
+    from wkvbench.roofline import measure_copy_gbps
+    from wkvbench.timing import time_call
+
+    nbytes = 2 << 30
+    src = torch.empty(nbytes // 4, dtype=torch.float32, device="cuda").uniform_()
+    dst = torch.empty_like(src)
+    ceiling = measure_copy_gbps(nbytes)
+    t = time_call(lambda: dst.copy_(src), l2="cold", sem_bound=0.002, time_cap_s=3.0)
+    engine = 2 * nbytes / (t.stats()["median_ms"] * 1e-3) / 1e9
+    print(f"copy: engine {engine:.0f} GB/s, ceiling {ceiling:.0f} GB/s ({100 * engine / ceiling:.1f} %)")
+    assert abs(engine / ceiling - 1) < 0.05
+
+
+def test_profiler_and_event_clocks_agree():
+    from wkvbench.timing import time_call
+
+    a = torch.randn(4096, 4096, device="cuda")
+    ev = time_call(lambda: a @ a, l2="warm", sem_bound=0.002).stats()["median_ms"]
+    pr = time_call(lambda: a @ a, l2="warm", clock="profiler", max_reps=20, sem_bound=0.002).stats()["median_ms"]
+    assert abs(pr / ev - 1) < 0.1, (ev, pr)
+
+
+def test_a_quick_bench_row(tmp_path):
+    from wkvbench import kernels  # noqa: F401
+    from wkvbench.bench import Bench, BenchSelection
+
+    sel = BenchSelection(variant_globs=("wkv7.fla.fused_recurrent",), sets=("quick",), dtypes=("bf16",))
+    out = tmp_path / "b.json"
+    rows = Bench(sel, out).run()
+    (row,) = rows
+    if row["status"] == "SKIP":
+        pytest.skip(f"variant unavailable here: {row['reason']}")
+    assert row["status"] == "OK", row
+    assert row["n"] >= 10 and row["q1_ms"] <= row["median_ms"] <= row["q3_ms"]
+    assert 0 < row["pct_of_floor"] <= 100 and row["gbps"] > 0 and row["verify"]["status"] == "PASS"
+    import json
+
+    doc = json.loads(out.read_text())
+    assert doc["complete"] and doc["schema"] == "wkvbench.bench/1" and doc["ceilings"]["copy_gbps"] > 100

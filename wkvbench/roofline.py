@@ -1,0 +1,176 @@
+"""The roofline model: minimum bytes moved and FLOPs executed per operator and algorithm, and the
+device ceilings they are divided by.
+
+**Bytes (the memory floor).** Every canonical input read once and every output and final state
+written once (spec §9 layouts): activations (``OpSpec.activations``) and the low outputs in the case
+dtype, everything else (decays, gates, bonus, states) in float32; the initial state is read only when
+the case gives one. Nothing a kernel re-reads or spills is counted: this is a floor, not a model of
+any one kernel.
+
+**FLOPs (the compute floor).** Counted per token and head for the form the variant executes
+(multiply and add count one each; an exp counts one):
+
+========= ====================================================== =====================================
+operator  step recurrence (``recurrent``, ``fused_recurrent``)   chunked form, chunk C (``chunk``)
+========= ====================================================== =====================================
+wkv4      12 per channel (two exps, six mul/add for a, b, p, y)  (same)
+wkv6      6 N^2: decay S (N^2), k v^T (N^2), add (N^2), r.S 2N^2,  4 C N (intra-chunk r k^T and A v)
+          bonus (N^2)                                            + 4 N^2 (inter-chunk r S, S update)
+gla       5 N^2 (wkv6 without the bonus)                         4 C N + 4 N^2
+wkv7      10 N^2: S a 2N^2, (S a) b^T 2N^2, v k^T 2N^2, decay     8 C N + 6 N^2 + C^2 (WY: A, w, u,
+          N^2, adds N^2, r.S 2N^2                                intra-chunk, triangular solve)
+gdn       8 N^2: decay N^2, S k 2N^2, delta outer 2N^2, add N^2,  8 C N + 6 N^2 + C^2
+          q.S 2N^2 (minus lower-order terms)
+gdn_wy    4 C N + C (w = A (beta k), u = A (beta v) per token)   (same)
+========= ====================================================== =====================================
+
+The compute floor divides by the matmul ceiling of the dtype (bf16 for bf16/fp16, plain fp32 for
+fp32): optimistic for step recurrences, which cannot use tensor cores, so the floor stays a floor.
+``floor = max(bytes / copy ceiling, flops / matmul ceiling)``.
+
+**Ceilings** are measured on the machine (``measure_ceilings``, device time from CUDA events around
+a batch of back-to-back calls, so launch gaps are amortized): device-to-device copy (bytes read
+plus written), bf16 and fp32 (TF32 off) matmul at 8192^3. Cached per machine identity under
+``~/.cache/wkvbench`` (``WKVBENCH_CACHE_DIR``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .ops import op_spec
+
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+CHUNK = 64  # chunk length of the chunked kernels (FLA, rwkv-ops)
+
+
+def tensor_shapes(op: str, B: int, T: int, H: int, N: int, C: int = CHUNK) -> dict[str, tuple[int, ...]]:
+    """Canonical shapes (spec §9) of every input and output of ``op`` (``state`` for both ends)."""
+    bthn, bth = (B, T, H, N), (B, T, H)
+    if op == "wkv4":
+        ch = H * N
+        return {"k": (B, T, ch), "v": (B, T, ch), "w4": (ch,), "u": (ch,), "aa": (B, ch), "bb": (B, ch),
+                "pp": (B, ch), "y": (B, T, ch)}
+    if op == "gdn_wy":
+        return {"k": bthn, "v": bthn, "beta": bth, "A": (B, T, H, C), "gc": bth, "w": bthn, "u": bthn}
+    shapes: dict[str, tuple[int, ...]] = {name: bthn for name in op_spec(op).inputs}
+    if op == "wkv6":
+        shapes["u"] = (H, N)
+    if op == "gdn":
+        shapes["g"] = shapes["beta"] = bth
+    shapes["state"] = (B, H, N, N)
+    shapes["y"] = bthn
+    return shapes
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def min_bytes(op: str, dtype: str, B: int, T: int, H: int, N: int, h0: bool = False, C: int = CHUNK) -> int:
+    """Inputs read once + outputs and final state written once (the module docstring's rule)."""
+    spec = op_spec(op)
+    low = DTYPE_BYTES[dtype]
+    total = 0
+    for name, shape in tensor_shapes(op, B, T, H, N, C).items():
+        n = _numel(shape)
+        if name in spec.state:
+            total += 4 * n * (2 if h0 else 1)  # written, and read when given
+        elif name in spec.activations or name in spec.low_outputs:
+            total += low * n
+        else:
+            total += 4 * n
+    return total
+
+
+def flops(op: str, algorithm: str, B: int, T: int, H: int, N: int, C: int = CHUNK) -> int:
+    """Executed FLOPs of the model in the module docstring."""
+    tokens = B * T * H
+    chunked = algorithm == "chunk"
+    if op == "wkv4":
+        return 12 * B * T * H * N
+    if op == "gdn_wy":
+        return tokens * (4 * C * N + C)
+    per_step = {"wkv6": 6, "gla": 5, "wkv7": 10, "gdn": 8}[op] * N * N
+    if not chunked:
+        return tokens * per_step
+    if op in ("wkv6", "gla"):
+        return tokens * (4 * C * N + 4 * N * N)
+    return tokens * (8 * C * N + 6 * N * N + C * C)
+
+
+@dataclass
+class Ceilings:
+    copy_gbps: float
+    matmul_bf16_tflops: float
+    matmul_fp32_tflops: float
+    measured_at: str
+    device: str
+
+    def floor_ms(self, nbytes: int, nflops: int, dtype: str) -> float:
+        peak = self.matmul_fp32_tflops if dtype == "fp32" else self.matmul_bf16_tflops
+        return max(nbytes / (self.copy_gbps * 1e9), nflops / (peak * 1e12)) * 1e3
+
+
+def _cache_dir() -> Path:
+    return Path(os.environ.get("WKVBENCH_CACHE_DIR", Path.home() / ".cache" / "wkvbench"))
+
+
+def _batch_ms(fn, n: int) -> float:
+    """Device time per call of ``n`` back-to-back calls, from two CUDA events around the batch."""
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(n):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / n
+
+
+def measure_copy_gbps(nbytes: int = 2 << 30, reps: int = 5) -> float:
+    """Device-to-device copy bandwidth, bytes read plus written per second (best of ``reps`` batches)."""
+    import torch
+
+    src = torch.empty(nbytes // 4, dtype=torch.float32, device="cuda").uniform_()
+    dst = torch.empty_like(src)
+    best = min(_batch_ms(lambda: dst.copy_(src), 20) for _ in range(reps))
+    return 2 * nbytes / (best * 1e-3) / 1e9
+
+
+def measure_matmul_tflops(dtype: str, n: int = 8192, reps: int = 3) -> float:
+    import torch
+
+    td = {"bf16": torch.bfloat16, "fp32": torch.float32}[dtype]
+    prev = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        a = torch.randn(n, n, device="cuda", dtype=td)
+        b = torch.randn(n, n, device="cuda", dtype=td)
+        best = min(_batch_ms(lambda: a @ b, 10) for _ in range(reps))
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = prev
+    return 2 * n**3 / (best * 1e-3) / 1e12
+
+
+def measure_ceilings(identity: str, refresh: bool = False) -> Ceilings:
+    """The machine's ceilings, measured once per identity and cached."""
+    path = _cache_dir() / f"ceilings-{''.join(c if c.isalnum() else '_' for c in identity)}.json"
+    if path.exists() and not refresh:
+        return Ceilings(**json.loads(path.read_text()))
+    c = Ceilings(copy_gbps=measure_copy_gbps(), matmul_bf16_tflops=measure_matmul_tflops("bf16"),
+                 matmul_fp32_tflops=measure_matmul_tflops("fp32"),
+                 measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), device=identity)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(asdict(c), indent=1))
+    return c

@@ -1,0 +1,165 @@
+"""The timing engine: device time of one call, with robust statistics.
+
+``time_call(fn)`` times ``fn`` (which launches work and returns without synchronizing):
+
+1. **Warm-up.** The first call (Triton autotuning, JIT compilation, lazy CUDA builds) is timed on
+   its own, host clock around a synchronized call, and reported as ``compile_s``; it is never a sample.
+   Two more untimed calls settle caches and allocators.
+2. **Samples.** Each repetition is bracketed by two CUDA events on the current stream: device time,
+   not host time. With ``l2="cold"`` (the default) a buffer of twice the L2 size is overwritten
+   before every repetition, outside the events, so every sample starts from a cold L2; ``"warm"``
+   skips that. ``graph=True`` captures ``fn`` in a CUDA graph first and times graph replays (for
+   launch-bound cases such as decode, T = 1). ``clock="profiler"`` sums the kernel times that
+   CUPTI (``torch.profiler``) records during each repetition instead: for work that runs on a
+   stream the events cannot see (ggml launches on its own stream).
+3. **Adaptive repetition.** Samples come in batches; after ``min_reps`` the engine stops once the
+   standard error of the median (``1.2533 * std / sqrt(n)``, the asymptotic normal value) is under
+   ``sem_bound`` of the median, or at ``max_reps``, or when ``time_cap_s`` of wall time is spent.
+4. **Statistics.** Median, quartiles, IQR, and outliers (outside 1.5 IQR of the quartiles) over
+   every sample; the samples themselves are kept (the regression gate tests on them).
+5. **Clocks.** SM clock and temperature are read (``nvidia-smi``) before and after; a drop of the
+   SM clock by more than 10 % or an active thermal/power throttle reason sets ``throttled``.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class Timing:
+    samples_ms: list[float]
+    compile_s: float
+    clock_mhz: list[float | None] = field(default_factory=list)
+    temp_c: list[float | None] = field(default_factory=list)
+    throttled: bool = False
+    stop: str = ""  # why sampling stopped: "sem", "max_reps", "time_cap"
+
+    @property
+    def n(self) -> int:
+        return len(self.samples_ms)
+
+    def stats(self) -> dict:
+        return summarize(self.samples_ms)
+
+
+def summarize(samples_ms: list[float]) -> dict:
+    x = np.asarray(samples_ms, dtype=np.float64)
+    q1, med, q3 = (float(v) for v in np.percentile(x, [25, 50, 75]))
+    iqr = q3 - q1
+    outliers = int(np.sum((x < q1 - 1.5 * iqr) | (x > q3 + 1.5 * iqr)))
+    sem = 1.2533 * float(x.std(ddof=1)) / math.sqrt(len(x)) if len(x) > 1 else float("nan")
+    return {"median_ms": med, "q1_ms": q1, "q3_ms": q3, "iqr_ms": iqr, "sem_ms": sem, "n": len(x),
+            "outliers": outliers, "min_ms": float(x.min()), "max_ms": float(x.max())}
+
+
+def gpu_clocks(index: int = 0) -> tuple[float | None, float | None, bool]:
+    """(SM clock MHz, temperature C, a thermal/power throttle active) from nvidia-smi, Nones if absent."""
+    q = "clocks.sm,temperature.gpu,clocks_throttle_reasons.hw_slowdown,clocks_throttle_reasons.sw_thermal_slowdown"
+    try:
+        out = subprocess.run(["nvidia-smi", f"--id={index}", f"--query-gpu={q}", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=10).stdout.strip().split(",")
+        clk, temp = float(out[0]), float(out[1])
+        throttle = any(s.strip() == "Active" for s in out[2:])
+        return clk, temp, throttle
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None, None, False
+
+
+class _Flusher:
+    """Overwrites a buffer of twice the L2 size: the next kernel starts from a cold L2."""
+
+    def __init__(self) -> None:
+        import torch
+
+        l2 = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0) or 64 << 20
+        self.buf = torch.empty(2 * l2 // 4, dtype=torch.int32, device="cuda")
+
+    def __call__(self) -> None:
+        self.buf.zero_()
+
+
+def _profiler_ms(fn: Callable[[], object]) -> float:
+    """Sum of the CUDA kernel times CUPTI saw during one call (work on any stream)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return sum(e.self_device_time_total for e in prof.key_averages()) / 1e3  # us -> ms
+
+
+def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool = False, clock: str = "events",
+              sem_bound: float = 0.005, min_reps: int = 10, max_reps: int = 500, time_cap_s: float = 3.0,
+              batch: int = 10, sync: Callable[[], object] | None = None) -> Timing:
+    """Device time of ``fn`` (see the module docstring). ``sync`` waits for ``fn``'s work when it runs
+    outside torch's current stream (called after each call in warm-up and profiler mode)."""
+    import torch
+
+    if l2 not in ("cold", "warm"):
+        raise ValueError(f"l2 must be 'cold' or 'warm', got {l2!r}")
+    if clock not in ("events", "profiler"):
+        raise ValueError(f"clock must be 'events' or 'profiler', got {clock!r}")
+    wait = sync or torch.cuda.synchronize
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    fn()
+    wait()
+    torch.cuda.synchronize()
+    compile_s = time.perf_counter() - t0
+    for _ in range(2):
+        fn()
+    wait()
+    torch.cuda.synchronize()
+    call = fn
+    if graph:
+        g = torch.cuda.CUDAGraph()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            fn()  # warm the side stream
+        torch.cuda.current_stream().wait_stream(s)
+        with torch.cuda.graph(g):
+            fn()
+        call = g.replay
+    flush = _Flusher() if l2 == "cold" else None
+    clk0, temp0, thr0 = gpu_clocks(torch.cuda.current_device())  # after warm-up: the clock of a busy GPU
+    samples: list[float] = []
+    stop = "max_reps"
+    t_start = time.perf_counter()
+    while len(samples) < max_reps:
+        if clock == "profiler":
+            for _ in range(batch):
+                if flush:
+                    flush()
+                samples.append(_profiler_ms(call))
+        else:
+            evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(batch)]
+            for a, b in evs:
+                if flush:
+                    flush()
+                a.record()
+                call()
+                b.record()
+            evs[-1][1].synchronize()
+            samples.extend(a.elapsed_time(b) for a, b in evs)
+        if len(samples) >= min_reps:
+            st = summarize(samples)
+            if st["sem_ms"] <= sem_bound * st["median_ms"]:
+                stop = "sem"
+                break
+            if time.perf_counter() - t_start > time_cap_s:
+                stop = "time_cap"
+                break
+    clk1, temp1, thr1 = gpu_clocks(torch.cuda.current_device())
+    throttled = thr0 or thr1 or (clk0 is not None and clk1 is not None and clk1 < 0.9 * clk0)
+    return Timing(samples_ms=[round(s, 6) for s in samples], compile_s=round(compile_s, 3),
+                  clock_mhz=[clk0, clk1], temp_c=[temp0, temp1], throttled=bool(throttled), stop=stop)
