@@ -94,6 +94,50 @@ def verify(session: nox.Session) -> None:
     session.run("python", "-m", "wkvbench", "verify", *session.posargs)
 
 
+@nox.session(default=False, **_venv_params())
+def bench(session: nox.Session) -> None:
+    """GPU benchmarks: device time of every CUDA variant on the standard shape sets, asv history, CPU timings.
+
+    ``nox -s bench -- [wkvbench bench arguments]`` (default ``--set standard``). One worker process per
+    visible GPU (``CUDA_VISIBLE_DEVICES=i ... --shard i/n``; never two timed runs on one GPU), shards
+    merged into ``reports/bench/<machine>/bench-<stamp>.json``; then ``asv run`` in this environment
+    records the same commit's device-time samples under ``reports/asv/results/<machine>`` (quick set;
+    ``WKVBENCH_ASV_SETS`` for more), and pytest-benchmark times the CPU side (oracle, ggml CPU, torch
+    CPU) into ``reports/bench/cpu-<stamp>.json``. On a box without a GPU only the CPU part runs.
+    Offline GPU boxes: ``tools/gpu_bench.sh WHEELHOUSE`` (README "Benchmarks").
+    """
+    import datetime
+    import subprocess
+
+    gpu = ("gpu-kernels",) if TORCH == "system" or WHEELHOUSE else ()
+    _install_runtime(session, "test", "cpu-kernels", "bench", *gpu)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    py = session.run("python", "-c", "import sys; print(sys.executable)", silent=True).strip()
+    ngpu = int(session.run("python", "-c", "import torch; print(torch.cuda.device_count())", silent=True).split()[-1])
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "suites/test_cpu_timings.py",
+                "--benchmark-only", f"--benchmark-json=reports/bench/cpu-{stamp}.json")
+    if ngpu == 0:
+        session.log("no CUDA device: GPU benchmarks skipped (the CPU timings above ran)")
+        return
+    slug = session.run("python", "-m", "wkvbench.bench_merge", "--slug", silent=True).strip().splitlines()[-1]
+    args = session.posargs or ["--set", "standard"]
+    outdir = f"reports/bench/{slug}"
+    shards = [f"{outdir}/bench-{stamp}.shard{i}.json" for i in range(ngpu)]
+    workers = [subprocess.Popen([py, "-m", "wkvbench", "bench", *args, "--shard", f"{i}/{ngpu}", "--output", shards[i]],
+                                env={**os.environ, "CUDA_VISIBLE_DEVICES": str(i)}) for i in range(ngpu)]
+    failed = [i for i, w in enumerate(workers) if w.wait() not in (0, 1)]
+    session.run("python", "-m", "wkvbench.bench_merge", "--output", f"{outdir}/bench-{stamp}.json", *shards)
+    for sh in shards:
+        os.remove(sh)
+    if failed:
+        session.error(f"bench workers for GPUs {failed} failed (their rows so far are in the merged file)")
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    session.run("python", "-m", "asv", "machine", "--yes", "--machine", slug)
+    session.run("python", "-m", "asv", "run", "--python=same", "--set-commit-hash", commit, "--machine", slug,
+                "--record-samples", "-b", "DeviceTime",
+                env={"WKVBENCH_ASV_SETS": os.environ.get("WKVBENCH_ASV_SETS", "quick")})
+
+
 @nox.session(default=False)
 def wheelhouse(session: nox.Session) -> None:
     """Download every package the GPU sessions need into a folder, for a GPU box without network.

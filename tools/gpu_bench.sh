@@ -10,6 +10,11 @@
 # Phase 2, alone on the GPU: `wkvbench bench` over WKVBENCH_SETS (default quick decode prefill long
 # head128) in WKVBENCH_DTYPES (default bf16), then the ggml rows once the build is there.
 # $OUT gets bench.json (merged), verify-extra.json, run.log, bench-parts.tar.gz, gpu-tests.xml.
+# Environment: WKVBENCH_BENCH_FILTER (extra `bench` arguments, e.g. "--op gla --exclude X"),
+# WKVBENCH_REPEAT_SETS (run those sets a second time into bench-repeat.json: the same-vs-same check),
+# WKVBENCH_EXTRA_VERIFY ("variant:dtype ..."), WKVBENCH_EXTRA_CUDA_VERIFY (globs, after the
+# prebuild), WKVBENCH_GGML_VERIFY (glob, default '*.ggml.cuda'), WKVBENCH_BUDGET (560 s),
+# WKVBENCH_WARM_BUDGET (270 s: end of phase 1), WKVBENCH_GGML_JOBS (8), WKVBENCH_TIME_CAP (1.0 s).
 set -uo pipefail
 WH=$(cd "${1:?usage: tools/gpu_bench.sh WHEELHOUSE}" && pwd)
 OUT=${OUT:-reports/gpu-local}; mkdir -p "$OUT"
@@ -23,7 +28,9 @@ t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 ))s]"; }
 DEADLINE=$(( t0 + ${WKVBENCH_BUDGET:-560} )); WARM_END=$(( t0 + ${WKVBENCH_WARM_BUDGET:-270} ))
 left() { local n=$(( ${2:-$DEADLINE} - $(date +%s) - ${1:-0} )); echo $(( n > 5 ? n : 5 )); }
 finish() {
-  ls "$PARTS"/bench-*.json >/dev/null 2>&1 && python3 -m wkvbench.bench_merge --output "$OUT/bench.json" "$PARTS"/bench-*.json
+  local b; b=$(ls "$PARTS"/bench-main.json "$PARTS"/bench-ggml.json 2>/dev/null)
+  [ -n "$b" ] && python3 -m wkvbench.bench_merge --output "$OUT/bench.json" $b
+  [ -f "$PARTS/bench-repeat.json" ] && cp "$PARTS/bench-repeat.json" "$OUT/bench-repeat.json"
   ls "$PARTS"/verify-*.json "$PARTS"/*.partial.jsonl >/dev/null 2>&1 && \
     python3 tools/merge_results.py --output "$OUT/verify-extra.json" "$PARTS"/verify-*.json "$PARTS"/*.partial.jsonl
   tar czf "$OUT/bench-parts.tar.gz" -C "$(dirname "$PARTS")" parts; echo "$(el) done"
@@ -45,7 +52,8 @@ pids=()
     timeout "$(left 0 "$WARM_END")" python3 -m wkvbench verify --set gpu --device cuda --variant "$g" \
       --output "$PARTS/verify-cuda-$g.json" > "$PARTS/verify-cuda-$g.log" 2>&1; echo "$(el) verify $g rc=$?"
   done ) & pids+=($!)
-for v in $(python3 -m wkvbench list --device cuda --variant '*.fla.*' --variant '*.rwkv_ops.triton*' --names); do
+for v in $(python3 -m wkvbench list --device cuda --variant '*.fla.*' --variant '*.rwkv_ops.triton*' \
+           ${WKVBENCH_WARM_FILTER:-} --names); do
   case $v in gdn_wy.*) continue;; esac
   ( timeout "$(left 0 "$WARM_END")" python3 -m wkvbench bench --warm-only --variant "$v" $SETARGS $DTARGS \
       --output "$PARTS/warm-$v.json" > "$PARTS/warm-$v.log" 2>&1; echo "$(el) warm $v rc=$?" ) & pids+=($!)
@@ -58,17 +66,36 @@ done
 wait "${pids[@]}"; echo "$(el) phase 1 done"
 
 # ---- phase 2: the GPU to ourselves
-timeout "$(left 70)" python3 -m wkvbench bench $SETARGS $DTARGS --exclude '*.ggml.*' --time-cap "${WKVBENCH_TIME_CAP:-1.0}" \
-  --output "$PARTS/bench-main.json"
+timeout "$(left "${WKVBENCH_AFTER_BENCH:-70}")" python3 -m wkvbench bench $SETARGS $DTARGS --exclude '*.ggml.*' \
+  --time-cap "${WKVBENCH_TIME_CAP:-1.0}" ${WKVBENCH_BENCH_FILTER:-} --output "$PARTS/bench-main.json"
 echo "$(el) bench rc=$?"
+if [ -n "${WKVBENCH_REPEAT_SETS:-}" ]; then  # the same rows again: how far a repeat moves
+  timeout "$(left 60)" python3 -m wkvbench bench $(for s in $WKVBENCH_REPEAT_SETS; do printf -- "--set %s " "$s"; done) \
+    $DTARGS --exclude '*.ggml.*' --time-cap "${WKVBENCH_TIME_CAP:-1.0}" ${WKVBENCH_BENCH_FILTER:-} \
+    --output "$PARTS/bench-repeat.json" > "$PARTS/bench-repeat.log" 2>&1
+  echo "$(el) repeat rc=$?"
+fi
 wait "$build"; tail -n 3 "$PARTS/ggml_build.log"
 if [ -d "$GGML_SITE" ]; then
   export PYTHONPATH="$GGML_SITE:$PYTHONPATH"
-  timeout "$(left 45)" python3 -m wkvbench bench --variant '*.ggml.cuda' $SETARGS --dtype fp32 --time-cap 0.5 \
+  [ "${WKVBENCH_GGML_BENCH:-1}" != 0 ] && timeout "$(left 45)" python3 -m wkvbench bench --variant '*.ggml.cuda' $SETARGS --dtype fp32 --time-cap 0.5 \
     --output "$PARTS/bench-ggml.json" > "$PARTS/bench-ggml.log" 2>&1; echo "$(el) ggml bench rc=$?"
   tail -n 30 "$PARTS/bench-ggml.log"
-  timeout "$(left 10)" python3 -m wkvbench verify --set gpu --variant '*.ggml.*' --output "$PARTS/verify-ggml.json" \
+  timeout "$(left 10)" python3 -m wkvbench verify --set gpu --variant "${WKVBENCH_GGML_VERIFY:-*.ggml.cuda}" \
+    --output "$PARTS/verify-ggml.json" \
     > "$PARTS/verify-ggml.log" 2>&1; echo "$(el) ggml verify rc=$?"; grep -v "^│ *│" "$PARTS/verify-ggml.log" | tail -n 25
+fi
+if [ -n "${WKVBENCH_ASV_SETS:-}" ] && [ -d "$WH/asv" ]; then  # asv history: device-time samples of this commit
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/asv-site "$WH"/asv/*.whl
+  SLUG=$(python3 -m wkvbench.bench_merge --slug)
+  COMMIT=${WKVBENCH_GIT_COMMIT:-$(git rev-parse HEAD)}
+  export WKVBENCH_SYS_PATH="$SITE" WKVBENCH_ASV_SETS
+  ( export PYTHONPATH="/tmp/asv-site:$PYTHONPATH"
+    python3 -m asv machine --yes --machine "$SLUG" > /dev/null
+    timeout "$(left 15)" python3 -m asv run --python=same --set-commit-hash "$COMMIT" --machine "$SLUG" \
+      --record-samples -b DeviceTime --show-stderr > "$PARTS/asv.log" 2>&1; echo "$(el) asv rc=$?" )
+  grep -E "^\s+(wkv|gla|gdn|=)|Error|error" "$PARTS/asv.log" | tail -n 30
+  [ -d reports/asv/results ] && tar czf "$OUT/asv-results.tar.gz" reports/asv/results
 fi
 if [ "${WKVBENCH_GPU_TESTS:-1}" != 0 ]; then
   timeout "$(left)" python3 -m pytest -q -p no:cacheprovider -s suites/test_gpu_bench.py --junitxml="$OUT/gpu-tests.xml" 2>&1 | tail -n 15

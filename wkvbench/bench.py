@@ -149,6 +149,16 @@ def identity(prov: dict) -> str:
     return f"{g.get('name')}|driver {g.get('driver')}|cuda {g.get('cuda')}|torch {v.get('torch')}|triton {v.get('triton')}"
 
 
+def machine_slug(prov: dict) -> str:
+    """The asv machine name and results folder: the identity, in file-name characters."""
+    import re
+
+    g = prov.get("gpu") or {}
+    v = prov.get("versions") or {}
+    raw = f"{g.get('name') or 'cpu'}-drv{g.get('driver')}-cuda{g.get('cuda')}-torch{v.get('torch')}-triton{v.get('triton')}"
+    return re.sub(r"[^A-Za-z0-9.]+", "-", raw).strip("-")
+
+
 def _key(row: dict) -> tuple:
     return (row["variant"], row["shape_set"], row["dtype"])
 

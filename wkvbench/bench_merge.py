@@ -12,9 +12,18 @@ from .bench import merge
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m wkvbench.bench_merge", description=__doc__.splitlines()[0])
-    ap.add_argument("--output", type=Path, required=True)
-    ap.add_argument("shards", nargs="+", type=Path)
+    ap.add_argument("--output", type=Path)
+    ap.add_argument("--slug", action="store_true", help="print this machine's asv machine name and exit")
+    ap.add_argument("shards", nargs="*", type=Path)
     args = ap.parse_args(argv)
+    if args.slug:
+        from .bench import machine_slug
+        from .provenance import provenance
+
+        print(machine_slug(provenance()))
+        return 0
+    if args.output is None or not args.shards:
+        ap.error("--output and at least one shard are needed")
     try:
         doc = merge([p for p in args.shards if p.exists()], args.output)
     except (ValueError, KeyError) as exc:

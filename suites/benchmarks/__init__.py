@@ -1,1 +1,0 @@
-"""asv benchmarks (see asv.conf.json). Filled by the benchmarks issue."""

@@ -1,0 +1,104 @@
+"""asv benchmarks: device time of every CUDA variant on the named shape sets, recorded by asv.
+
+asv's own timer would read the host clock; here ``timer`` is a *device clock*: each timed call is
+bracketed by CUDA events (after an L2 flush outside them), and the clock returns the accumulated
+event time, synchronizing first. asv's samples (``asv run --record-samples``) are therefore device
+time, the same quantity ``wkvbench bench`` reports, and the regression statistics asv applies
+(Mann-Whitney on the samples) work on device time.
+
+Selection (read at discovery): ``WKVBENCH_ASV_SETS`` (default ``quick``), ``WKVBENCH_ASV_DTYPES``
+(default ``bf16``), ``WKVBENCH_ASV_VARIANTS`` (globs, default every CUDA variant of the benchmarked
+operators). A row that its small verification case does not PASS (``wkvbench.bench.gate_case``),
+or that the variant does not support, raises ``NotImplementedError`` in ``setup``: asv records it as
+skipped ("n/a"), never as a number. ggml runs on its own CUDA stream, which events on torch's
+stream do not see: its rows are left to ``wkvbench bench`` (CUPTI clock).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import sys
+from pathlib import Path
+
+# asv runs benchmarks with PYTHONPATH removed: the repository, and any folders named in
+# WKVBENCH_SYS_PATH (an offline box's package folder), are put on sys.path here instead.
+for _p in [*os.environ.get("WKVBENCH_SYS_PATH", "").split(os.pathsep)[::-1], str(Path(__file__).resolve().parents[2])]:
+    if _p and _p not in sys.path:
+        sys.path.insert(0, _p)
+
+from wkvbench import kernels  # noqa: E402, F401  (registers the variants)
+from wkvbench.bench import BENCH_OPS, SHAPE_SETS, bench_inputs, gate_case, set_shape  # noqa: E402
+from wkvbench.cases import Case  # noqa: E402
+from wkvbench.check import PASS, Checker  # noqa: E402
+from wkvbench.kernels.base import availability, get, variants  # noqa: E402
+
+SETS = tuple(os.environ.get("WKVBENCH_ASV_SETS", "quick").split())
+DTYPES = tuple(os.environ.get("WKVBENCH_ASV_DTYPES", "bf16").split())
+GLOBS = tuple(os.environ.get("WKVBENCH_ASV_VARIANTS", "*").split())
+VARIANTS = [v.name for v in variants() if v.device == "cuda" and v.operator in BENCH_OPS
+            and v.backend != "ggml" and any(fnmatch.fnmatchcase(v.name, g) for g in GLOBS)]
+_checker = Checker()
+
+
+class DeviceClock:
+    """An asv timer that reads device time: the sum of the CUDA-event intervals recorded so far."""
+
+    def __init__(self) -> None:
+        self.total_s = 0.0
+        self.pending: list = []
+
+    def __call__(self) -> float:
+        if self.pending:
+            self.pending[-1][1].synchronize()
+            self.total_s += sum(a.elapsed_time(b) for a, b in self.pending) / 1e3
+            self.pending.clear()
+        return self.total_s
+
+
+clock = DeviceClock()
+
+
+class DeviceTime:
+    """``time_run``: one call of ``variant.run`` on the set's shape, cold L2, device time."""
+
+    params = (VARIANTS, [s for s in SETS if s in SHAPE_SETS], list(DTYPES))
+    param_names = ["variant", "shape_set", "dtype"]
+    timer = clock
+    number = 1
+    repeat = (10, 50, 10.0)
+    warmup_time = 0.0
+    timeout = 600
+
+    def setup(self, variant: str, shape_set: str, dtype: str) -> None:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise NotImplementedError("no CUDA device")
+        v = get(variant)
+        shape = set_shape(shape_set, v.operator)
+        if shape is None:
+            raise NotImplementedError(f"no {shape_set} shape for {v.operator}")
+        case = Case(v.operator, "model", shape, dtype, 0)
+        av = availability(variant)
+        av = v.supports(case) if av else av
+        if not av:
+            raise NotImplementedError(av.reason)
+        verdict = _checker.check(v, gate_case(v.operator, shape, dtype))
+        if verdict.status != PASS:
+            raise NotImplementedError(f"not verified: {verdict.status} {verdict.reason}")
+        self.v, self.native = v, v.prepare(bench_inputs(case), case)
+        v.run(self.native)  # compile / autotune outside the samples
+        torch.cuda.synchronize()
+        l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
+        self.flush = torch.empty(2 * l2 // 4, dtype=torch.int32, device="cuda")
+        self.events = (torch.cuda.Event, dict(enable_timing=True))
+
+    def time_run(self, variant: str, shape_set: str, dtype: str) -> None:
+        make, kw = self.events
+        self.flush.zero_()
+        a, b = make(**kw), make(**kw)
+        a.record()
+        self.v.run(self.native)
+        b.record()
+        clock.pending.append((a, b))
