@@ -119,14 +119,15 @@ def _ensure_chromium(session: nox.Session) -> None:
     if any(shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")):
         return
     if not shutil.which("apt-get") or not hasattr(os, "geteuid") or os.geteuid() != 0:
-        session.log("chromium not installed and apt-get not usable as root: the headless-browser test will skip")
+        session.log("chromium not installed and apt-get not usable as root: the browser test will skip")
         return
     log = os.path.join(session.create_tmp(), "apt-chromium.log")
     session.log(f"installing chromium for the headless-browser report test (apt-get, <= 10 min, log {log})")
     script = ("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium")
     with open(log, "w") as f:
         try:
-            rc = subprocess.run(["sh", "-c", script], stdout=f, stderr=subprocess.STDOUT, timeout=600).returncode
+            rc = subprocess.run(["sh", "-c", script], stdout=f, stderr=subprocess.STDOUT,
+                                timeout=600).returncode
         except subprocess.TimeoutExpired:
             rc = "timeout"
     session.log(f"chromium install: {'ok' if rc == 0 else f'failed ({rc}), see {log}; the test will skip'}")

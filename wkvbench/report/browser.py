@@ -38,7 +38,8 @@ def screenshot(page: Path, png: Path, width: int = 1400, height: int = 2000, tim
     """Render ``page`` (a local file) and write a ``width`` x ``height`` PNG."""
     png.parent.mkdir(parents=True, exist_ok=True)
     png.unlink(missing_ok=True)
-    p = _run([f"--screenshot={png.resolve()}", f"--window-size={width},{height}", page.resolve().as_uri()], timeout)
+    p = _run([f"--screenshot={png.resolve()}", f"--window-size={width},{height}", page.resolve().as_uri()],
+             timeout)
     if not png.exists():
         raise RuntimeError(f"chromium wrote no screenshot (exit {p.returncode}): {p.stderr[-2000:]}")
     return png
@@ -84,7 +85,8 @@ def read_png(path: Path) -> np.ndarray:
         raise ValueError(f"{path}: PNG without IHDR")
     w, h, depth, ctype, _, _, interlace = hdr
     if depth != 8 or ctype not in (2, 6) or interlace:
-        raise ValueError(f"{path}: only 8-bit RGB/RGBA non-interlaced PNGs are read (depth {depth}, type {ctype})")
+        raise ValueError(f"{path}: only 8-bit RGB/RGBA non-interlaced PNGs are read "
+                         f"(depth {depth}, colour type {ctype}, interlace {interlace})")
     bpp = 3 if ctype == 2 else 4
     raw = np.frombuffer(zlib.decompress(b"".join(idat)), dtype=np.uint8).reshape(h, 1 + w * bpp)
     out = np.zeros((h, w * bpp), dtype=np.uint8)
