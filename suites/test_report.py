@@ -351,3 +351,12 @@ def test_headless_chromium_renders_the_report(committed_page):
     assert "matrix" in tree.tables and "rows" in tree.tables
     assert tree.svgs >= 10 and tree.marks >= 100
     assert 'id="filter"' in dom and "display: block" in dom  # the optional filter box: the script ran
+
+
+def test_local_output_folders_are_not_part_of_the_report(tmp_path):
+    """reports/results/ (verify's default output, git-ignored) stays out of the committed report."""
+    for sub in ("results", "out", "gpu"):
+        (tmp_path / sub).mkdir()
+        shutil.copy(FIXTURE / "gpu" / "verify-fixture.json", tmp_path / sub / "v.json")
+    assert [r.path for r in load(tmp_path).verify] == [f"{tmp_path.name}/gpu/v.json"]
+    assert len(load(tmp_path / "results").verify) == 1  # a report of local runs: point --results there

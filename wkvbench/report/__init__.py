@@ -46,7 +46,7 @@ h1{margin:.6em 0 .2em}h2{border-bottom:2px solid #ccc;margin-top:2em}h3{margin-t
 nav a{margin-right:1.2em}code,pre{font:12px/1.4 ui-monospace,Menlo,Consolas,monospace;background:#f4f4f4}
 pre{padding:.5em;white-space:pre-wrap;word-break:break-all}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;vertical-align:top}
-table.matrix td{min-width:9em;font-size:12px}
+table.matrix td{width:15em;font-size:12px}
 table.matrix th.v{text-align:left;font-weight:normal;font-family:monospace}
 tr.op th{background:#eceff1;text-align:left}
 .pass{background:#c8e6c9}.fail,.error,.xpass,.unverified{background:#ffcdd2}.xfail{background:#e1bee7}
@@ -214,6 +214,15 @@ def _history_charts(hist: list[History]) -> list[str]:
     return charts
 
 
+def _shown(path: Path) -> str:
+    """A path as shown in the page: relative to the working directory when inside it (so the page does not
+    depend on where the checkout lives)."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
 def _relative_link(target: Path, output: Path) -> str:
     return Path(os.path.relpath(target.resolve(), output.resolve().parent)).as_posix()
 
@@ -262,7 +271,9 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
     n_charts += len(hist_charts)
 
     total_rows = sum(len(r.rows) for r in src.verify)
-    overall = collections.Counter(r["status"] for run in src.verify for r in run.rows)
+    real = [run for run in src.verify if "mutants" not in run.doc]
+    overall = collections.Counter(r["status"] for run in real for r in run.rows)
+    n_mutant = sum(len(run.rows) for run in src.verify if "mutants" in run.doc)
     legend = (
         "<p class=legend><span class=pass>PASS</span><span class=fail>FAIL / ERROR / XPASS</span>"
         "<span class=xfail>XFAIL (known failure)</span><span class=skip>SKIP (reason shown)</span> "
@@ -283,8 +294,10 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
         "<title>wkvbench report</title>",
         f"<style>{_CSS}</style></head><body>",
         "<h1>wkvbench report</h1>",
-        f"<p class=meta>Built from <code>{esc(results.as_posix())}</code>: {len(src.verify)} verify files "
-        f"({total_rows} results: {esc(', '.join(f'{s} {c}' for s, c in sorted(overall.items())))}), "
+        f"<p class=meta>Built from <code>{esc(_shown(results))}</code>: {len(src.verify)} verify files "
+        f"({total_rows - n_mutant} results: {esc(', '.join(f'{s} {c}' for s, c in sorted(overall.items())))}"
+        + (f"; plus {n_mutant} rows of the mutant panel" if n_mutant else "")
+        + "), "
         f"{len(src.bench)} bench files, {len(src.drift)} drift files, {len(hist)} asv series. "
         "Every error is judged against the float64 NumPy oracle.</p>",
         '<nav><a href="#correctness">correctness</a><a href="#errors">error plots</a>'
@@ -305,7 +318,7 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
             perf
             or [
                 "<p class=meta>No <code>wkvbench.bench/1</code> results under "
-                f"<code>{esc(results.as_posix())}"
+                f"<code>{esc(_shown(results))}"
                 "</code> yet (<code>python -m wkvbench bench --output reports/bench/NAME.json</code>); the "
                 "report picks them up automatically.</p>"
             ]
@@ -315,10 +328,10 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
         site_link,
         (
             f"<p class=meta>One chart per benchmark and parameter set, one line per machine/GPU "
-            f"(from <code>{esc(asv_results.as_posix())}</code>).</p>"
+            f"(from <code>{esc(_shown(asv_results))}</code>).</p>"
             f"<div class=charts>{''.join(hist_charts)}</div>"
             if hist_charts
-            else f"<p class=meta>No asv results under <code>{esc(asv_results.as_posix())}</code>.</p>"
+            else f"<p class=meta>No asv results under <code>{esc(_shown(asv_results))}</code>.</p>"
         ),
         "</section>",
         '<section id="provenance"><h2>Provenance and reproduce commands</h2>',

@@ -6,7 +6,10 @@ Under one folder (``reports/`` by default), recursively and in sorted path order
   cut short (only where the finished ``.json`` beside them is missing);
 * ``wkvbench.bench/1`` JSON (``bench --output``);
 * drift profiles (``drift --output``: a JSON list of profiles);
-* asv results under ``asv/results`` (see ``asv_history``).
+* asv results under ``asv/results`` (read by ``wkvbench.report.asv``).
+
+Folders named ``asv`` or ``html`` hold no wkvbench results and are not searched; nor are the
+git-ignored local output folders ``results/`` and ``out/`` directly under the root.
 
 A JSON file whose ``schema`` names a wkvbench results format with an unknown version is refused
 with a message naming the file and the schema (docs/results-format.md); other JSON files are listed
@@ -22,6 +25,9 @@ from pathlib import Path
 VERIFY = "wkvbench.verify/1"
 BENCH = "wkvbench.bench/1"
 SKIP_DIRS = ("asv", "html")  # asv's own files and the report's output are not results files
+# git-ignored local output (``verify`` writes reports/results/ by default): not part of the committed
+# report; pass ``--results reports/results`` to build a report of local runs
+LOCAL_DIRS = ("results", "out")
 
 
 class ReportInputError(ValueError):
@@ -105,11 +111,11 @@ def load(root: Path) -> Sources:
     if not root.is_dir():
         raise ReportInputError(f"results folder {root} does not exist")
     src = Sources(root)
-    files = sorted(
-        p
-        for p in root.rglob("*")
-        if p.is_file() and not any(part in SKIP_DIRS for part in p.relative_to(root).parts[:-1])
-    )
+    def wanted(p: Path) -> bool:
+        dirs = p.relative_to(root).parts[:-1]
+        return not any(d in SKIP_DIRS for d in dirs) and not (dirs and dirs[0] in LOCAL_DIRS)
+
+    files = sorted(p for p in root.rglob("*") if p.is_file() and wanted(p))
     for p in files:
         rel = _rel(p, root)
         if p.name.endswith(".partial.jsonl"):
