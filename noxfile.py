@@ -6,6 +6,7 @@
 
     nox -s verify   # the verification matrix on whatever hardware is present (CPU by default)
     nox -s tests    # the project's own tests (what CI runs)
+    nox -s report   # the static HTML report from the committed results (reports/html/index.html)
     nox -l          # list sessions
 
 Every session installs what it needs into its own virtualenv from PyPI. Third-party kernel
@@ -79,6 +80,7 @@ def _venv_params() -> dict:
 def tests(session: nox.Session) -> None:
     """The project's own tests: oracle self-checks, the judge, the registry, every CPU variant vs the oracle."""
     _install_runtime(session, "test", "cpu-kernels", "clash")
+    _ensure_chromium(session)
     session.run("python", "-m", "pytest", *session.posargs, env={"PYTHONHASHSEED": "0"})
 
 
@@ -170,6 +172,58 @@ def lint(session: nox.Session) -> None:
     """ruff over the whole tree."""
     session.install("ruff")
     session.run("ruff", "check", ".", *session.posargs)
+
+
+def _ensure_chromium(session: nox.Session) -> None:
+    """Install Debian's chromium for the headless-browser report test when it is missing and apt-get is
+    usable (root); quiet (output to a log file) and bounded to 10 minutes. Otherwise that test skips
+    with the reason "chromium not installed (...)"."""
+    import shutil
+    import subprocess
+
+    if any(shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")):
+        return
+    if not shutil.which("apt-get") or not hasattr(os, "geteuid") or os.geteuid() != 0:
+        session.log("chromium not installed and apt-get not usable as root: the browser test will skip")
+        return
+    log = os.path.join(session.create_tmp(), "apt-chromium.log")
+    session.log(f"installing chromium for the headless-browser report test (apt-get, <= 10 min, log {log})")
+    script = ("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium")
+    with open(log, "w") as f:
+        try:
+            rc = subprocess.run(["sh", "-c", script], stdout=f, stderr=subprocess.STDOUT,
+                                timeout=600).returncode
+        except subprocess.TimeoutExpired:
+            rc = "timeout"
+    session.log(f"chromium install: {'ok' if rc == 0 else f'failed ({rc}), see {log}; the test will skip'}")
+
+
+@nox.session(default=False)
+def report(session: nox.Session) -> None:
+    """The static HTML report (``reports/html/index.html``) from the committed results under ``reports/``.
+
+    Reads every ``wkvbench.verify/1`` and ``wkvbench.bench/1`` file, drift profiles and asv results
+    (``reports/asv/results``, the ``results_dir`` of asv.conf.json); when asv results exist it first
+    runs ``asv publish`` (site in ``reports/asv/html``) and links it. Arguments go to
+    ``python -m wkvbench report``, e.g. ``nox -s report -- --results reports --output /tmp/r.html``;
+    without arguments, where chromium is installed, it also saves ``reports/html/screenshot.png``.
+    """
+    session.install(*GROUPS["report"])
+    results = os.path.join("reports", "asv", "results")
+    if os.path.isdir(results) and any(f.endswith(".json") and f != "machine.json"
+                                      for _, _, fs in os.walk(results) for f in fs):
+        try:
+            session.run("asv", "publish", "--config", "asv.conf.json")
+        except nox.command.CommandFailed:
+            session.warn("asv publish failed (output above): the report is built without the asv site link")
+    else:
+        session.log(f"no asv results under {results}: no asv site to publish")
+    import shutil
+
+    args = list(session.posargs)
+    if not args and any(shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")):
+        args = ["--screenshot", os.path.join("reports", "html", "screenshot.png")]
+    session.run("python", "-m", "wkvbench", "report", *args)
 
 
 if __name__ == "__main__":

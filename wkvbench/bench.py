@@ -270,14 +270,11 @@ class Bench:
         if not warm_only:
             self.ceilings = measure_ceilings(self.prov["identity"])
         self.save(False)
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from .console import make_console, track
 
-        with Progress(TextColumn("[bold]bench"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      TextColumn("{task.description}"), console=self.console, transient=True,
-                      disable=self.console is None or not self.console.is_terminal) as bar:
-            task = bar.add_task("", total=len(todo))
+        with track(self.console or make_console(stderr=True), "bench", len(todo)) as bar:
             for v, s, d, case in todo:
-                bar.update(task, description=f"{v.name} {s} {d}")
+                bar.update(f"{v.name} {s} {d}")
                 t0 = time.perf_counter()
                 if warm_only:
                     self._warm(v, case)
@@ -286,7 +283,7 @@ class Bench:
                     row["seconds"] = round(time.perf_counter() - t0, 2)
                     self.rows.append(row)
                     self.save(False)
-                bar.advance(task)
+                bar.advance()
         if not warm_only:
             self.save(True)
         return self.rows
@@ -351,3 +348,16 @@ def bench_table(rows: list[dict], ceilings: Ceilings | None):
             t.add_row(r["shape_set"], r["variant"], r["dtype"], r["shape"], f"[{colour}]{r['status']}[/{colour}]",
                       "", "", "", "", "", r.get("reason", "")[:160])
     return t
+
+
+def markdown_table(rows: list[dict], sets: tuple[str, ...] | None = None) -> str:
+    """README/PR-comment table of the OK rows: median (IQR), n, GB/s, TFLOP/s, % of floor, x floor."""
+    order = {s: i for i, s in enumerate(SHAPE_SETS)}
+    lines = ["| set | shape | variant | dtype | median | IQR | n | GB/s | TFLOP/s | % of floor | x floor |",
+             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    ok = [r for r in rows if r["status"] == "OK" and (not sets or r["shape_set"] in sets)]
+    for r in sorted(ok, key=lambda r: (order.get(r["shape_set"], 99), r["op"], r["median_ms"])):
+        lines.append(f"| {r['shape_set']} | {r['op']} {r['shape']} | {r['variant']} | {r['dtype']} | "
+                     f"{_ms(r['median_ms'])} | {_ms(r['iqr_ms'])} | {r['n']} | {r['gbps']:.0f} | {r['tflops']:.2f} | "
+                     f"{r['pct_of_floor']:.1f} | {r['x_floor']:.1f} |")
+    return "\n".join(lines)

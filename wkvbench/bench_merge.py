@@ -14,6 +14,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m wkvbench.bench_merge", description=__doc__.splitlines()[0])
     ap.add_argument("--output", type=Path)
     ap.add_argument("--slug", action="store_true", help="print this machine's asv machine name and exit")
+    ap.add_argument("--markdown", action="store_true", help="print the shards' OK rows as a Markdown table")
     ap.add_argument("shards", nargs="*", type=Path)
     args = ap.parse_args(argv)
     if args.slug:
@@ -21,6 +22,13 @@ def main(argv: list[str] | None = None) -> int:
         from .provenance import provenance
 
         print(machine_slug(provenance()))
+        return 0
+    if args.markdown:
+        import json
+
+        from .bench import markdown_table
+
+        print(markdown_table([r for p in args.shards for r in json.loads(p.read_text())["rows"]]))
         return 0
     if args.output is None or not args.shards:
         ap.error("--output and at least one shard are needed")

@@ -1,4 +1,4 @@
-"""Command line: ``python -m wkvbench verify|list|case`` (``wkvbench`` when installed)."""
+"""Command line: ``python -m wkvbench verify|list|case|replay|drift|report`` (``wkvbench`` when installed)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.console import Console
 
 from .cases import CASE_SETS, DOMAINS, Case
+from .console import make_console
 from .ops import DTYPES, OPS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -77,6 +78,14 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--output", type=Path, default=None, help="results JSON (default reports/results/bench-<stamp>.json)")
     c = sub.add_parser("case", help="print the inputs of a case id (shapes, ranges) and its oracle outputs")
     c.add_argument("id")
+    r = sub.add_parser("report", help="build the static HTML report from the results under --results")
+    r.add_argument("--results", type=Path, default=REPO / "reports",
+                   help="folder searched for verify/bench/drift JSON and asv/results (default reports/)")
+    r.add_argument("--output", type=Path, default=None, help="HTML file (default <results>/html/index.html)")
+    r.add_argument("--asv-html", type=Path, default=None,
+                   help="the asv site to link (default <results>/asv/html, linked when it exists)")
+    r.add_argument("--screenshot", type=Path, default=None,
+                   help="also render the page in headless chromium and save a 1400x2000 PNG here")
     return ap
 
 
@@ -92,7 +101,9 @@ def _load_plugins(args: argparse.Namespace, console: Console) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    console = Console(stderr=False, width=None if sys.stdout.isatty() else 160)
+    console = make_console()  # rich on a terminal, plain text (no ANSI, no live bars) in logs and pipes
+    if args.command == "report":  # reads JSON only: no kernel package is imported
+        return _report(args, console)
     try:
         from . import kernels  # noqa: F401  (registers the built-in variants)
         from .verify import Selection, list_variants, print_report, run, write_json
@@ -128,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         out = args.output or REPO / "reports" / "results" / f"verify-{stamp}.json"
         partial = out.with_suffix(".partial.jsonl")
         partial.parent.mkdir(parents=True, exist_ok=True)
-        report = run(sel, Console(stderr=True), partial,
+        report = run(sel, make_console(stderr=True), partial,
                      shrink_dir=None if args.mutants else out.parent / "shrunk")
         write_json(report, out, sel)  # first: nothing printed below can lose the results
         partial.unlink(missing_ok=True)
@@ -167,7 +178,7 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
         return 2
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = args.output or REPO / "reports" / "results" / f"bench-{stamp}.json"
-    bench = Bench(sel, out, resume=args.resume, console=Console(stderr=True))
+    bench = Bench(sel, out, resume=args.resume, console=make_console(stderr=True))
     try:
         rows = bench.run(warm_only=args.warm_only)
     except RuntimeError as exc:
@@ -181,6 +192,34 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
     console.print(bench_table(rows, bench.ceilings))
     console.print(f"results: {out}")
     return 1 if any(r["status"] == "ERROR" for r in rows) else 0
+
+
+def _report(args: argparse.Namespace, console: Console) -> int:
+    from .report import ReportInputError, build
+
+    out = args.output or args.results / "html" / "index.html"
+    try:
+        s = build(args.results, out, args.asv_html)
+    except ReportInputError as exc:
+        console.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        return 2
+    console.print(f"report: {s.output} ({s.verify_files} verify files, {s.verify_rows} results; "
+                  f"{s.bench_files} bench files, {s.bench_rows} rows; {s.drift_files} drift files; "
+                  f"{s.asv_series} asv series; "
+                  f"{s.charts} charts)" + (f"; asv site linked: {s.asv_site}" if s.asv_site else ""),
+                  highlight=False)
+    if args.screenshot:
+        from .report.browser import png_stats, screenshot
+
+        try:
+            png = screenshot(s.output, args.screenshot)
+        except (FileNotFoundError, RuntimeError, OSError) as exc:  # no chromium, or it failed
+            console.print(f"[red]error:[/red] screenshot: {exc}", highlight=False)
+            return 2
+        st = png_stats(png)
+        console.print(f"screenshot: {png} ({st.width}x{st.height}, {st.colours} colours, "
+                      f"{100 * st.non_white:.0f}% non-white)", highlight=False)
+    return 0
 
 
 def _drift(args: argparse.Namespace, console: Console) -> int:

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from .cases import DOMAINS, Case, default_cases
 from .check import ERROR, FAIL, PASS, SKIP, XFAIL, XPASS, Checker, CheckResult, check_backward
+from .console import make_console, track
 from .kernels.base import KernelVariant, availability, variants
 from .ops import DTYPES, OPS
 from .provenance import provenance
@@ -87,7 +87,7 @@ class Report:
 
 def run(selection: Selection, console: Console | None = None, partial: Path | None = None,
         shrink_dir: Path | None = None) -> Report:
-    console = console or Console(stderr=True)
+    console = console or make_console(stderr=True)
     vs, cases = selection.variants(), selection.cases()
     jobs = [(v, c) for c in cases for v in vs if v.operator == c.op
             and (not selection.backward or (v.supports_backward and c.op != "gdn_wy"))]
@@ -95,18 +95,15 @@ def run(selection: Selection, console: Console | None = None, partial: Path | No
     t0 = time.perf_counter()
     sink = partial.open("w") if partial else None
     try:
-        with Progress(TextColumn("[bold]verify"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      TextColumn("{task.description}"), console=console, transient=True,
-                      disable=not console.is_terminal and not os.environ.get("WKVBENCH_PROGRESS")) as bar:
-            task = bar.add_task("", total=len(jobs))
+        with track(console, "verify", len(jobs)) as bar:  # a live bar on terminals, 10% lines in logs
             for v, c in jobs:
-                bar.update(task, description=f"{v.name} {c.id}")
+                bar.update(f"{v.name} {c.id}")
                 res = check_backward(checker, v, c) if selection.backward else checker.check(v, c)
                 report.results.append(res)
                 if sink:
                     sink.write(json.dumps(res.as_dict()) + "\n")
                     sink.flush()
-                bar.advance(task)
+                bar.advance()
     finally:
         if sink:
             sink.close()

@@ -1,0 +1,143 @@
+"""Find and load the results a report is built from.
+
+Under one folder (``reports/`` by default), recursively and in sorted path order:
+
+* ``wkvbench.verify/1`` JSON (``verify --output``), and ``*.partial.jsonl`` streams of runs that were
+  cut short (only where the finished ``.json`` beside them is missing);
+* ``wkvbench.bench/1`` JSON (``bench --output``);
+* drift profiles (``drift --output``: a JSON list of profiles);
+* asv results under ``asv/results`` (read by ``wkvbench.report.asv``).
+
+Folders named ``asv`` or ``html`` hold no wkvbench results and are not searched; nor are the
+git-ignored local output folders ``results/`` and ``out/`` directly under the root.
+
+A JSON file whose ``schema`` names a wkvbench results format with an unknown version is refused
+with a message naming the file and the schema (docs/results-format.md); other JSON files are listed
+as "not read" in the report, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+VERIFY = "wkvbench.verify/1"
+BENCH = "wkvbench.bench/1"
+SKIP_DIRS = ("asv", "html")  # asv's own files and the report's output are not results files
+# git-ignored local output (``verify`` writes reports/results/ by default): not part of the committed
+# report; pass ``--results reports/results`` to build a report of local runs
+LOCAL_DIRS = ("results", "out")
+
+
+class ReportInputError(ValueError):
+    """A results file the report cannot read (message names the file)."""
+
+
+@dataclass
+class VerifyRun:
+    path: str  # relative to the results folder's parent (stable across machines)
+    doc: dict  # provenance, selection, ... (empty for a partial stream)
+    rows: list[dict]
+    partial: bool = False
+
+
+@dataclass
+class BenchRun:
+    path: str
+    doc: dict
+    rows: list[dict]
+
+
+@dataclass
+class DriftSet:
+    path: str
+    profiles: list[dict]
+
+
+@dataclass
+class Sources:
+    root: Path
+    verify: list[VerifyRun] = field(default_factory=list)
+    bench: list[BenchRun] = field(default_factory=list)
+    drift: list[DriftSet] = field(default_factory=list)
+    not_read: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
+
+
+def _rel(p: Path, root: Path) -> str:
+    base = root.resolve().parent
+    try:
+        return p.resolve().relative_to(base).as_posix()
+    except ValueError:
+        return p.as_posix()
+
+
+def _is_drift(doc: object) -> bool:
+    return (
+        isinstance(doc, list)
+        and bool(doc)
+        and all(isinstance(p, dict) for p in doc)
+        and all({"variant", "case", "positions", "rel"} <= p.keys() for p in doc)
+    )
+
+
+def _read_json(path: Path) -> object:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ReportInputError(f"{path}: not readable as JSON ({exc})") from None
+
+
+def _partial_rows(path: Path) -> list[dict]:
+    rows = []
+    lines = path.read_text().splitlines()
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            if n == len(lines):
+                break  # the last line of a stream cut mid-write
+            raise ReportInputError(f"{path}:{n}: not a JSON results row") from None
+        if not isinstance(row, dict) or not {"variant", "case", "status"} <= row.keys():
+            raise ReportInputError(f"{path}:{n}: not a verify results row (needs variant, case, status)")
+        rows.append(row)
+    return rows
+
+
+def load(root: Path) -> Sources:
+    """Every results file under ``root``; raises ReportInputError on a malformed or unknown-version file."""
+    if not root.is_dir():
+        raise ReportInputError(f"results folder {root} does not exist")
+    src = Sources(root)
+    def wanted(p: Path) -> bool:
+        dirs = p.relative_to(root).parts[:-1]
+        return not any(d in SKIP_DIRS for d in dirs) and not (dirs and dirs[0] in LOCAL_DIRS)
+
+    files = sorted(p for p in root.rglob("*") if p.is_file() and wanted(p))
+    for p in files:
+        rel = _rel(p, root)
+        if p.name.endswith(".partial.jsonl"):
+            finished = p.with_name(p.name[: -len(".partial.jsonl")] + ".json")
+            if finished.exists():
+                src.not_read.append((rel, f"superseded by the finished {finished.name}"))
+            else:
+                src.verify.append(VerifyRun(rel, {}, _partial_rows(p), partial=True))
+            continue
+        if p.suffix != ".json":
+            continue
+        doc = _read_json(p)
+        if _is_drift(doc):
+            src.drift.append(DriftSet(rel, doc))  # type: ignore[arg-type]
+            continue
+        schema = doc.get("schema") if isinstance(doc, dict) else None
+        if schema == VERIFY:
+            src.verify.append(VerifyRun(rel, doc, list(doc.get("results", []))))
+        elif schema == BENCH:
+            src.bench.append(BenchRun(rel, doc, list(doc.get("rows", []))))
+        elif isinstance(schema, str) and schema.split("/")[0] in (VERIFY.split("/")[0], BENCH.split("/")[0]):
+            raise ReportInputError(f"{p}: schema {schema!r} is not one this report reads ({VERIFY}, {BENCH})")
+        else:
+            src.not_read.append((rel, f"schema {schema!r}" if schema else "not a wkvbench results file"))
+    return src
