@@ -1,4 +1,4 @@
-"""Command line: ``python -m wkvbench verify|list|case`` (``wkvbench`` when installed)."""
+"""Command line: ``python -m wkvbench verify|list|case|gate`` (``wkvbench`` when installed)."""
 
 from __future__ import annotations
 
@@ -63,6 +63,8 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--output", type=Path, default=None, help="JSON path (the SVG is written beside it)")
     c = sub.add_parser("case", help="print the inputs of a case id (shapes, ranges) and its oracle outputs")
     c.add_argument("id")
+    sub.add_parser("gate", add_help=False, help="CI regression gate: baseline vs candidate results "
+                   "(gate --help, gate noise --help, gate ab --help)")
     return ap
 
 
@@ -77,6 +79,11 @@ def _load_plugins(args: argparse.Namespace, console: Console) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["gate"]:  # its own parsers (gate, gate noise, gate ab); no kernel import
+        from .gate_cli import main as gate_main
+
+        return gate_main(argv[1:])
     args = _parser().parse_args(argv)
     console = Console(stderr=False, width=None if sys.stdout.isatty() else 160)
     try:
