@@ -227,14 +227,15 @@ class GateReport:
     counts_checked: dict[str, int] = field(default_factory=dict)
 
     def failures(self, category: str | None = None) -> list[Decision]:
-        bad = (FAIL_,) + ((NOT_JUDGED,) if self.settings.strict else ())
-        return [
-            d
-            for d in self.decisions
-            if d.verdict in bad
-            and (category in (None, d.category))
-            and not (d.verdict == NOT_JUDGED and d.category != "performance")
-        ]
+        """FAIL decisions; with ``strict`` also the timed rows too small to be tested (NOT JUDGED
+        with sample counts), never the rows a baseline could not time."""
+
+        def bad(d: Decision) -> bool:
+            return d.verdict == FAIL_ or (
+                self.settings.strict and d.verdict == NOT_JUDGED and "n_baseline" in d.numbers
+            )
+
+        return [d for d in self.decisions if bad(d) and category in (None, d.category)]
 
     def category_status(self, category: str) -> str:
         if self.failures(category):
@@ -362,12 +363,12 @@ def _accuracy(base: Side, cand: Side, out: GateReport) -> None:
                     f"error grew x{growth:.3g} > x{f:g} (vs max(baseline, floor))",
                 )
             )
-        elif growth > 1.0 + 1e-12:
-            out.decisions.append(
-                Decision(
-                    "accuracy", variant, case, PASS_, detail, nums, f"error grew x{growth:.3g} <= x{f:g}"
-                )
-            )
+        elif c_rel > b_rel:  # any growth is listed with its numbers; below the floor it cannot alarm
+            raw = c_rel / b_rel if b_rel > 0 else math.inf
+            why = f"error grew x{growth:.3g} <= x{f:g}"
+            if ref > b_rel:
+                why += f" (raw x{raw:.3g}, but measured against the rounding floor {ref:.3g})"
+            out.decisions.append(Decision("accuracy", variant, case, PASS_, detail, nums, why))
     out.counts_checked["accuracy"] = n
 
 
@@ -447,7 +448,9 @@ def _performance(base: Side, cand: Side, out: GateReport, noise: NoiseTable | No
             out.decisions.append(Decision("performance", variant, case, NEW, note="not in the baseline"))
             continue
         if b["status"] != "OK":
-            continue  # nothing to compare against (the baseline's own status is its business)
+            why = f"baseline row is {b['status']}: {b.get('reason', '')}"
+            out.decisions.append(Decision("performance", variant, case, NOT_JUDGED, note=why))
+            continue
         if c is None or c["status"] == "SKIP":
             why = "absent" if c is None else f"SKIP: {c.get('reason', '')}"
             out.decisions.append(
