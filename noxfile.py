@@ -6,6 +6,7 @@
 
     nox -s verify   # the verification matrix on whatever hardware is present (CPU by default)
     nox -s tests    # the project's own tests (what CI runs)
+    nox -s gate -- --baseline B.json --candidate C.json   # the CI regression gate (README)
     nox -l          # list sessions
 
 Every session installs what it needs into its own virtualenv from PyPI. Third-party kernel
@@ -105,6 +106,20 @@ def lint(session: nox.Session) -> None:
     """ruff over the whole tree."""
     session.install("ruff")
     session.run("ruff", "check", ".", *session.posargs)
+
+
+@nox.session(default=False)
+def gate(session: nox.Session) -> None:
+    """The CI regression gate: baseline vs candidate results (verify/1, bench/1, asv files).
+
+    ``nox -s gate -- --baseline B.json [...] --candidate C.json [...] [--noise N.json] [--markdown PR.md]``;
+    ``nox -s gate -- noise --runs a.json b.json c.json --output N.json``;
+    ``nox -s gate -- ab --baseline-cmd "..." --candidate-cmd "..." --rounds 3 --confirm``.
+    Exit 0 pass, 1 regression, 2 bad input, 3 not comparable. Installs only the package (numpy, rich).
+    """
+    offline = ["--no-index", "--find-links", WHEELHOUSE] if WHEELHOUSE else []
+    session.install(*offline, ".")
+    session.run("python", "-m", "wkvbench", "gate", *session.posargs)
 
 
 if __name__ == "__main__":
