@@ -3,7 +3,6 @@ wkvbench`` command in it uses flags that the CLI really has."""
 
 from __future__ import annotations
 
-import re
 import shlex
 from pathlib import Path
 
@@ -45,9 +44,9 @@ def _commands(script: str) -> list[list[str]]:
         lex.whitespace_split = True
         words = list(lex)
         for i in range(len(words) - 2):
-            if words[i:i + 3] == ["python", "-m", "wkvbench"]:
+            if words[i : i + 3] == ["python", "-m", "wkvbench"]:
                 cmd = []
-                for w in words[i + 3:]:
+                for w in words[i + 3 :]:
                     if w in ("&&", "||", ";", ")", "|", "&"):
                         break
                     cmd.append(w)
@@ -64,13 +63,17 @@ def test_workflow_parses_and_has_the_required_steps():
     assert "self-hosted" in job["runs-on"] and "gpu" in job["runs-on"]
     steps = job["steps"]
     uses = [s.get("uses", "") for s in steps]
-    refs = [s.get("with", {}).get("ref", "") for s in steps if s.get("uses", "").startswith("actions/checkout")]
+    refs = [
+        s.get("with", {}).get("ref", "") for s in steps if s.get("uses", "").startswith("actions/checkout")
+    ]
     assert any("base.sha" in r for r in refs) and any("head.sha" in r for r in refs)
     assert any(u.startswith("actions/upload-artifact") for u in uses)
     scripts = "\n".join(s.get("run", "") for s in steps)
     assert "gh pr comment" in scripts and '--body-file "$RESULTS/gate.md"' in scripts
     assert '--markdown "$RESULTS/gate.md"' in scripts  # the comment posts what the gate wrote
-    assert "gate ab" in scripts and "--confirm" in scripts and "{output}" in scripts and "{variants}" in scripts
+    assert (
+        "gate ab" in scripts and "--confirm" in scripts and "{output}" in scripts and "{variants}" in scripts
+    )
     assert steps[-1]["if"] == "steps.gate.outputs.rc != '0'"  # the job fails with the gate
 
 
