@@ -302,3 +302,11 @@ def test_bad_options_and_missing_files_exit_2():
     p = _gate("--baseline", D / "bench-base.json", "--candidate", D / "bench-base.json", "--alpha", "2")
     assert p.returncode == 2 and "--alpha" in p.stdout
     assert _gate("--candidate", D / "bench-base.json").returncode == 2  # argparse: --baseline is required
+
+
+def test_asv_results_from_another_machine_are_not_compared(tmp_path):
+    src = next((D / "asv" / "h100box").glob("1111111a-*.json"))
+    doc = json.loads(src.read_text())
+    doc["params"]["machine"] = "otherbox"
+    with pytest.raises(NotComparable, match="asv machine otherbox"):
+        gate(load_side([src]), _side_from(doc, tmp_path / "other.json"))

@@ -11,6 +11,7 @@ is reported NOT JUDGED by the gate. Only ``time_*`` benchmarks (seconds) are rea
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 ASV_KEYS = {"commit_hash", "result_columns", "results"}
@@ -50,7 +51,10 @@ def asv_to_bench(doc: dict, path: Path) -> dict:
     prov = {
         "identity": None,
         "gpu": None,
-        "machine": {"cpu": machine.get("cpu", "?"), "platform": machine.get("os", "?")},
+        "machine": {
+            "cpu": f"{machine.get('cpu', '?')} on asv machine {machine.get('machine', '?')}",
+            "platform": machine.get("os", "?"),
+        },
         "versions": {"torch": (doc.get("requirements") or {}).get("torch"), "triton": None},
         "asv": {
             "commit": doc.get("commit_hash"),
@@ -71,7 +75,12 @@ def find_commit(results_dir: Path, commit: str) -> list[Path]:
         if p.name in ("machine.json", "benchmarks.json"):
             continue
         if p.name.startswith(commit[:8]):
-            out.append(p)
+            try:
+                full = json.loads(p.read_text()).get("commit_hash", "")
+            except (OSError, ValueError):
+                full = ""  # unreadable: load_side reports it with its name
+            if not full or full.startswith(commit):
+                out.append(p)
     if not out:
         raise FileNotFoundError(f"no asv results for commit {commit} under {results_dir}")
     return out
