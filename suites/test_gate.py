@@ -283,7 +283,7 @@ def test_asv_results_without_samples_are_not_judged(tmp_path):
         ('{"schema": "wkvbench.bench/1", "rows": []}', "without 'provenance'"),
         (
             '{"schema": "wkvbench.bench/1", "provenance": {}, "rows": [{"variant": "x", "status": "OK"}]}',
-            "has no numeric samples_ms",
+            "needs samples_ms",
         ),
         ("[1, 2]", "expected a JSON object"),
     ],

@@ -169,9 +169,14 @@ def load_side(paths: list[str | Path]) -> Side:
             else:
                 samples = row.get("samples_ms")
                 if row["status"] == "OK" and (
-                    not isinstance(samples, list) or not all(isinstance(s, (int, float)) for s in samples)
+                    not isinstance(samples, list)
+                    or not samples
+                    or not all(isinstance(s, (int, float)) and math.isfinite(s) and s > 0 for s in samples)
                 ):
-                    raise GateInputError(f"{path}: OK row {i} ({row['variant']}) has no numeric samples_ms")
+                    raise GateInputError(
+                        f"{path}: OK row {i} ({row['variant']}) needs samples_ms: "
+                        "a non-empty list of positive times"
+                    )
                 key = bench_key(row)
                 side.bench[key] = _pool(side.bench[key], row) if key in side.bench else dict(row)
     return side

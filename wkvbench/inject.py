@@ -4,7 +4,7 @@ A comma-separated list of items:
 
 * ``slow:<variant glob>``: the variant's timed ``run`` first makes one extra full pass over its
   largest input (a copy into a scratch buffer, on the input's own device and stream), which adds
-  roughly the time of reading and writing that tensor (about +10 % for a memory-bound kernel).
+  roughly the time of reading and writing that tensor (+10-30 % for a memory-bound kernel).
 * ``drift:<variant glob>:<precision>[:<input>+<input>...]``: every activation input (or only the
   named ones, e.g. ``q`` or ``r+k``) is rounded through ``<precision>`` (``bf16``, ``fp16`` or
   ``mN``: N explicit mantissa bits, 1..22) before ``prepare``; the oracle still sees the
@@ -128,6 +128,11 @@ class Injected(KernelVariant):
             )
         self.extra_passes = 0  # how many extra passes ``slow`` made (tests count them)
         self._scratch: dict[int, Any] = {}
+
+    def __getattr__(self, attr: str) -> Any:  # anything else an adapter offers (only called when missing)
+        if attr == "inner":
+            raise AttributeError(attr)
+        return getattr(self.inner, attr)
 
     def available(self):
         return self.inner.available()
