@@ -6,7 +6,9 @@
 
     nox -s verify   # the verification matrix on whatever hardware is present (CPU by default)
     nox -s tests    # the project's own tests (what CI runs)
+    nox -s bench    # GPU benchmarks (device time, roofline, asv history) and CPU timings
     nox -s report   # the static HTML report from the committed results (reports/html/index.html)
+    nox -s gate -- --baseline B.json --candidate C.json   # the CI regression gate (README)
     nox -l          # list sessions
 
 Every session installs what it needs into its own virtualenv from PyPI. Third-party kernel
@@ -224,6 +226,20 @@ def report(session: nox.Session) -> None:
     if not args and any(shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")):
         args = ["--screenshot", os.path.join("reports", "html", "screenshot.png")]
     session.run("python", "-m", "wkvbench", "report", *args)
+
+
+@nox.session(default=False)
+def gate(session: nox.Session) -> None:
+    """The CI regression gate: baseline vs candidate results (verify/1, bench/1, asv files).
+
+    ``nox -s gate -- --baseline B.json [...] --candidate C.json [...] [--noise N.json] [--markdown PR.md]``;
+    ``nox -s gate -- noise --runs a.json b.json c.json --output N.json``;
+    ``nox -s gate -- ab --baseline-cmd "..." --candidate-cmd "..." --rounds 3 --confirm``.
+    Exit 0 pass, 1 regression, 2 bad input, 3 not comparable. Installs only the package (numpy, rich).
+    """
+    offline = ["--no-index", "--find-links", WHEELHOUSE] if WHEELHOUSE else []
+    session.install(*offline, ".")
+    session.run("python", "-m", "wkvbench", "gate", *session.posargs)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import inject
 from .cases import Case, Shape
 from .check import PASS, Checker
 from .kernels.base import KernelVariant, availability, variants
@@ -117,7 +118,7 @@ class BenchSelection:
                 continue
             if self.variant_globs and not any(fnmatch.fnmatchcase(v.name, g) for g in self.variant_globs):
                 continue
-            out.append(v)
+            out.append(inject.apply(v))  # WKVBENCH_INJECT fault injection (gate demos); warns when active
         return out
 
     def plan(self) -> list[tuple[KernelVariant, str, str, Case]]:

@@ -1,4 +1,4 @@
-"""Command line: ``python -m wkvbench verify|list|case|replay|drift|report`` (``wkvbench`` when installed)."""
+"""Command line: ``python -m wkvbench verify|list|case|replay|drift|bench|report|gate`` (``wkvbench`` when installed)."""
 
 from __future__ import annotations
 
@@ -86,6 +86,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="the asv site to link (default <results>/asv/html, linked when it exists)")
     r.add_argument("--screenshot", type=Path, default=None,
                    help="also render the page in headless chromium and save a 1400x2000 PNG here")
+    sub.add_parser("gate", add_help=False, help="CI regression gate: baseline vs candidate results "
+                   "(gate --help, gate noise --help, gate ab --help)")
     return ap
 
 
@@ -100,6 +102,11 @@ def _load_plugins(args: argparse.Namespace, console: Console) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["gate"]:  # its own parsers (gate, gate noise, gate ab); no kernel import
+        from .gate_cli import main as gate_main
+
+        return gate_main(argv[1:])
     args = _parser().parse_args(argv)
     console = make_console()  # rich on a terminal, plain text (no ANSI, no live bars) in logs and pipes
     if args.command == "report":  # reads JSON only: no kernel package is imported

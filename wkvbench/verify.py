@@ -18,6 +18,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from . import inject
 from .cases import DOMAINS, Case, default_cases
 from .check import ERROR, FAIL, PASS, SKIP, XFAIL, XPASS, Checker, CheckResult, check_backward
 from .console import make_console, track
@@ -52,7 +53,7 @@ class Selection:
                 continue
             if self.variant_globs and not any(fnmatch.fnmatchcase(v.name, g) for g in self.variant_globs):
                 continue
-            out.append(v)
+            out.append(inject.apply(v))  # WKVBENCH_INJECT fault injection (gate demos); warns when active
         return out
 
     def cases(self) -> list[Case]:

@@ -1,0 +1,86 @@
+"""asv result files as gate inputs (asv 0.6, result-file api version 2).
+
+asv writes ``<results_dir>/<machine>/<commit[:8]>-<env>.json`` with ``commit_hash``, ``params``
+(the machine description), ``result_columns`` and ``results``: per benchmark a row whose columns
+are named by ``result_columns`` (``result``, ``params``, ..., ``samples``). Parameterized
+benchmarks hold one entry per combination of their parameter values (the cartesian product, in
+order). Raw samples are present only when asv ran with ``--record-samples``; without them a row
+is reported NOT JUDGED by the gate. Only ``time_*`` benchmarks (seconds) are read.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+ASV_KEYS = {"commit_hash", "result_columns", "results"}
+
+
+def asv_to_bench(doc: dict, path: Path) -> dict:
+    """An asv result document as a ``wkvbench.bench/1``-shaped dict (rows keyed by benchmark and
+    parameter combination, samples in milliseconds)."""
+    from .gate import BENCH, GateInputError
+
+    cols = doc["result_columns"]
+    if not isinstance(cols, list) or "result" not in cols:
+        raise GateInputError(f"{path}: asv file without a 'result' column")
+    machine = doc.get("params") or {}
+    rows = []
+    for name, values in sorted((doc.get("results") or {}).items()):
+        if not name.rsplit(".", 1)[-1].startswith("time_"):
+            continue
+        rec = dict(zip(cols, values, strict=False))
+        params = rec.get("params") or []
+        combos = [", ".join(c) for c in itertools.product(*params)] if params else [""]
+        results = rec.get("result") or []
+        samples = rec.get("samples") or [None] * len(results)
+        for i, combo in enumerate(combos):
+            if i >= len(results):
+                break
+            case = f"{name}({combo})" if combo else name
+            smp = samples[i] if i < len(samples) else None
+            row = {"variant": name, "case": case, "shape": combo, "dtype": "", "source": "asv"}
+            if results[i] is None:
+                row.update(status="SKIP", reason="asv recorded no result (failed or skipped benchmark)")
+            elif not smp:
+                row.update(status="SKIP", reason="asv ran without --record-samples: no raw samples to test")
+            else:
+                row.update(status="OK", samples_ms=[1000.0 * float(s) for s in smp])
+            rows.append(row)
+    prov = {
+        "identity": None,
+        "gpu": None,
+        "machine": {
+            "cpu": f"{machine.get('cpu', '?')} on asv machine {machine.get('machine', '?')}",
+            "platform": machine.get("os", "?"),
+        },
+        "versions": {"torch": (doc.get("requirements") or {}).get("torch"), "triton": None},
+        "asv": {
+            "commit": doc.get("commit_hash"),
+            "env": doc.get("env_name"),
+            "machine": machine.get("machine"),
+        },
+        "env": doc.get("env_vars") or {},
+    }
+    return {"schema": BENCH, "provenance": prov, "rows": rows}
+
+
+def find_commit(results_dir: Path, commit: str) -> list[Path]:
+    """The asv result files of ``commit`` (a hash prefix) under ``results_dir`` (``.asv/results``)."""
+    if len(commit) < 7:
+        raise ValueError(f"asv commit {commit!r}: give at least 7 hex digits")
+    out = []
+    for p in sorted(results_dir.glob("*/*.json")):
+        if p.name in ("machine.json", "benchmarks.json"):
+            continue
+        if p.name.startswith(commit[:8]):
+            try:
+                full = json.loads(p.read_text()).get("commit_hash", "")
+            except (OSError, ValueError):
+                full = ""  # unreadable: load_side reports it with its name
+            if not full or full.startswith(commit):
+                out.append(p)
+    if not out:
+        raise FileNotFoundError(f"no asv results for commit {commit} under {results_dir}")
+    return out

@@ -1,0 +1,208 @@
+"""Fault injection for demonstrating the regression gate: ``WKVBENCH_INJECT``.
+
+A comma-separated list of items:
+
+* ``slow:<variant glob>``: the variant's timed ``run`` first makes one extra full pass over its
+  largest input (a copy into a scratch buffer, on the input's own device and stream), which adds
+  roughly the time of reading and writing that tensor (+10-30 % for a memory-bound kernel).
+* ``drift:<variant glob>:<precision>[:<input>+<input>...]``: every activation input (or only the
+  named ones, e.g. ``q`` or ``r+k``) is rounded through ``<precision>`` (``bf16``, ``fp16`` or
+  ``mN``: N explicit mantissa bits, 1..22) before ``prepare``; the oracle still sees the
+  un-rounded inputs, so the variant's error grows as a real precision loss would.
+
+Runners call ``apply(variant)`` on each selected variant (``Selection.variants()``). Injection is
+never silent: every wrapped variant prints a warning on stderr once, and the provenance of every
+results file records ``WKVBENCH_INJECT`` (the gate warns about it too).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .kernels.base import KernelVariant
+from .ops import op_spec, round_to
+
+ENV = "WKVBENCH_INJECT"
+_WARNED: set[str] = set()
+_WRAPPED: dict[tuple[int, str], KernelVariant] = {}  # one wrapper per (variant, spec): counters persist
+
+
+@dataclass(frozen=True)
+class Injection:
+    kind: str  # "slow" | "drift"
+    glob: str
+    precision: str = ""
+    inputs: tuple[str, ...] = ()  # drift: only these inputs (default: every activation)
+
+    def matches(self, name: str) -> bool:
+        return fnmatch.fnmatchcase(name, self.glob)
+
+
+def parse(spec: str) -> list[Injection]:
+    """``WKVBENCH_INJECT``'s value as injections; a malformed item raises ``ValueError`` naming it."""
+    out = []
+    for item in filter(None, (s.strip() for s in spec.split(","))):
+        parts = item.split(":")
+        if parts[0] == "slow" and len(parts) == 2 and parts[1]:
+            out.append(Injection("slow", parts[1]))
+        elif parts[0] == "drift" and len(parts) in (3, 4) and parts[1]:
+            round_through(np.zeros(1), parts[2])  # validates the precision
+            names = tuple(filter(None, parts[3].split("+"))) if len(parts) == 4 else ()
+            out.append(Injection("drift", parts[1], parts[2], names))
+        else:
+            raise ValueError(
+                f"{ENV}: cannot parse {item!r}; expected 'slow:<variant glob>' or "
+                "'drift:<variant glob>:<bf16|fp16|mN>[:<input>+...]'"
+            )
+    return out
+
+
+def round_through(x: np.ndarray, precision: str) -> np.ndarray:
+    """``x`` rounded (to nearest even) to ``precision`` and returned as float64."""
+    if precision in ("bf16", "fp16", "fp32"):
+        return round_to(x, precision)
+    if precision.startswith("m") and precision[1:].isdigit() and 1 <= int(precision[1:]) <= 22:
+        drop = 23 - int(precision[1:])
+        f = np.ascontiguousarray(x, dtype=np.float32)
+        bits = f.view(np.uint32).astype(np.uint64)
+        half = (1 << (drop - 1)) - 1
+        rounded = ((bits + half + ((bits >> drop) & 1)) >> drop) << drop
+        out = rounded.astype(np.uint32).view(np.float32)
+        return np.where(np.isfinite(f), out, f).astype(np.float64)
+    raise ValueError(f"{ENV}: unknown precision {precision!r} (bf16, fp16, or mN with N mantissa bits 1..22)")
+
+
+def _arrays(obj: Any, depth: int = 0) -> list[Any]:
+    """NumPy arrays and torch tensors inside a variant's native inputs (containers, objects)."""
+    if depth > 3:
+        return []
+    if isinstance(obj, np.ndarray) or (type(obj).__module__.startswith("torch") and hasattr(obj, "numel")):
+        return [obj]
+    if isinstance(obj, dict):
+        items = list(obj.values())
+    elif isinstance(obj, (list, tuple)):
+        items = list(obj)
+    elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+        items = list(vars(obj).values())
+    else:
+        return []
+    return [a for x in items for a in _arrays(x, depth + 1)]
+
+
+def _size(a: Any) -> int:
+    return int(a.size if isinstance(a, np.ndarray) else a.numel())
+
+
+class Injected(KernelVariant):
+    """A registered variant with injections; everything else is delegated to it unchanged."""
+
+    def __init__(self, inner: KernelVariant, injections: list[Injection]) -> None:
+        self.inner, self.injections = inner, injections
+        for attr in (
+            "name",
+            "operator",
+            "source",
+            "backend",
+            "algorithm",
+            "device",
+            "dtypes",
+            "supports_state",
+            "supports_backward",
+            "baseline",
+        ):
+            setattr(self, attr, getattr(inner, attr))
+        self.slow = any(i.kind == "slow" for i in injections)
+        drift = next((i for i in injections if i.kind == "drift"), None)
+        self.drift = drift.precision if drift else None
+        acts = op_spec(self.operator).activations
+        self.drift_inputs = drift.inputs if drift and drift.inputs else acts
+        if unknown := [n for n in self.drift_inputs if n not in acts]:
+            raise ValueError(
+                f"{ENV}: {self.name} has no activation input {unknown} (it has {', '.join(acts)})"
+            )
+        self.extra_passes = 0  # how many extra passes ``slow`` made (tests count them)
+        self._scratch: dict[int, Any] = {}
+
+    def __getattr__(self, attr: str) -> Any:  # anything else an adapter offers (only called when missing)
+        if attr == "inner":
+            raise AttributeError(attr)
+        return getattr(self.inner, attr)
+
+    def available(self):
+        return self.inner.available()
+
+    def supports(self, case: Any):
+        return self.inner.supports(case)
+
+    def effective_inputs(self, inputs: dict, dtype: str) -> dict:
+        return self.inner.effective_inputs(inputs, dtype)  # the oracle sees the un-drifted inputs
+
+    def backward(self, inputs: dict, case: Any, upstream: dict) -> dict:
+        return self.inner.backward(self._drifted(inputs), case, upstream)
+
+    def _drifted(self, inputs: dict) -> dict:
+        if self.drift is None:
+            return inputs
+        return {
+            k: (
+                round_through(v, self.drift).astype(v.dtype)
+                if k in self.drift_inputs and isinstance(v, np.ndarray)
+                else v
+            )
+            for k, v in inputs.items()
+        }
+
+    def prepare(self, inputs: dict, case: Any) -> Any:
+        return self.inner.prepare(self._drifted(inputs), case)
+
+    def run(self, native: Any) -> Any:
+        if self.slow:
+            arrays = _arrays(native)
+            if not arrays:
+                raise RuntimeError(f"{ENV}=slow:{self.name}: no array or tensor found in its native inputs")
+            big = max(arrays, key=_size)
+            scratch = self._scratch.get(id(big))
+            if scratch is None or scratch.shape != big.shape:
+                scratch = np.empty_like(big) if isinstance(big, np.ndarray) else big.new_empty(big.shape)
+                self._scratch = {id(big): scratch}
+            if isinstance(big, np.ndarray):
+                np.copyto(scratch, big)
+            else:
+                scratch.copy_(big)
+            self.extra_passes += 1
+        return self.inner.run(native)
+
+    def to_canonical(self, out: Any) -> dict:
+        return self.inner.to_canonical(out)
+
+    def __repr__(self) -> str:
+        return f"<Injected {self.name} {self.injections}>"
+
+
+def apply(variant: KernelVariant) -> KernelVariant:
+    """``variant`` wrapped with the injections of ``WKVBENCH_INJECT`` that match its name (itself
+    when none do). Warns on stderr, once per variant, whenever it injects."""
+    spec = os.environ.get(ENV, "")
+    if not spec or isinstance(variant, Injected):
+        return variant
+    mine = [i for i in parse(spec) if i.matches(variant.name)]
+    if not mine:
+        return variant
+    if variant.name not in _WARNED:
+        _WARNED.add(variant.name)
+        what = ", ".join(i.kind + (f" through {i.precision}" if i.precision else "") for i in mine)
+        print(
+            f"WARNING: {ENV} is set: {variant.name} runs with injected faults ({what}); its results are "
+            "not real measurements",
+            file=sys.stderr,
+        )
+    key = (id(variant), spec)
+    if key not in _WRAPPED:
+        _WRAPPED[key] = Injected(variant, mine)
+    return _WRAPPED[key]
