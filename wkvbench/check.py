@@ -23,6 +23,7 @@ from .metrics import TensorError, tensor_error
 from .ops import default_state, op_spec
 from .references import ORACLES
 from .references.inputs import generate
+from .validate import InvalidInput, validate_inputs
 
 PASS, FAIL, SKIP, ERROR, XFAIL, XPASS = "PASS", "FAIL", "SKIP", "ERROR", "XFAIL", "XPASS"
 DTYPE_MAX = {"fp32": 3.4028e38, "bf16": 3.3895e38, "fp16": 65504.0}
@@ -67,6 +68,16 @@ def _digest(inputs: dict) -> str:
     return h.hexdigest()
 
 
+def validate_case_inputs(case: Case, inputs: dict) -> None:
+    """``inputs`` must be a valid problem of ``case.op`` whose B, T and H agree with ``case.shape``."""
+    validate_inputs(case.op, inputs, where=f"inputs for {case.id}")
+    k = inputs["k"]
+    want = (case.shape.B, case.shape.T) + (() if case.op == "wkv4" else (case.shape.H,))
+    if tuple(k.shape[: len(want)]) != want:
+        raise InvalidInput(f"inputs for {case.id}: k has shape {k.shape}, but the case says "
+                           f"{'[B, T]' if case.op == 'wkv4' else '[B, T, H]'} = {list(want)}")
+
+
 class Checker:
     """Caches inputs, oracle results and baseline errors across the variants of one run."""
 
@@ -100,7 +111,12 @@ class Checker:
         return self._baseline[key]
 
     def check(self, variant: KernelVariant, case: Case, inputs: dict | None = None) -> CheckResult:
-        """Judge ``variant`` on ``case`` (on ``inputs`` instead of the generated ones, if given)."""
+        """Judge ``variant`` on ``case`` (on ``inputs`` instead of the generated ones, if given).
+
+        Given ``inputs`` are validated first (``wkvbench.validate``: names, shapes matching the case,
+        dtypes, finiteness, decay ranges); bad ones raise ``InvalidInput``."""
+        if inputs is not None:
+            validate_case_inputs(case, inputs)
         res = self._measure(variant, case, inputs)
         if res.status != PASS:
             return self._known(res) if res.status == FAIL else res
