@@ -26,6 +26,10 @@ from .references.inputs import generate
 from .validate import InvalidInput, validate_inputs
 
 PASS, FAIL, SKIP, ERROR, XFAIL, XPASS = "PASS", "FAIL", "SKIP", "ERROR", "XFAIL", "XPASS"
+# set by the isolated runner (wkvbench.isolate): the variant's worker process died / hung on this case
+CRASH, TIMEOUT = "CRASH", "TIMEOUT"
+STATUSES: tuple[str, ...] = (PASS, FAIL, ERROR, CRASH, TIMEOUT, XFAIL, XPASS, SKIP)
+BAD: tuple[str, ...] = (FAIL, ERROR, CRASH, TIMEOUT, XPASS)  # statuses that count as failures
 DTYPE_MAX = {"fp32": 3.4028e38, "bf16": 3.3895e38, "fp16": 65504.0}
 
 
@@ -41,6 +45,7 @@ class CheckResult:
     seconds: float = 0.0
     kind: str = "forward"  # or "backward"
     shrunk: dict | None = None  # a smaller failing slice, saved for replay (see wkvbench.shrink)
+    stderr_tail: str | None = None  # CRASH/TIMEOUT: the last lines the dead worker wrote to stderr
 
     @property
     def reproduce(self) -> str:
@@ -54,9 +59,21 @@ class CheckResult:
             "kind": self.kind, "status": self.status, "reason": self.reason, "seconds": round(self.seconds, 4),
             "errors": {k: e.as_dict() for k, e in self.errors.items()},
             "limits": self.limits, "baseline_rel": self.baseline,
-            "reproduce": self.reproduce if self.status in (FAIL, ERROR, XFAIL, XPASS) else None,
-            "shrunk": self.shrunk,
+            "reproduce": self.reproduce if self.status in (*BAD, XFAIL) else None,
+            "shrunk": self.shrunk, "stderr_tail": self.stderr_tail,
         }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> CheckResult:
+        """The inverse of ``as_dict`` (results streamed back by a worker, or read back for --resume)."""
+        errors = {}
+        for k, e in (d.get("errors") or {}).items():
+            e = {f: v for f, v in e.items() if f != "floor_x"}
+            e["nonfinite_at"] = tuple(tuple(p) for p in e.get("nonfinite_at", ()))
+            errors[k] = TensorError(**e)
+        return cls(d["variant"], Case.parse(d["case"]), d["status"], d.get("reason", ""), errors,
+                   dict(d.get("limits") or {}), dict(d.get("baseline_rel") or {}), float(d.get("seconds", 0.0)),
+                   d.get("kind", "forward"), d.get("shrunk"), d.get("stderr_tail"))
 
 
 def _digest(inputs: dict) -> str:
@@ -118,6 +135,9 @@ class Checker:
         if inputs is not None:
             validate_case_inputs(case, inputs)
         res = self._measure(variant, case, inputs)
+        if variant.baseline and inputs is None and res.status != SKIP:  # measured: no need to run it again
+            self._baseline.setdefault(case.id, {k: e.rel for k, e in res.errors.items()}
+                                      if res.status == PASS else None)
         if res.status != PASS:
             return self._known(res) if res.status == FAIL else res
         base = None if variant.baseline else self.baseline(case, inputs)
