@@ -16,11 +16,11 @@ import time
 from pathlib import Path
 
 import pytest
+from wkvbench.kernels import get
 
 from wkvbench.cases import Case
 from wkvbench.check import CRASH, PASS, TIMEOUT, Checker, CheckResult
 from wkvbench.isolate import _describe_exit, default_jobs, default_timeout, headline
-from wkvbench.kernels import get
 from wkvbench.verify import load_previous, row_key
 
 REPO = Path(__file__).resolve().parent.parent
@@ -136,7 +136,8 @@ def test_sigkill_mid_run_leaves_a_valid_file_and_resume_completes_it(tmp_path):
     partial_rows = [json.loads(line) for line in out.with_suffix(".partial.jsonl").read_text().splitlines()
                     if line.strip()]
     have = _rows(out)
-    assert {row_key(r["variant"], r["case"], r["kind"]) for r in partial_rows} == set(have)  # every completed case
+    # every completed case is in the file
+    assert {row_key(r["variant"], r["case"], r["kind"]) for r in partial_rows} == set(have)
     assert 4 <= len(have) < len(want)
     for k, r in have.items():
         assert r["status"] == want[k]["status"] and r["errors"] == want[k]["errors"], k
@@ -197,7 +198,8 @@ def test_exit_descriptions_and_headlines():
     assert _describe_exit(-11) == "killed by signal 11 (SIGSEGV)"
     assert _describe_exit(-9) == "killed by signal 9 (SIGKILL)"
     assert _describe_exit(3) == "exited with code 3"
-    tail = "x\nFatal Python error: Segmentation fault\n\nCurrent thread:\nExtension modules: numpy (total: 1)\n"
+    tail = ("x\nFatal Python error: Segmentation fault\n\nCurrent thread:\n"
+            "Extension modules: numpy (total: 1)\n")
     assert headline(tail) == "Fatal Python error: Segmentation fault"
     assert headline("a\nRuntimeError: boom\nExtension modules: numpy\n") == "RuntimeError: boom"
     assert headline("") == "(no stderr)"

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from wkvbench.kernels import _nvcc
 
 REPO = Path(__file__).resolve().parent.parent
@@ -33,8 +32,9 @@ def _reason() -> str | None:
 @pytest.mark.skipif(_reason() is not None, reason=f"needs a CUDA GPU and nvcc: {_reason()}")
 def test_an_out_of_bounds_cuda_kernel_is_a_crash_and_the_rest_still_passes(tmp_path):
     out = tmp_path / "r.json"
-    p = subprocess.run([sys.executable, "-m", "wkvbench", "verify", "--no-entry-points", "--plugin", str(PLUGIN),
-                        "--variant", "gla.crash.cuda_oob", "--variant", GOOD, "--variant", "gla.torch.recurrent",
+    p = subprocess.run([sys.executable, "-m", "wkvbench", "verify", "--no-entry-points",
+                        "--plugin", str(PLUGIN), "--variant", "gla.crash.cuda_oob", "--variant", GOOD,
+                        "--variant", "gla.torch.recurrent",
                         "--dtype", "fp32", "--domain", "model", "--timeout", "300", "--output", str(out)],
                        cwd=REPO, capture_output=True, text=True, timeout=900)
     assert p.returncode == 1, p.stdout + p.stderr
@@ -49,8 +49,9 @@ def test_an_out_of_bounds_cuda_kernel_is_a_crash_and_the_rest_still_passes(tmp_p
 
 
 def test_the_gpu_plugin_is_unavailable_with_a_reason_here():
-    from wkvbench.cases import Case
     from wkvbench.kernels import get, unregister
+
+    from wkvbench.cases import Case
     from wkvbench.plugins import load_file
 
     load_file(PLUGIN)

@@ -10,9 +10,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from wkvbench.kernels import get
 
 from wkvbench.cases import Case
-from wkvbench.kernels import get
 from wkvbench.sanitize import main, parse_log, plan, summarize
 
 REPO = Path(__file__).resolve().parent.parent
@@ -22,8 +22,8 @@ DATA = REPO / "suites" / "data" / "sanitizer"
 def test_memcheck_log_counts_errors_and_keeps_the_first_lines():
     r = parse_log((DATA / "memcheck_oob.log").read_text())
     assert r["errors"] == 33 and r["summary_found"]
-    assert r["first_errors"][0] == ("Invalid __global__ write of size 4 bytes | at oob_write(float *, long long)"
-                                    "+0x80 in /tmp/oob.cu:3")
+    assert r["first_errors"][0] == ("Invalid __global__ write of size 4 bytes | "
+                                    "at oob_write(float *, long long)+0x80 in /tmp/oob.cu:3")
     assert r["first_errors"][2].startswith("Program hit cudaErrorLaunchFailure (error 719)")
     assert len(r["first_errors"]) == 3
 
@@ -54,7 +54,8 @@ def test_summary_of_a_folder(tmp_path):
     doc = summarize(tmp_path)
     assert doc["schema"] == "wkvbench.sanitize/1"
     assert doc["totals"] == {"runs": 4, "with_errors": 2, "incomplete": 1,
-                             "variants_with_errors": ["gla.crash.cuda_oob (memcheck)", "wkv7.rwkv.wkv7s (racecheck)"]}
+                             "variants_with_errors": ["gla.crash.cuda_oob (memcheck)",
+                                                      "wkv7.rwkv.wkv7s (racecheck)"]}
     by = {(r["variant"], r["tool"]): r for r in doc["runs"]}
     assert by[("wkv7.rwkv.wkv7s", "memcheck")]["verify_status"] == "PASS"
     killed = by[("wkv7.fla.chunk", "memcheck")]

@@ -68,7 +68,7 @@ def main() -> int:
         print(f"wkvbench worker: variant {job['variant']} is not registered in the worker: {why}",
               file=sys.stderr, flush=True)
         return 1
-    checker = Checker()
+    checker = Checker(job.get("oracle_dir"))
     checker._baseline.update({k: v for k, v in job.get("baselines", {}).items()})
     _send(fd, {"ready": True})
     for cid in job["cases"]:

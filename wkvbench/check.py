@@ -10,6 +10,7 @@ more than the ceiling of ``tolerances.py`` for (operator, dtype, tensor).
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -72,7 +73,8 @@ class CheckResult:
             e["nonfinite_at"] = tuple(tuple(p) for p in e.get("nonfinite_at", ()))
             errors[k] = TensorError(**e)
         return cls(d["variant"], Case.parse(d["case"]), d["status"], d.get("reason", ""), errors,
-                   dict(d.get("limits") or {}), dict(d.get("baseline_rel") or {}), float(d.get("seconds", 0.0)),
+                   dict(d.get("limits") or {}), dict(d.get("baseline_rel") or {}),
+                   float(d.get("seconds", 0.0)),
                    d.get("kind", "forward"), d.get("shrunk"), d.get("stderr_tail"))
 
 
@@ -98,7 +100,10 @@ def validate_case_inputs(case: Case, inputs: dict) -> None:
 class Checker:
     """Caches inputs, oracle results and baseline errors across the variants of one run."""
 
-    def __init__(self) -> None:
+    def __init__(self, oracle_dir: str | None = None) -> None:
+        """``oracle_dir``: a folder shared by the worker processes of one run, where oracle results
+        are stored by the digest of their inputs, so each is computed once per run, not per worker."""
+        self.oracle_dir = oracle_dir
         self._inputs: dict[tuple, dict] = {}
         self._oracle: dict[str, dict] = {}
         self._baseline: dict[str, dict[str, float]] = {}
@@ -112,8 +117,29 @@ class Checker:
     def oracle(self, op: str, effective: dict) -> dict:
         key = op + _digest(effective)
         if key not in self._oracle:
-            self._oracle[key] = ORACLES[op](**effective)
+            self._oracle[key] = self._stored_oracle(key) if self.oracle_dir else None
+            if self._oracle[key] is None:
+                self._oracle[key] = ORACLES[op](**effective)
+                if self.oracle_dir:
+                    self._store_oracle(key, self._oracle[key])
         return self._oracle[key]
+
+    def _stored_oracle(self, key: str) -> dict | None:
+        path = os.path.join(self.oracle_dir or "", key + ".npz")
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                return {k: z[k] for k in z.files}
+        except (OSError, ValueError):
+            return None
+
+    def _store_oracle(self, key: str, out: dict) -> None:
+        path = os.path.join(self.oracle_dir or "", key + ".npz")
+        tmp = f"{path}.{os.getpid()}.tmp.npz"
+        try:
+            np.savez(tmp, **out)
+            os.replace(tmp, path)  # atomic: a reader sees the whole file or none
+        except OSError:
+            pass  # a cache: never fatal
 
     def baseline(self, case: Case, inputs: dict | None = None) -> dict[str, float] | None:
         """Relative errors of the operator's baseline variant on ``case`` (None if it cannot run);

@@ -52,13 +52,15 @@ def _parser() -> argparse.ArgumentParser:
                    help="run every variant in this process (default: one worker process per variant, so a "
                         "crash or hang is reported as CRASH/TIMEOUT and the rest still runs)")
     v.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                   help="per-case time limit of a worker before it is killed and the case reported as TIMEOUT "
+                   help="per-case time limit of a worker before it is killed and the case reported as "
+                        "TIMEOUT "
                         "(default $WKVBENCH_TIMEOUT or 300)")
     v.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="worker processes at a time (default $WKVBENCH_JOBS or 2)")
     v.add_argument("--resume", type=Path, default=None, metavar="F.json",
-                   help="continue the run that wrote F.json (or F.partial.jsonl): keep its rows, run only the "
-                        "missing (variant, case, kind) rows, write one complete file (F.json unless --output)")
+                   help="continue the run that wrote F.json (or F.partial.jsonl): keep its rows, run only "
+                        "the missing (variant, case, kind) rows, write one complete file (F.json unless "
+                        "--output)")
     lst = sub.add_parser("list", help="list registered variants and why unavailable ones cannot run")
     _common(lst)
     rp = sub.add_parser("replay", help="re-run a shrunk failure saved as .npz (printed by verify)")

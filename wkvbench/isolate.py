@@ -29,8 +29,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .cases import Case
 from ._worker import CUDA_EXIT
+from .cases import Case
 from .check import CRASH, TIMEOUT, CheckResult
 
 TAIL_LINES = 20
@@ -71,6 +71,9 @@ class WorkerConfig:
     timeout: float = DEFAULT_TIMEOUT
     jobs: int = field(default_factory=lambda: default_jobs())  # workers at a time
     baselines: dict = field(default_factory=dict)  # case id (or "grad:" + id) -> baseline rel errors
+    oracle_dir: str | None = None  # shared oracle results of this run (see Checker)
+    cancel: threading.Event = field(default_factory=threading.Event, repr=False)  # set: start no more workers
+    active: set = field(default_factory=set, repr=False)  # the live workers (killed on cancel)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add_baselines(self, found: dict) -> None:
@@ -80,6 +83,13 @@ class WorkerConfig:
     def baselines_now(self) -> dict:
         with self.lock:
             return dict(self.baselines)
+
+    def stop(self) -> None:
+        """Cancel the run: no new worker starts, every live one is killed (Ctrl-C, an error)."""
+        self.cancel.set()
+        with self.lock:
+            for w in list(self.active):
+                w.kill()
 
 
 def _describe_exit(code: int) -> str:
@@ -122,7 +132,7 @@ class _Worker:
         self.log = Path(tempfile.mkstemp(prefix=f"worker-{variant}-", suffix=".log", dir=log_dir)[1])
         job = {"variant": variant, "cases": [c.id for c in cases], "plugins": cfg.plugins,
                "entry_points": cfg.entry_points, "mutants": cfg.mutants, "backward": cfg.backward,
-               "baselines": cfg.baselines_now()}
+               "baselines": cfg.baselines_now(), "oracle_dir": cfg.oracle_dir}
         env = {**os.environ, "WKVBENCH_RESULT_FD": str(write_fd), "PYTHONFAULTHANDLER": "1"}
         with self.log.open("wb") as err:
             self.proc = subprocess.Popen(
@@ -169,15 +179,18 @@ class _Worker:
         return code
 
 
-def run_variant(variant: str, cases: list[Case], cfg: WorkerConfig, kind: str = "forward") -> Iterator[CheckResult]:
+def run_variant(variant: str, cases: list[Case], cfg: WorkerConfig,
+                kind: str = "forward") -> Iterator[CheckResult]:
     """Every case of ``variant``, each checked in a worker process; yields results in case order.
 
     Baseline errors the workers report are added to ``cfg.baselines`` for the next variants.
     """
     log_dir = Path(tempfile.mkdtemp(prefix="wkvbench-workers-"))
     todo = list(cases)
-    while todo:
+    while todo and not cfg.cancel.is_set():
         w = _Worker(variant, todo, cfg, log_dir)
+        with cfg.lock:
+            cfg.active.add(w)
         t_case, ready, timed_out, self_reported = time.perf_counter(), False, False, False
         for msg in w.messages(cfg.timeout):
             if msg is None:
@@ -196,7 +209,9 @@ def run_variant(variant: str, cases: list[Case], cfg: WorkerConfig, kind: str = 
             t_case = time.perf_counter()
             yield res
         code = w.close()
-        if not todo:
+        with cfg.lock:
+            cfg.active.discard(w)
+        if not todo or cfg.cancel.is_set():
             break
         if code == CUDA_EXIT and not timed_out and self_reported:
             continue  # it reported its CUDA error as CRASH itself: a fresh worker takes the rest
@@ -205,7 +220,8 @@ def run_variant(variant: str, cases: list[Case], cfg: WorkerConfig, kind: str = 
         last = headline(tail)
         if timed_out:
             what = "starting the worker" if not ready else "this case"
-            res = CheckResult(variant, case, TIMEOUT, f"no result after {cfg.timeout:g} s ({what}); worker killed; "
+            res = CheckResult(variant, case, TIMEOUT,
+                              f"no result after {cfg.timeout:g} s ({what}); worker killed; "
                               f"last stderr: {last}",
                               seconds=time.perf_counter() - t_case, kind=kind, stderr_tail=tail)
         elif not ready:
@@ -216,7 +232,8 @@ def run_variant(variant: str, cases: list[Case], cfg: WorkerConfig, kind: str = 
                 yield CheckResult(variant, c, CRASH, res.reason, kind=kind, stderr_tail=tail)
             break
         else:
-            res = CheckResult(variant, case, CRASH, f"worker {_describe_exit(code)} while running this case: {last}",
+            res = CheckResult(variant, case, CRASH,
+                              f"worker {_describe_exit(code)} while running this case: {last}",
                               seconds=time.perf_counter() - t_case, kind=kind, stderr_tail=tail)
         yield res
     for p in log_dir.iterdir():

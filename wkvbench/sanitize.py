@@ -22,7 +22,8 @@ import sys
 from pathlib import Path
 
 PREFIX = re.compile(r"^=+ ?")
-HEADLINES = ("Invalid ", "Program hit ", "Error: ", "Warning: ", "Race ", "Barrier error", "Malloc/Free error",
+HEADLINES = ("Invalid ", "Program hit ", "Error: ", "Warning: ", "Race ", "Barrier error",
+             "Malloc/Free error",
              "Leaked ", "Internal Sanitizer Error", "Out-of-range ", "Misaligned ", "Uninitialized ",
              "Cuda API error")
 ERROR_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?")
@@ -74,7 +75,8 @@ def summarize(folder: Path) -> dict:
         variant, _, tool = stem.rpartition(".")
         if tool not in TOOLS:
             continue
-        row = {"variant": variant, "tool": tool, "log": str(log), **parse_log(log.read_text(errors="replace"))}
+        row = {"variant": variant, "tool": tool, "log": str(log),
+               **parse_log(log.read_text(errors="replace"))}
         rc_file = log.with_suffix(".rc")
         rc = int(rc_file.read_text().strip() or -1) if rc_file.is_file() else None
         row["rc"], row["timed_out"] = rc, rc in (124, 137)

@@ -112,7 +112,8 @@ def validate_inputs(op: str, inputs: Mapping, where: str = "inputs") -> None:
             _check_values(op, name, inputs[name], where)
     if spec.has_scale and "scale" in inputs:
         s = inputs["scale"]
-        if isinstance(s, bool) or not isinstance(s, (int, float, np.floating, np.integer)) or not math.isfinite(s):
+        number = isinstance(s, (int, float, np.floating, np.integer)) and not isinstance(s, bool)
+        if not number or not math.isfinite(s):
             raise InvalidInput(f"{where}: scale must be a finite number, got {s!r}")
 
 
@@ -123,8 +124,8 @@ def _check_values(op: str, name: str, x: np.ndarray, where: str) -> None:
     if bad.any():
         at = tuple(int(i) for i in np.argwhere(bad)[0])
         kind = "NaN" if np.isnan(x[at]) else "Inf"
-        raise InvalidInput(f"{where}: {name} has {int(bad.sum())} non-finite value(s), first {kind} at {list(at)}; "
-                           "expected finite values")
+        raise InvalidInput(f"{where}: {name} has {int(bad.sum())} non-finite value(s), first {kind} at "
+                           f"{list(at)}; expected finite values")
     rng = _RANGES.get((op, name))
     if rng is None:
         return
@@ -134,8 +135,8 @@ def _check_values(op: str, name: str, x: np.ndarray, where: str) -> None:
     out = below | above
     if out.any():
         at = tuple(int(i) for i in np.argwhere(out)[0])
-        raise InvalidInput(f"{where}: {name} out of range: {int(out.sum())} value(s) outside the {op} range "
-                           f"({what}), first {float(x[at]):.6g} at {list(at)}")
+        raise InvalidInput(f"{where}: {name} out of range: {int(out.sum())} value(s) outside the {op} "
+                           f"range ({what}), first {float(x[at]):.6g} at {list(at)}")
 
 
 __all__ = ["InvalidInput", "optional", "required", "validate_inputs"]

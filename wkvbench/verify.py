@@ -13,6 +13,8 @@ import fnmatch
 import json
 import os
 import queue
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,8 +134,9 @@ def run(selection: Selection, console: Console | None = None, partial: Path | No
                     record(check_backward(checker, v, c) if selection.backward else checker.check(v, c))
                     bar.advance(task)
             else:
-                _run_isolated(jobs, selection, checker, isolate, record, lambda d: bar.update(task, description=d),
-                              lambda: bar.advance(task), writer.flush if writer is not None else lambda: None)
+                _run_isolated(jobs, selection, checker, isolate, record,
+                              lambda d: bar.update(task, description=d), lambda: bar.advance(task),
+                              writer.flush if writer is not None else lambda: None)
     finally:
         if sink:
             sink.close()
@@ -176,23 +179,42 @@ def _run_isolated(jobs: list[tuple[KernelVariant, Case]], selection: Selection, 
         finally:
             results.put(done)
 
+    own_dir = cfg.oracle_dir is None
+    if own_dir:
+        cfg.oracle_dir = tempfile.mkdtemp(prefix="wkvbench-oracle-")
+    try:
+        _drain(runnable, one, cfg, results, done, record, describe, advance)
+    finally:
+        if own_dir:
+            shutil.rmtree(cfg.oracle_dir, ignore_errors=True)
+            cfg.oracle_dir = None
+
+
+def _drain(runnable: list[str], one, cfg: WorkerConfig, results: queue.Queue, done: object, record, describe,
+           advance) -> None:
+    """Run ``one(name)`` for every variant, ``cfg.jobs`` at a time; record what they put on ``results``.
+    Ctrl-C or an error stops the run and kills the live workers before the threads are joined."""
     running: list[str] = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, cfg.jobs)) as pool:
-        for name in runnable:
-            pool.submit(one, name)
-        left = len(runnable)
-        while left:
-            item = results.get()
-            if item is done:
-                left -= 1
-                continue
-            if isinstance(item, BaseException):
-                raise item
-            record(item)
-            if item.variant not in running:
-                running = [*running[-1:], item.variant]
-                describe(" + ".join(running) + " (workers)")
-            advance()
+        try:
+            for name in runnable:
+                pool.submit(one, name)
+            left = len(runnable)
+            while left:
+                item = results.get()
+                if item is done:
+                    left -= 1
+                    continue
+                if isinstance(item, BaseException):
+                    raise item
+                record(item)
+                if item.variant not in running:
+                    running = [*running[-1:], item.variant]
+                    describe(" + ".join(running) + " (workers)")
+                advance()
+        except BaseException:
+            cfg.stop()  # leave no worker behind
+            raise
 
 
 class ResultsWriter:
@@ -264,9 +286,11 @@ def load_previous(path: Path) -> tuple[dict | None, list[CheckResult], Path]:
         try:
             doc = json.loads(json_path.read_text())
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{json_path} is not valid JSON ({exc}); resume from {partial} instead") from None
+            raise ValueError(f"{json_path} is not valid JSON ({exc}); "
+                             f"resume from {partial} instead") from None
         if doc.get("schema") != "wkvbench.verify/1":
-            raise ValueError(f"{json_path} has schema {doc.get('schema')!r}; --resume needs wkvbench.verify/1")
+            raise ValueError(f"{json_path} has schema {doc.get('schema')!r}; "
+                             "--resume needs wkvbench.verify/1")
         for d in doc.get("results", []):
             rows[row_key(d["variant"], d["case"], d.get("kind", "forward"))] = d
     if partial.is_file():
@@ -364,7 +388,8 @@ def print_report(report: Report, console: Console) -> None:
             console.print(f"  shrunk to {r.shrunk['case']}: {r.shrunk['reproduce']}")
     console.print(
         f"{counts[PASS]} passed, {sum(counts[s] for s in BAD)} failed"
-        + (f" ({counts['CRASH']} crashed, {counts['TIMEOUT']} timed out)" if counts["CRASH"] + counts["TIMEOUT"] else "")
+        + (f" ({counts['CRASH']} crashed, {counts['TIMEOUT']} timed out)"
+           if counts["CRASH"] + counts["TIMEOUT"] else "")
         + ", "
         f"{counts[SKIP]} skipped, {counts[XFAIL]} known failures in {report.seconds:.1f}s"
     )
@@ -380,7 +405,8 @@ def _document(selection: Selection, prov: dict, counts: dict, skips: dict, secon
                       "dtypes": list(selection.dtypes), "domains": list(selection.domains),
                       "cases": list(selection.case_ids), "case_set": selection.case_set,
                       "devices": list(selection.devices), "backward": selection.backward,
-                      "seed": selection.seed if selection.seed is not None else int(os.environ.get("WKVBENCH_SEED", "0")),
+                      "seed": selection.seed if selection.seed is not None
+                      else int(os.environ.get("WKVBENCH_SEED", "0")),
                       "exclude": list(selection.exclude_globs), **(extra or {})},
         "variants": {v.name: {"operator": v.operator, "source": v.source, "backend": v.backend,
                               "algorithm": v.algorithm, "device": v.device, "dtypes": sorted(v.dtypes),
@@ -396,8 +422,8 @@ def write_json(report: Report, path: Path, selection: Selection, prov: dict | No
                extra: dict | None = None) -> None:
     """The complete results file (``"complete": true``), written atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    doc = _document(selection, prov or provenance(), report.counts(), report.skips_by_reason(), report.seconds,
-                    True, extra)
+    doc = _document(selection, prov or provenance(), report.counts(), report.skips_by_reason(),
+                    report.seconds, True, extra)
     doc["results"] = [r.as_dict() for r in report.results]
     _atomic_write(path, json.dumps(doc, indent=1))
 
@@ -413,5 +439,5 @@ def list_variants(console: Console, selection: Selection) -> None:
     console.print(t)
 
 
-__all__ = ["DOMAINS", "OPS", "Report", "ResultsWriter", "Selection", "list_variants", "load_previous", "print_report",
-           "run", "write_json"]
+__all__ = ["DOMAINS", "OPS", "Report", "ResultsWriter", "Selection", "list_variants", "load_previous",
+           "print_report", "run", "write_json"]

@@ -9,4 +9,5 @@ from _common import exact_unless_single_token  # noqa: E402
 from wkvbench.plugins import register_function  # noqa: E402
 
 register_function("gla.crash.exit3", "gla",
-                  lambda inputs, dtype: exact_unless_single_token(inputs, lambda: sys.exit(3), "EXIT3-PLUGIN"))
+                  lambda inputs, dtype: exact_unless_single_token(inputs, lambda: sys.exit(3),
+                                                                  "EXIT3-PLUGIN"))

@@ -2,8 +2,9 @@
 
 import os
 
-from wkvbench.plugins import register_function
 from wkvbench.references import recurrent_gla
+
+from wkvbench.plugins import register_function
 
 if "WKVBENCH_RESULT_FD" in os.environ:  # set only in workers
     raise RuntimeError("WORKER-IMPORT-PLUGIN: cannot import here")

@@ -10,4 +10,5 @@ from _common import exact_unless_single_token  # noqa: E402
 from wkvbench.plugins import register_function  # noqa: E402
 
 register_function("gla.crash.segfault", "gla",
-                  lambda inputs, dtype: exact_unless_single_token(inputs, lambda: ctypes.string_at(0), "SEGFAULT-PLUGIN"))
+                  lambda inputs, dtype: exact_unless_single_token(inputs, lambda: ctypes.string_at(0),
+                                                                  "SEGFAULT-PLUGIN"))

@@ -13,8 +13,9 @@ import functools
 
 from wkvbench.kernels import _nvcc
 from wkvbench.kernels.wkv4.wkvbench_cuda import nvcc_flags
-from wkvbench.plugins import register_function
 from wkvbench.references import recurrent_gla
+
+from wkvbench.plugins import register_function
 
 SOURCE = r"""
 #include <cuda_runtime.h>
@@ -37,7 +38,8 @@ def _lib() -> ctypes.CDLL:
     lib = ctypes.CDLL(str(_nvcc.build_cached("oob_test", SOURCE, nvcc_flags(None, nvcc), nvcc)))
     lib.wkvbench_oob_launch.argtypes = [ctypes.c_void_p, ctypes.c_longlong]
     lib.wkvbench_oob_launch.restype = ctypes.c_int
-    lib.wkvbench_oob_error_string.argtypes, lib.wkvbench_oob_error_string.restype = [ctypes.c_int], ctypes.c_char_p
+    lib.wkvbench_oob_error_string.argtypes = [ctypes.c_int]
+    lib.wkvbench_oob_error_string.restype = ctypes.c_char_p
     return lib
 
 
@@ -58,7 +60,8 @@ def oob(inputs: dict, dtype: str) -> dict:
         buf = torch.zeros(32, device="cuda")
         code = _lib().wkvbench_oob_launch(buf.data_ptr(), 1 << 40)
         if code:
-            raise RuntimeError(f"CUDA error: {_lib().wkvbench_oob_error_string(code).decode()} (cudaError {code})")
+            what = _lib().wkvbench_oob_error_string(code).decode()
+            raise RuntimeError(f"CUDA error: {what} (cudaError {code})")
         torch.cuda.synchronize()
     return recurrent_gla(**inputs)
 
