@@ -78,6 +78,10 @@ def main() -> int:
         if fatal:
             res.status = CRASH
             res.reason = f"CUDA error, the worker's CUDA context is unusable: {res.reason}"
+        if job.get("backward") and variant.baseline and res.status != "SKIP":
+            # what check_backward caches when another variant needs the baseline's gradient errors
+            checker._baseline.setdefault("grad:" + case.id, {k[5:]: e.rel for k, e in res.errors.items()}
+                                         if res.status == "PASS" else None)
         base = {k: checker._baseline[k] for k in (case.id, "grad:" + case.id) if k in checker._baseline}
         _send(fd, {"result": res.as_dict(), "baseline": base})
         if fatal:

@@ -234,7 +234,9 @@ def _kill_report(report, console: Console, out: Path) -> int:
     console.print(f"kill rate {n - len(survivors)}/{n}" + (f"; survivors: {', '.join(survivors)}" if survivors else ""))
     doc = json.loads(out.read_text())
     doc["mutants"] = {"killed": n - len(survivors), "total": n, "survivors": survivors}
-    out.write_text(json.dumps(doc, indent=1))
+    from .verify import _atomic_write
+
+    _atomic_write(out, json.dumps(doc, indent=1))
     console.print(f"results: {out}")
     return 1 if survivors else 0
 
