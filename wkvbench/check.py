@@ -10,6 +10,7 @@ more than the ceiling of ``tolerances.py`` for (operator, dtype, tensor).
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -23,8 +24,13 @@ from .metrics import TensorError, tensor_error
 from .ops import default_state, op_spec
 from .references import ORACLES
 from .references.inputs import generate
+from .validate import InvalidInput, validate_inputs
 
 PASS, FAIL, SKIP, ERROR, XFAIL, XPASS = "PASS", "FAIL", "SKIP", "ERROR", "XFAIL", "XPASS"
+# set by the isolated runner (wkvbench.isolate): the variant's worker process died / hung on this case
+CRASH, TIMEOUT = "CRASH", "TIMEOUT"
+STATUSES: tuple[str, ...] = (PASS, FAIL, ERROR, CRASH, TIMEOUT, XFAIL, XPASS, SKIP)
+BAD: tuple[str, ...] = (FAIL, ERROR, CRASH, TIMEOUT, XPASS)  # statuses that count as failures
 DTYPE_MAX = {"fp32": 3.4028e38, "bf16": 3.3895e38, "fp16": 65504.0}
 
 
@@ -40,6 +46,7 @@ class CheckResult:
     seconds: float = 0.0
     kind: str = "forward"  # or "backward"
     shrunk: dict | None = None  # a smaller failing slice, saved for replay (see wkvbench.shrink)
+    stderr_tail: str | None = None  # CRASH/TIMEOUT: the last lines the dead worker wrote to stderr
 
     @property
     def reproduce(self) -> str:
@@ -53,9 +60,22 @@ class CheckResult:
             "kind": self.kind, "status": self.status, "reason": self.reason, "seconds": round(self.seconds, 4),
             "errors": {k: e.as_dict() for k, e in self.errors.items()},
             "limits": self.limits, "baseline_rel": self.baseline,
-            "reproduce": self.reproduce if self.status in (FAIL, ERROR, XFAIL, XPASS) else None,
-            "shrunk": self.shrunk,
+            "reproduce": self.reproduce if self.status in (*BAD, XFAIL) else None,
+            "shrunk": self.shrunk, "stderr_tail": self.stderr_tail,
         }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> CheckResult:
+        """The inverse of ``as_dict`` (results streamed back by a worker, or read back for --resume)."""
+        errors = {}
+        for k, e in (d.get("errors") or {}).items():
+            e = {f: v for f, v in e.items() if f != "floor_x"}
+            e["nonfinite_at"] = tuple(tuple(p) for p in e.get("nonfinite_at", ()))
+            errors[k] = TensorError(**e)
+        return cls(d["variant"], Case.parse(d["case"]), d["status"], d.get("reason", ""), errors,
+                   dict(d.get("limits") or {}), dict(d.get("baseline_rel") or {}),
+                   float(d.get("seconds", 0.0)),
+                   d.get("kind", "forward"), d.get("shrunk"), d.get("stderr_tail"))
 
 
 def _digest(inputs: dict) -> str:
@@ -67,10 +87,23 @@ def _digest(inputs: dict) -> str:
     return h.hexdigest()
 
 
+def validate_case_inputs(case: Case, inputs: dict) -> None:
+    """``inputs`` must be a valid problem of ``case.op`` whose B, T and H agree with ``case.shape``."""
+    validate_inputs(case.op, inputs, where=f"inputs for {case.id}")
+    k = inputs["k"]
+    want = (case.shape.B, case.shape.T) + (() if case.op == "wkv4" else (case.shape.H,))
+    if tuple(k.shape[: len(want)]) != want:
+        raise InvalidInput(f"inputs for {case.id}: k has shape {k.shape}, but the case says "
+                           f"{'[B, T]' if case.op == 'wkv4' else '[B, T, H]'} = {list(want)}")
+
+
 class Checker:
     """Caches inputs, oracle results and baseline errors across the variants of one run."""
 
-    def __init__(self) -> None:
+    def __init__(self, oracle_dir: str | None = None) -> None:
+        """``oracle_dir``: a folder shared by the worker processes of one run, where oracle results
+        are stored by the digest of their inputs, so each is computed once per run, not per worker."""
+        self.oracle_dir = oracle_dir
         self._inputs: dict[tuple, dict] = {}
         self._oracle: dict[str, dict] = {}
         self._baseline: dict[str, dict[str, float]] = {}
@@ -84,8 +117,29 @@ class Checker:
     def oracle(self, op: str, effective: dict) -> dict:
         key = op + _digest(effective)
         if key not in self._oracle:
-            self._oracle[key] = ORACLES[op](**effective)
+            self._oracle[key] = self._stored_oracle(key) if self.oracle_dir else None
+            if self._oracle[key] is None:
+                self._oracle[key] = ORACLES[op](**effective)
+                if self.oracle_dir:
+                    self._store_oracle(key, self._oracle[key])
         return self._oracle[key]
+
+    def _stored_oracle(self, key: str) -> dict | None:
+        path = os.path.join(self.oracle_dir or "", key + ".npz")
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                return {k: z[k] for k in z.files}
+        except (OSError, ValueError):
+            return None
+
+    def _store_oracle(self, key: str, out: dict) -> None:
+        path = os.path.join(self.oracle_dir or "", key + ".npz")
+        tmp = f"{path}.{os.getpid()}.tmp.npz"
+        try:
+            np.savez(tmp, **out)
+            os.replace(tmp, path)  # atomic: a reader sees the whole file or none
+        except OSError:
+            pass  # a cache: never fatal
 
     def baseline(self, case: Case, inputs: dict | None = None) -> dict[str, float] | None:
         """Relative errors of the operator's baseline variant on ``case`` (None if it cannot run);
@@ -100,8 +154,16 @@ class Checker:
         return self._baseline[key]
 
     def check(self, variant: KernelVariant, case: Case, inputs: dict | None = None) -> CheckResult:
-        """Judge ``variant`` on ``case`` (on ``inputs`` instead of the generated ones, if given)."""
+        """Judge ``variant`` on ``case`` (on ``inputs`` instead of the generated ones, if given).
+
+        Given ``inputs`` are validated first (``wkvbench.validate``: names, shapes matching the case,
+        dtypes, finiteness, decay ranges); bad ones raise ``InvalidInput``."""
+        if inputs is not None:
+            validate_case_inputs(case, inputs)
         res = self._measure(variant, case, inputs)
+        if variant.baseline and inputs is None and res.status != SKIP:  # measured: no need to run it again
+            self._baseline.setdefault(case.id, {k: e.rel for k, e in res.errors.items()}
+                                      if res.status == PASS else None)
         if res.status != PASS:
             return self._known(res) if res.status == FAIL else res
         base = None if variant.baseline else self.baseline(case, inputs)

@@ -49,6 +49,19 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--seed", type=int, default=None, help="seed of the default case set (default 0 or $WKVBENCH_SEED)")
     v.add_argument("--output", type=Path, default=None,
                    help="results JSON (default reports/results/verify-<timestamp>.json)")
+    v.add_argument("--in-process", action="store_true",
+                   help="run every variant in this process (default: one worker process per variant, so a "
+                        "crash or hang is reported as CRASH/TIMEOUT and the rest still runs)")
+    v.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="per-case time limit of a worker before it is killed and the case reported as "
+                        "TIMEOUT "
+                        "(default $WKVBENCH_TIMEOUT or 300)")
+    v.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="worker processes at a time (default $WKVBENCH_JOBS or 2)")
+    v.add_argument("--resume", type=Path, default=None, metavar="F.json",
+                   help="continue the run that wrote F.json (or F.partial.jsonl): keep its rows, run only "
+                        "the missing (variant, case, kind) rows, write one complete file (F.json unless "
+                        "--output)")
     lst = sub.add_parser("list", help="list registered variants and why unavailable ones cannot run")
     _common(lst)
     lst.add_argument("--names", action="store_true", help="print only the matching names, one per line (scripts)")
@@ -113,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         return _report(args, console)
     try:
         from . import kernels  # noqa: F401  (registers the built-in variants)
-        from .verify import Selection, list_variants, print_report, run, write_json
+        from .verify import Selection, list_variants, print_report, run
 
         if args.command == "case":
             return _show_case(args.id, console)
@@ -134,6 +147,16 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         sel.domains, sel.case_ids, sel.seed = tuple(args.domain), tuple(args.case), args.seed
         sel.case_set, sel.backward = args.case_set, args.backward
+        prior, out = [], args.output
+        if args.resume is not None:
+            from .verify import load_previous
+
+            doc, prior, resumed = load_previous(args.resume)
+            out = out or resumed
+            if doc is not None:
+                sel = _selection_from(doc["selection"], args, console)
+                args.mutants = args.mutants or bool(doc["selection"].get("mutants"))
+            console.print(f"resuming {resumed}: {len(prior)} rows kept")
         if args.mutants:
             from .mutants import register_mutants
 
@@ -142,14 +165,26 @@ def main(argv: list[str] | None = None) -> int:
         if not sel.variants():
             console.print(f"[red]no registered variant matches {args.variant or args.op}[/red]")
             return 2
+        from .isolate import WorkerConfig, default_jobs, default_timeout
+        from .verify import ResultsWriter
+
+        timeout = default_timeout() if args.timeout is None else args.timeout
+        if not timeout > 0:
+            raise ValueError(f"--timeout must be > 0 seconds, got {args.timeout}")
+        jobs = default_jobs() if args.jobs is None else args.jobs
+        if jobs < 1:
+            raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
+        plugins = [str(Path(p).resolve()) for p in args.plugin]
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        out = args.output or REPO / "reports" / "results" / f"verify-{stamp}.json"
-        partial = out.with_suffix(".partial.jsonl")
-        partial.parent.mkdir(parents=True, exist_ok=True)
-        report = run(sel, make_console(stderr=True), partial,
-                     shrink_dir=None if args.mutants else out.parent / "shrunk")
-        write_json(report, out, sel)  # first: nothing printed below can lose the results
-        partial.unlink(missing_ok=True)
+        out = out or REPO / "reports" / "results" / f"verify-{stamp}.json"
+        extra = {"plugins": plugins, "entry_points": not args.no_entry_points, "mutants": bool(args.mutants)}
+        writer = ResultsWriter(out, sel, extra, prior)
+        isolate = None if args.in_process else WorkerConfig(
+            plugins=plugins, entry_points=not args.no_entry_points, mutants=bool(args.mutants),
+            backward=sel.backward, timeout=timeout, jobs=jobs)
+        report = run(sel, make_console(stderr=True), shrink_dir=None if args.mutants else out.parent / "shrunk",
+                     writer=writer, isolate=isolate, prior=prior)
+        writer.finish(report)  # first: nothing printed below can lose the results
         if args.mutants:
             return _kill_report(report, console, out)
         print_report(report, console)
@@ -229,6 +264,26 @@ def _report(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _selection_from(saved: dict, args: argparse.Namespace, console: Console):
+    """The selection a resumed run was started with (its plug-ins are loaded again)."""
+    from .plugins import load_entry_points, load_file
+    from .verify import Selection
+
+    for path in saved.get("plugins", []):
+        if path not in [str(Path(p).resolve()) for p in args.plugin]:
+            load_file(path)
+            args.plugin.append(path)
+    if not saved.get("entry_points", True):
+        args.no_entry_points = True
+    elif args.no_entry_points:
+        load_entry_points()
+    return Selection(ops=tuple(saved.get("ops", ())), variant_globs=tuple(saved.get("variants", ())),
+                     dtypes=tuple(saved.get("dtypes", ())), domains=tuple(saved.get("domains", ())),
+                     case_ids=tuple(saved.get("cases", ())), seed=saved.get("seed"),
+                     case_set=saved.get("case_set", "default"), devices=tuple(saved.get("devices", ())),
+                     exclude_globs=tuple(saved.get("exclude", ())), backward=bool(saved.get("backward")))
+
+
 def _drift(args: argparse.Namespace, console: Console) -> int:
     from .drift import profile, svg
     from .verify import Selection
@@ -272,7 +327,7 @@ def _kill_report(report, console: Console, out: Path) -> int:
         t.add_column(col, overflow="fold")
     survivors = []
     for name, rs in sorted(by.items()):
-        bad = [r for r in rs if r.status in ("FAIL", "ERROR")]
+        bad = [r for r in rs if r.status in ("FAIL", "ERROR", "CRASH", "TIMEOUT")]
         ran = [r for r in rs if r.status != "SKIP"]
         v = get(name)
         doc = v.doc if isinstance(v, Mutant) else ""
@@ -285,7 +340,9 @@ def _kill_report(report, console: Console, out: Path) -> int:
     console.print(f"kill rate {n - len(survivors)}/{n}" + (f"; survivors: {', '.join(survivors)}" if survivors else ""))
     doc = json.loads(out.read_text())
     doc["mutants"] = {"killed": n - len(survivors), "total": n, "survivors": survivors}
-    out.write_text(json.dumps(doc, indent=1))
+    from .verify import _atomic_write
+
+    _atomic_write(out, json.dumps(doc, indent=1))
     console.print(f"results: {out}")
     return 1 if survivors else 0
 

@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 
 from .kernels.base import Availability, KernelVariant, register
+from .ops import DTYPES, OPS
+from .validate import InvalidInput, validate_inputs
 
 ENTRY_POINT_GROUP = "wkvbench.variants"
 
@@ -56,6 +58,7 @@ class FunctionVariant(KernelVariant):
         return base
 
     def prepare(self, inputs: dict, case: Any) -> tuple[dict, str]:
+        validate_inputs(self.operator, inputs, where=f"inputs to plug-in {self.name}")
         return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}, case.dtype
 
     def run(self, native: tuple[dict, str]) -> Any:
@@ -69,7 +72,23 @@ class FunctionVariant(KernelVariant):
 
 def register_function(name: str, operator: str, fn: Callable[[dict, str], dict],
                       dtypes: Iterable[str] = ("fp32",), **kwargs: Any) -> KernelVariant:
-    """Register ``fn(inputs, dtype) -> outputs`` as variant ``name`` of ``operator``."""
+    """Register ``fn(inputs, dtype) -> outputs`` as variant ``name`` of ``operator``.
+
+    Bad arguments (unknown operator or dtype, a name that is not ``<operator>.<source>.<algorithm>``,
+    ``fn`` not callable) raise ``InvalidInput`` naming the problem."""
+    if operator not in OPS:
+        raise InvalidInput(f"register_function({name!r}): unknown operator {operator!r}; "
+                           f"known: {', '.join(sorted(OPS))}")
+    if not isinstance(name, str) or not name.startswith(operator + ".") or name.count(".") < 2:
+        raise InvalidInput(f"register_function: variant name {name!r} must read "
+                           f"'{operator}.<source>.<algorithm>'")
+    if not callable(fn):
+        raise InvalidInput(f"register_function({name!r}): fn must be callable, got {type(fn).__name__}")
+    dtypes = tuple([dtypes] if isinstance(dtypes, str) else dtypes)
+    bad = [d for d in dtypes if d not in DTYPES]
+    if bad or not dtypes:
+        raise InvalidInput(f"register_function({name!r}): unsupported dtype(s) {bad or '(none given)'}; "
+                           f"expected some of {', '.join(DTYPES)}")
     return register(FunctionVariant(name, operator, fn, dtypes, **kwargs))
 
 

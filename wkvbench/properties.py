@@ -21,10 +21,11 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .cases import Case
-from .check import FAIL, PASS, SKIP, Checker
+from .check import FAIL, PASS, SKIP, Checker, validate_case_inputs
 from .kernels.base import KernelVariant, availability
 from .metrics import UNIT_ROUNDOFF, tensor_error
 from .ops import default_state, op_spec
+from .validate import InvalidInput
 
 BATCH_ULPS = 16  # allowed alone-vs-batched difference, in units of roundoff of the output dtype
 TIME_INPUTS_NDIM = 3  # per-token inputs have a time axis at position 1 ([B, T, ...])
@@ -48,6 +49,7 @@ class PropertyResult:
 
 
 def _run(variant: KernelVariant, inputs: dict, case: Case) -> dict:
+    validate_case_inputs(case, inputs)
     return variant.to_canonical(variant.run(variant.prepare(dict(inputs), case)))
 
 
@@ -81,6 +83,10 @@ def _slice_time(inputs: dict, start: int, stop: int) -> dict:
 def state_passing(variant: KernelVariant, case: Case, splits: tuple[int, ...], checker: Checker | None = None
                   ) -> PropertyResult:
     checker = checker or Checker()
+    if not all(isinstance(p, int) for p in splits) or list(splits) != sorted(set(splits)) \
+            or any(not 0 < p < case.shape.T for p in splits):
+        raise InvalidInput(f"state_passing: splits {list(splits)} must be strictly increasing integers "
+                           f"inside (0, T = {case.shape.T}) for {case.id}")
     if case.op == "gdn_wy":
         return PropertyResult("state_passing", variant.name, case, SKIP, "gdn_wy has no state")
     piece_cases = [replace(case, shape=replace(case.shape, T=b - a, h0=case.shape.h0 or i > 0))

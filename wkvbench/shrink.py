@@ -17,8 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from .cases import Case, Shape
-from .check import ERROR, FAIL, Checker, CheckResult
+from .check import ERROR, FAIL, Checker, CheckResult, validate_case_inputs
 from .kernels.base import KernelVariant, get
+from .validate import InvalidInput
 
 PER_HEAD_FREE = ("u",)  # wkv6's bonus is [H, N]: sliced by head, not by batch
 
@@ -71,6 +72,7 @@ def _shape_of(case: Case, inputs: dict) -> Shape:
 def shrink(checker: Checker, variant: KernelVariant, case: Case, out_dir: Path | None = None) -> Shrunk | None:
     """The smallest failing slice of ``case`` found greedily (None if the case does not fail)."""
     inputs = checker.inputs(case)
+    validate_case_inputs(case, inputs)
     res = _fails(checker, variant, case, inputs)
     if res is None:
         return None
@@ -120,7 +122,16 @@ def save(found: Shrunk, variant: str, original: Case, out_dir: Path) -> Path:
 
 def load(path: str | Path) -> tuple[dict, Case, dict]:
     """``(meta, case, inputs)`` of a saved shrunk failure."""
-    with np.load(path, allow_pickle=False) as z:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"No such file: {path} (a shrunk failure .npz written by verify)")
+    try:
+        z = np.load(path, allow_pickle=False)
+    except Exception as exc:
+        raise InvalidInput(f"{path} is not a readable .npz file: {type(exc).__name__}: {exc}") from None
+    with z:
+        if "meta" not in z.files:
+            raise InvalidInput(f"{path} holds no 'meta' entry: not a file written by wkvbench shrink")
         meta = json.loads(str(z["meta"]))
         inputs = {k[3:]: z[k] for k in z.files if k.startswith("in_")}
     inputs.update(meta.get("scalars", {}))
@@ -129,4 +140,5 @@ def load(path: str | Path) -> tuple[dict, Case, dict]:
 
 def replay(path: str | Path, variant: str | None = None, checker: Checker | None = None) -> CheckResult:
     meta, case, inputs = load(path)
+    validate_case_inputs(case, inputs)  # a hand-edited or corrupt file fails with a named message
     return (checker or Checker()).check(get(variant or meta["variant"]), case, inputs)

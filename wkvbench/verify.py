@@ -8,9 +8,13 @@ errors, the skip counts by reason, and a reproduce command for every failure.
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import fnmatch
 import json
 import os
+import queue
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,8 +24,9 @@ from rich.table import Table
 
 from . import inject
 from .cases import DOMAINS, Case, default_cases
-from .check import ERROR, FAIL, PASS, SKIP, XFAIL, XPASS, Checker, CheckResult, check_backward
+from .check import BAD, ERROR, FAIL, PASS, SKIP, STATUSES, XFAIL, XPASS, Checker, CheckResult, check_backward
 from .console import make_console, track
+from .isolate import WorkerConfig, run_variant
 from .kernels.base import KernelVariant, availability, variants
 from .ops import DTYPES, OPS
 from .provenance import provenance
@@ -72,39 +77,63 @@ class Report:
 
     def counts(self) -> dict[str, int]:
         c = collections.Counter(r.status for r in self.results)
-        return {s: c.get(s, 0) for s in (PASS, FAIL, ERROR, XFAIL, XPASS, SKIP)}
+        return {s: c.get(s, 0) for s in STATUSES}
 
     def skips_by_reason(self) -> dict[str, int]:
         return dict(collections.Counter(r.reason for r in self.results if r.status == SKIP).most_common())
 
     @property
     def failed(self) -> list[CheckResult]:
-        return [r for r in self.results if r.status in (FAIL, ERROR, XPASS)]
+        return [r for r in self.results if r.status in BAD]
 
     @property
     def known(self) -> list[CheckResult]:
         return [r for r in self.results if r.status == XFAIL]
 
 
-def run(selection: Selection, console: Console | None = None, partial: Path | None = None,
-        shrink_dir: Path | None = None) -> Report:
-    console = console or make_console(stderr=True)
+def _jobs(selection: Selection) -> list[tuple[KernelVariant, Case]]:
     vs, cases = selection.variants(), selection.cases()
-    jobs = [(v, c) for c in cases for v in vs if v.operator == c.op
+    return [(v, c) for c in cases for v in vs if v.operator == c.op
             and (not selection.backward or (v.supports_backward and c.op != "gdn_wy"))]
-    report, checker = Report(), Checker()
+
+
+def row_key(variant: str, case_id: str, kind: str) -> tuple[str, str, str]:
+    """What identifies one result row (``--resume`` reruns the keys not yet present)."""
+    return (variant, case_id, kind)
+
+
+def run(selection: Selection, console: Console | None = None, partial: Path | None = None,
+        shrink_dir: Path | None = None, *, writer: ResultsWriter | None = None,
+        isolate: WorkerConfig | None = None, prior: list[CheckResult] | None = None) -> Report:
+    """Run the matrix. ``writer`` keeps the results file valid after every case; ``isolate`` runs each
+    variant in its own worker process (``wkvbench.isolate``); ``prior`` rows (``--resume``) are kept
+    and their (variant, case, kind) jobs are not run again."""
+    console = console or make_console(stderr=True)
+    kind = "backward" if selection.backward else "forward"
+    report, checker = Report(results=list(prior or [])), Checker()
+    done = {row_key(r.variant, r.case.id, r.kind) for r in report.results}
+    jobs = [(v, c) for v, c in _jobs(selection) if row_key(v.name, c.id, kind) not in done]
     t0 = time.perf_counter()
-    sink = partial.open("w") if partial else None
+    sink = partial.open("w") if partial and writer is None else None
+
+    def record(res: CheckResult, flush: bool = True) -> None:
+        report.results.append(res)
+        if writer is not None:
+            writer.add(res, flush=flush)
+        if sink:
+            sink.write(json.dumps(res.as_dict()) + "\n")
+            sink.flush()
+
     try:
         with track(console, "verify", len(jobs)) as bar:  # a live bar on terminals, 10% lines in logs
-            for v, c in jobs:
-                bar.update(f"{v.name} {c.id}")
-                res = check_backward(checker, v, c) if selection.backward else checker.check(v, c)
-                report.results.append(res)
-                if sink:
-                    sink.write(json.dumps(res.as_dict()) + "\n")
-                    sink.flush()
-                bar.advance()
+            if isolate is None:
+                for v, c in jobs:
+                    bar.update(f"{v.name} {c.id}")
+                    record(check_backward(checker, v, c) if selection.backward else checker.check(v, c))
+                    bar.advance()
+            else:
+                _run_isolated(jobs, selection, checker, isolate, record, bar.update, bar.advance,
+                              writer.flush if writer is not None else lambda: None)
     finally:
         if sink:
             sink.close()
@@ -112,6 +141,163 @@ def run(selection: Selection, console: Console | None = None, partial: Path | No
         _shrink_failures(report, checker, shrink_dir)
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _run_isolated(jobs: list[tuple[KernelVariant, Case]], selection: Selection, checker: Checker,
+                  cfg: WorkerConfig, record, describe, advance, flush) -> None:
+    """One worker per available variant, ``cfg.jobs`` at a time (baselines first, so that the others
+    usually receive their errors instead of measuring them again); unavailable variants are skipped
+    here without a worker (nothing of theirs runs)."""
+    by_variant: dict[str, list[Case]] = {}
+    objs: dict[str, KernelVariant] = {}
+    for v, c in jobs:
+        by_variant.setdefault(v.name, []).append(c)
+        objs[v.name] = v
+    kind = "backward" if selection.backward else "forward"
+    runnable = []
+    for name in sorted(by_variant, key=lambda n: (not objs[n].baseline, n)):
+        v, cases = objs[name], by_variant[name]
+        if availability(name) and (not selection.backward or v.supports_backward):
+            runnable.append(name)
+            continue
+        for c in cases:  # SKIP with the reason, decided before anything runs
+            record(check_backward(checker, v, c) if selection.backward else checker.check(v, c), flush=False)
+            advance()
+    flush()
+    done = object()
+    results: queue.Queue = queue.Queue()
+
+    def one(name: str) -> None:
+        try:
+            for res in run_variant(name, by_variant[name], cfg, kind):
+                results.put(res)
+        except BaseException as exc:  # surfaced in the main thread
+            results.put(exc)
+        finally:
+            results.put(done)
+
+    own_dir = cfg.oracle_dir is None
+    if own_dir:
+        cfg.oracle_dir = tempfile.mkdtemp(prefix="wkvbench-oracle-")
+    try:
+        _drain(runnable, one, cfg, results, done, record, describe, advance)
+    finally:
+        if own_dir:
+            shutil.rmtree(cfg.oracle_dir, ignore_errors=True)
+            cfg.oracle_dir = None
+
+
+def _drain(runnable: list[str], one, cfg: WorkerConfig, results: queue.Queue, done: object, record, describe,
+           advance) -> None:
+    """Run ``one(name)`` for every variant, ``cfg.jobs`` at a time; record what they put on ``results``.
+    Ctrl-C or an error stops the run and kills the live workers before the threads are joined."""
+    running: list[str] = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, cfg.jobs)) as pool:
+        try:
+            for name in runnable:
+                pool.submit(one, name)
+            left = len(runnable)
+            while left:
+                item = results.get()
+                if item is done:
+                    left -= 1
+                    continue
+                if isinstance(item, BaseException):
+                    raise item
+                record(item)
+                if item.variant not in running:
+                    running = [*running[-1:], item.variant]
+                    describe(" + ".join(running) + " (workers)")
+                advance()
+        except BaseException:
+            cfg.stop()  # leave no worker behind
+            raise
+
+
+class ResultsWriter:
+    """Keeps ``F.json`` valid at every moment of a run: after every result (or batch of parent-side
+    SKIPs) the whole document is rewritten to a temporary file and renamed over ``F.json``
+    (``os.replace``: atomic, a SIGKILL leaves the old or the new file, never a torn one), with
+    ``"complete": false`` until the end. Each row is also appended to ``F.partial.jsonl``."""
+
+    def __init__(self, path: Path, selection: Selection, extra: dict | None = None,
+                 prior: list[CheckResult] | None = None) -> None:
+        self.path, self.selection, self.extra = path, selection, dict(extra or {})
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.prov = provenance()
+        self.t0 = time.perf_counter()
+        self.rows: list[str] = []
+        self.counts: collections.Counter[str] = collections.Counter()
+        self.skips: collections.Counter[str] = collections.Counter()
+        self.partial = path.with_suffix(".partial.jsonl")
+        self._sink = self.partial.open("a")
+        for r in prior or []:
+            self._count(r)
+            self.rows.append(json.dumps(r.as_dict()))
+        self.flush()
+
+    def _count(self, res: CheckResult) -> None:
+        self.counts[res.status] += 1
+        if res.status == SKIP:
+            self.skips[res.reason] += 1
+
+    def add(self, res: CheckResult, flush: bool = True) -> None:
+        self._count(res)
+        row = json.dumps(res.as_dict())
+        self.rows.append(row)
+        self._sink.write(row + "\n")
+        self._sink.flush()
+        if flush:
+            self.flush()
+
+    def flush(self) -> None:
+        doc = _document(self.selection, self.prov, {s: self.counts.get(s, 0) for s in STATUSES},
+                        dict(self.skips.most_common()), time.perf_counter() - self.t0, False, self.extra)
+        head = json.dumps(doc)
+        _atomic_write(self.path, head[:-1] + ', "results": [\n' + ",\n".join(self.rows) + "\n]}")
+
+    def finish(self, report: Report) -> None:
+        """The complete file (rows as they stand after shrinking); the partial file is removed."""
+        self._sink.close()
+        write_json(report, self.path, self.selection, prov=self.prov, extra=self.extra)
+        self.partial.unlink(missing_ok=True)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def load_previous(path: Path) -> tuple[dict | None, list[CheckResult], Path]:
+    """For ``--resume``: the results file's header (None if only a partial file exists), every row
+    found in ``F.json`` and ``F.partial.jsonl`` (a torn last line is ignored), and ``F.json``'s path."""
+    path = Path(path)
+    json_path = path.with_name(path.name[: -len(".partial.jsonl")] + ".json") \
+        if path.name.endswith(".partial.jsonl") else path
+    partial = json_path.with_suffix(".partial.jsonl")
+    if not json_path.is_file() and not partial.is_file():
+        raise FileNotFoundError(f"nothing to resume: neither {json_path} nor {partial} exists")
+    doc, rows = None, {}
+    if json_path.is_file():
+        try:
+            doc = json.loads(json_path.read_text())
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{json_path} is not valid JSON ({exc}); "
+                             f"resume from {partial} instead") from None
+        if doc.get("schema") != "wkvbench.verify/1":
+            raise ValueError(f"{json_path} has schema {doc.get('schema')!r}; "
+                             "--resume needs wkvbench.verify/1")
+        for d in doc.get("results", []):
+            rows[row_key(d["variant"], d["case"], d.get("kind", "forward"))] = d
+    if partial.is_file():
+        for line in partial.read_text().splitlines():
+            try:
+                d = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # the line being written when the run was killed
+            rows[row_key(d["variant"], d["case"], d.get("kind", "forward"))] = d
+    return doc, [CheckResult.from_dict(d) for d in rows.values()], json_path
 
 
 MAX_SHRINK = 5  # shrink at most this many failures per run (each costs a few re-runs)
@@ -157,7 +343,7 @@ def summary_table(report: Report) -> Table:
                 if tensor not in worst or not e.floor_x <= worst[tensor][1]:
                     worst[tensor] = (e.rel, e.floor_x)
         errs = "\n".join(f"{k} {_fmt(rel)} ({_fmt(fx)}x)" for k, (rel, fx) in worst.items())
-        bad = n[FAIL] + n[ERROR] + n[XPASS]
+        bad = sum(n[s] for s in BAD)
         if bad:
             status = f"[red]FAIL {bad}/{len(rs) - n[SKIP]}[/red]"
         elif n[XFAIL]:
@@ -170,7 +356,7 @@ def summary_table(report: Report) -> Table:
         if n[SKIP]:
             reasons = collections.Counter(r.reason for r in rs if r.status == SKIP)
             notes.append("; ".join(f"{n[SKIP] if len(reasons) == 1 else c} skipped: {why}" for why, c in reasons.items()))
-        first_bad = next((r for r in rs if r.status in (FAIL, ERROR, XPASS, XFAIL)), None)
+        first_bad = next((r for r in rs if r.status in (*BAD, XFAIL)), None)
         if first_bad:
             notes.insert(0, first_bad.reason)
         t.add_row(name, dtype, status, errs, " | ".join(notes))
@@ -192,36 +378,51 @@ def print_report(report: Report, console: Console) -> None:
         console.print(f"[magenta]XFAIL[/magenta] {r.variant} {r.case.id}: {r.reason}")
     for r in report.failed:
         console.print(f"[red]{r.status}[/red] {r.variant} {r.case.id}: {r.reason}\n  reproduce: {r.reproduce}")
+        if r.stderr_tail:
+            tail = r.stderr_tail.splitlines()[-5:]
+            console.print("  stderr tail:\n" + "\n".join(f"    {line}" for line in tail), markup=False)
         if r.shrunk:
             console.print(f"  shrunk to {r.shrunk['case']}: {r.shrunk['reproduce']}")
     console.print(
-        f"{counts[PASS]} passed, {counts[FAIL] + counts[ERROR] + counts[XPASS]} failed, "
+        f"{counts[PASS]} passed, {sum(counts[s] for s in BAD)} failed"
+        + (f" ({counts['CRASH']} crashed, {counts['TIMEOUT']} timed out)"
+           if counts["CRASH"] + counts["TIMEOUT"] else "")
+        + ", "
         f"{counts[SKIP]} skipped, {counts[XFAIL]} known failures in {report.seconds:.1f}s"
     )
 
 
-def write_json(report: Report, path: Path, selection: Selection) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    doc = {
+def _document(selection: Selection, prov: dict, counts: dict, skips: dict, seconds: float, complete: bool,
+              extra: dict | None = None) -> dict:
+    return {
         "schema": "wkvbench.verify/1",
-        "provenance": provenance(),
+        "complete": complete,
+        "provenance": prov,
         "selection": {"ops": list(selection.ops), "variants": list(selection.variant_globs),
                       "dtypes": list(selection.dtypes), "domains": list(selection.domains),
                       "cases": list(selection.case_ids), "case_set": selection.case_set,
                       "devices": list(selection.devices), "backward": selection.backward,
-                      "seed": selection.seed if selection.seed is not None else int(os.environ.get("WKVBENCH_SEED", "0"))},
+                      "seed": selection.seed if selection.seed is not None
+                      else int(os.environ.get("WKVBENCH_SEED", "0")),
+                      "exclude": list(selection.exclude_globs), **(extra or {})},
         "variants": {v.name: {"operator": v.operator, "source": v.source, "backend": v.backend,
                               "algorithm": v.algorithm, "device": v.device, "dtypes": sorted(v.dtypes),
                               "available": availability(v.name).ok, "reason": availability(v.name).reason}
                      for v in selection.variants()},
-        "counts": report.counts(),
-        "skips_by_reason": report.skips_by_reason(),
-        "seconds": round(report.seconds, 2),
-        "results": [r.as_dict() for r in report.results],
+        "counts": counts,
+        "skips_by_reason": skips,
+        "seconds": round(seconds, 2),
     }
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(doc, indent=1))
-    tmp.replace(path)
+
+
+def write_json(report: Report, path: Path, selection: Selection, prov: dict | None = None,
+               extra: dict | None = None) -> None:
+    """The complete results file (``"complete": true``), written atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = _document(selection, prov or provenance(), report.counts(), report.skips_by_reason(),
+                    report.seconds, True, extra)
+    doc["results"] = [r.as_dict() for r in report.results]
+    _atomic_write(path, json.dumps(doc, indent=1))
 
 
 def list_variants(console: Console, selection: Selection) -> None:
@@ -235,4 +436,5 @@ def list_variants(console: Console, selection: Selection) -> None:
     console.print(t)
 
 
-__all__ = ["DOMAINS", "OPS", "Report", "Selection", "list_variants", "print_report", "run", "write_json"]
+__all__ = ["DOMAINS", "OPS", "Report", "ResultsWriter", "Selection", "list_variants", "load_previous",
+           "print_report", "run", "write_json"]

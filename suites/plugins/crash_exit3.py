@@ -1,0 +1,13 @@
+"""Test plug-in: sys.exit(3) inside run on the T = 1 case, exact elsewhere."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import exact_unless_single_token  # noqa: E402
+
+from wkvbench.plugins import register_function  # noqa: E402
+
+register_function("gla.crash.exit3", "gla",
+                  lambda inputs, dtype: exact_unless_single_token(inputs, lambda: sys.exit(3),
+                                                                  "EXIT3-PLUGIN"))

@@ -1,0 +1,216 @@
+"""Crash isolation (one worker process per variant), durable results and ``--resume`` (CPU).
+
+The plug-ins under ``suites/plugins/`` misbehave on purpose on the single-token case only (segfault,
+``abort()``, a hang, ``sys.exit(3)``, a plug-in that cannot import inside a worker) and are exact on
+the others, so each run also shows that a fresh worker takes the variant's remaining cases.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from wkvbench.kernels import get
+
+from wkvbench.cases import Case
+from wkvbench.check import CRASH, PASS, TIMEOUT, Checker, CheckResult
+from wkvbench.isolate import _describe_exit, default_jobs, default_timeout, headline
+from wkvbench.verify import load_previous, row_key
+
+REPO = Path(__file__).resolve().parent.parent
+PLUGINS = REPO / "suites" / "plugins"
+T1 = "gla/model/B1-T1-H2-N64-h0/fp32/s0"  # the case the crash plug-ins misbehave on
+
+
+def _verify(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "wkvbench", "verify", "--no-entry-points", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def crash_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("crash") / "r.json"
+    plugins = [a for p in ("segfault", "abort", "hang", "exit3", "on_import_in_worker")
+               for a in ("--plugin", str(PLUGINS / f"crash_{p}.py"))]
+    t0 = time.perf_counter()
+    p = _verify("--variant", "gla.torch.recurrent", "--variant", "gla.crash.*", "--dtype", "fp32",
+                "--domain", "model", "--timeout", "30", "--output", str(out), *plugins)
+    doc = json.loads(out.read_text())
+    rows = {(r["variant"], r["case"]): r for r in doc["results"]}
+    return p, doc, rows, time.perf_counter() - t0
+
+
+@pytest.mark.parametrize(("variant", "status", "words"), [
+    ("gla.crash.segfault", CRASH, ["signal 11 (SIGSEGV)", "Fatal Python error: Segmentation fault"]),
+    ("gla.crash.abort", CRASH, ["signal 6 (SIGABRT)", "Fatal Python error: Aborted"]),
+    ("gla.crash.exit3", CRASH, ["exited with code 3", "EXIT3-PLUGIN"]),
+    ("gla.crash.hang", TIMEOUT, ["no result after 30 s", "HANG-PLUGIN"]),
+])
+def test_a_crashing_variant_is_reported_and_its_other_cases_still_run(crash_run, variant, status, words):
+    _, _, rows, _ = crash_run
+    bad = rows[(variant, T1)]
+    assert bad["status"] == status, bad
+    for w in words:
+        assert w in bad["reason"], bad["reason"]
+    assert bad["stderr_tail"] and "misbehaving on purpose" in bad["stderr_tail"], bad["stderr_tail"]
+    assert len(bad["stderr_tail"].splitlines()) <= 20
+    assert bad["reproduce"] == f"nox -s verify -- --variant {variant} --case {T1}"
+    others = [r for (v, c), r in rows.items() if v == variant and c != T1]
+    assert len(others) == 2 and all(r["status"] == PASS for r in others), others  # a fresh worker took them
+
+
+def test_a_plugin_that_cannot_import_in_the_worker_crashes_only_its_own_variant(crash_run):
+    _, _, rows, _ = crash_run
+    mine = [r for (v, _), r in rows.items() if v == "gla.crash.startup"]
+    assert len(mine) == 3 and all(r["status"] == CRASH for r in mine)
+    assert "worker failed to start" in mine[0]["reason"] and "WORKER-IMPORT-PLUGIN" in mine[0]["reason"]
+
+
+def test_the_good_variant_passes_and_the_run_fails_overall(crash_run):
+    p, doc, rows, seconds = crash_run
+    good = [r for (v, _), r in rows.items() if v == "gla.torch.recurrent"]
+    assert len(good) == 3 and all(r["status"] == PASS for r in good)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert doc["complete"] is True
+    assert doc["counts"]["CRASH"] == 6 and doc["counts"]["TIMEOUT"] == 1 and doc["counts"]["PASS"] == 11
+    assert "7 failed (6 crashed, 1 timed out)" in " ".join(p.stdout.split())
+    assert "stderr tail:" in p.stdout and "Traceback" not in p.stderr
+    assert seconds < 300  # the hang cost one 30 s timeout, not the whole run
+
+
+def test_in_process_mode_gives_the_same_rows_as_workers(tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    args = ("--variant", "wkv7.torch.*", "--variant", "wkv7.fla.naive_dplr_recurrent", "--dtype", "bf16",
+            "--domain", "model")
+    pa, pb = _verify(*args, "--output", str(a)), _verify(*args, "--in-process", "--output", str(b))
+    assert pa.returncode == pb.returncode == 0, pa.stdout + pb.stdout
+    ra = {(r["variant"], r["case"]): r for r in json.loads(a.read_text())["results"]}
+    rb = {(r["variant"], r["case"]): r for r in json.loads(b.read_text())["results"]}
+    assert ra.keys() == rb.keys()
+    for k in ra:  # the same judgement, the same numbers, the baseline included (tolerance factor)
+        assert ra[k]["status"] == rb[k]["status"]
+        assert ra[k]["errors"] == rb[k]["errors"] and ra[k]["limits"] == rb[k]["limits"], k
+        assert ra[k]["baseline_rel"] == rb[k]["baseline_rel"], k
+    assert any(r["baseline_rel"] for r in ra.values())  # the non-baseline variant was judged against it
+
+
+def _rows(path: Path) -> dict:
+    return {row_key(r["variant"], r["case"], r["kind"]): r for r in json.loads(path.read_text())["results"]}
+
+
+def test_sigkill_mid_run_leaves_a_valid_file_and_resume_completes_it(tmp_path):
+    args = ["--variant", "gdn.torch.recurrent", "--variant", "gdn.fla.naive_recurrent", "--op", "gdn",
+            "--dtype", "fp32", "--dtype", "bf16", "--jobs", "1"]
+    clean = tmp_path / "clean.json"
+    assert _verify(*args, "--in-process", "--output", str(clean)).returncode == 0
+    want = _rows(clean)
+    out = tmp_path / "killed.json"
+    proc = subprocess.Popen([sys.executable, "-m", "wkvbench", "verify", "--no-entry-points", *args,
+                             "--output", str(out)], cwd=REPO, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.time() + 400
+        n = 0
+        while time.time() < deadline and proc.poll() is None:
+            try:
+                n = sum(1 for r in json.loads(out.read_text())["results"] if r["status"] != "SKIP")
+            except (FileNotFoundError, json.JSONDecodeError) as exc:  # never torn: only absent
+                assert isinstance(exc, FileNotFoundError), exc
+            if n >= 4:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the run ended before it could be killed"
+        os.killpg(proc.pid, signal.SIGKILL)  # the parent and its workers, mid-run
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    doc = json.loads(out.read_text())  # valid JSON after SIGKILL
+    assert doc["complete"] is False
+    partial_rows = [json.loads(line) for line in out.with_suffix(".partial.jsonl").read_text().splitlines()
+                    if line.strip()]
+    have = _rows(out)
+    # every completed case is in the file
+    assert {row_key(r["variant"], r["case"], r["kind"]) for r in partial_rows} == set(have)
+    assert 4 <= len(have) < len(want)
+    for k, r in have.items():
+        assert r["status"] == want[k]["status"] and r["errors"] == want[k]["errors"], k
+    p = subprocess.run([sys.executable, "-m", "wkvbench", "verify", "--resume", str(out)], cwd=REPO,
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert f"{len(have)} rows kept" in " ".join(p.stdout.split())
+    done = json.loads(out.read_text())
+    assert done["complete"] is True and not out.with_suffix(".partial.jsonl").exists()
+    got = _rows(out)
+    assert set(got) == set(want)
+    for k in want:
+        assert got[k]["status"] == want[k]["status"] and got[k]["errors"] == want[k]["errors"], k
+    assert sum(done["counts"].values()) == len(want)
+
+
+def test_resume_from_the_partial_file_alone_ignores_a_torn_last_line(tmp_path):
+    r = Checker().check(get("gla.torch.recurrent"), Case.parse("gla/model/B1-T1-H2-N64-h0/fp32/s0"))
+    partial = tmp_path / "x.partial.jsonl"
+    partial.write_text(json.dumps(r.as_dict()) + "\n" + '{"variant": "gla.torch.rec')
+    doc, rows, json_path = load_previous(partial)
+    assert doc is None and json_path == tmp_path / "x.json" and len(rows) == 1
+    back = rows[0]
+    assert back.as_dict() == r.as_dict()  # from_dict is the inverse of as_dict
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--timeout", "0", "--variant", "gla.torch.*"], "--timeout must be > 0"),
+    (["--jobs", "0", "--variant", "gla.torch.*"], "--jobs must be >= 1"),
+    (["--resume", "/nonexistent/r.json"], "nothing to resume"),
+])
+def test_bad_isolation_options_are_rejected(args, needle):
+    p = _verify(*args)
+    assert p.returncode == 2 and needle in " ".join(p.stdout.split()), p.stdout + p.stderr
+    assert "Traceback" not in p.stdout + p.stderr
+
+
+def test_resume_refuses_a_file_of_another_schema(tmp_path):
+    f = tmp_path / "b.json"
+    f.write_text(json.dumps({"schema": "wkvbench.bench/1", "rows": []}))
+    p = _verify("--resume", str(f))
+    assert p.returncode == 2 and "--resume needs wkvbench.verify/1" in " ".join(p.stdout.split())
+
+
+def test_environment_overrides(monkeypatch):
+    monkeypatch.setenv("WKVBENCH_TIMEOUT", "12.5")
+    monkeypatch.setenv("WKVBENCH_JOBS", "3")
+    assert default_timeout() == 12.5 and default_jobs() == 3
+    monkeypatch.setenv("WKVBENCH_TIMEOUT", "soon")
+    with pytest.raises(ValueError, match="WKVBENCH_TIMEOUT must be a number"):
+        default_timeout()
+    monkeypatch.setenv("WKVBENCH_JOBS", "0")
+    with pytest.raises(ValueError, match="WKVBENCH_JOBS must be a whole number >= 1"):
+        default_jobs()
+
+
+def test_exit_descriptions_and_headlines():
+    assert _describe_exit(-11) == "killed by signal 11 (SIGSEGV)"
+    assert _describe_exit(-9) == "killed by signal 9 (SIGKILL)"
+    assert _describe_exit(3) == "exited with code 3"
+    tail = ("x\nFatal Python error: Segmentation fault\n\nCurrent thread:\n"
+            "Extension modules: numpy (total: 1)\n")
+    assert headline(tail) == "Fatal Python error: Segmentation fault"
+    assert headline("a\nRuntimeError: boom\nExtension modules: numpy\n") == "RuntimeError: boom"
+    assert headline("") == "(no stderr)"
+
+
+def test_crash_statuses_count_as_failures():
+    from wkvbench.verify import Report
+
+    c = Case.parse(T1)
+    rep = Report([CheckResult("x", c, CRASH, "died"), CheckResult("x", c, TIMEOUT, "hung"),
+                  CheckResult("y", c, PASS)])
+    assert [r.status for r in rep.failed] == [CRASH, TIMEOUT]
+    assert rep.counts()[CRASH] == 1 and rep.counts()[TIMEOUT] == 1
+    assert rep.failed[0].as_dict()["reproduce"].startswith("nox -s verify -- --variant x")

@@ -1,0 +1,94 @@
+"""The worker process of the isolated verify runner (``python -m wkvbench._worker``; see ``isolate.py``).
+
+It reads one JSON job from stdin: the variant, its case ids, whether to check gradients, the plug-in
+files and registry options to reproduce the parent's registry, and baseline errors already measured
+by the parent's other workers. It then writes, on the file descriptor named by
+``WKVBENCH_RESULT_FD`` (never stdout, which kernels may print to), one JSON line per message:
+
+* ``{"ready": true}`` once the registry is loaded;
+* ``{"result": CheckResult.as_dict(), "baseline": {...}}`` per case, in the order given.
+
+A CUDA error (illegal address, device-side assert, ...) leaves the CUDA context unusable: that case
+is reported as CRASH and the worker exits with ``CUDA_EXIT`` so the parent starts a fresh one for
+the remaining cases.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+
+CUDA_FATAL = re.compile(r"CUDA error|illegal memory access|illegal address|device-side assert|"
+                        r"cudaError|CUDA_ERROR|unspecified launch failure|misaligned address", re.I)
+CUDA_EXIT = 70
+
+
+def _send(fd: int, msg: dict) -> None:
+    data = (json.dumps(msg) + "\n").encode()
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def _load_registry(job: dict) -> list[str]:
+    """Register what the parent registered; returns the plug-in import errors (another variant's
+    broken plug-in must not take this variant down)."""
+    from . import kernels  # noqa: F401  (registers the built-in variants)
+    from .plugins import load_entry_points, load_file
+
+    errors = []
+    for path in job.get("plugins", []):
+        try:
+            load_file(path)
+        except ImportError as exc:
+            errors.append(str(exc))
+            print(f"wkvbench worker: {exc}", file=sys.stderr, flush=True)
+    if job.get("entry_points", True):
+        load_entry_points()
+    if job.get("mutants"):
+        from .mutants import register_mutants
+
+        register_mutants()
+    return errors
+
+
+def main() -> int:
+    fd = int(os.environ["WKVBENCH_RESULT_FD"])
+    job = json.loads(sys.stdin.read())
+    errors = _load_registry(job)
+    from .cases import Case
+    from .check import CRASH, ERROR, Checker, check_backward
+    from .kernels.base import get
+
+    try:
+        variant = get(job["variant"])
+    except KeyError:
+        why = "; ".join(errors) or "no plug-in registered it"
+        print(f"wkvbench worker: variant {job['variant']} is not registered in the worker: {why}",
+              file=sys.stderr, flush=True)
+        return 1
+    checker = Checker(job.get("oracle_dir"))
+    checker._baseline.update({k: v for k, v in job.get("baselines", {}).items()})
+    _send(fd, {"ready": True})
+    for cid in job["cases"]:
+        case = Case.parse(cid)
+        res = check_backward(checker, variant, case) if job.get("backward") else checker.check(variant, case)
+        fatal = res.status == ERROR and variant.device == "cuda" and CUDA_FATAL.search(res.reason)
+        if fatal:
+            res.status = CRASH
+            res.reason = f"CUDA error, the worker's CUDA context is unusable: {res.reason}"
+        if job.get("backward") and variant.baseline and res.status != "SKIP":
+            # what check_backward caches when another variant needs the baseline's gradient errors
+            checker._baseline.setdefault("grad:" + case.id, {k[5:]: e.rel for k, e in res.errors.items()}
+                                         if res.status == "PASS" else None)
+        base = {k: checker._baseline[k] for k in (case.id, "grad:" + case.id) if k in checker._baseline}
+        _send(fd, {"result": res.as_dict(), "baseline": base})
+        if fatal:
+            sys.stderr.flush()
+            os._exit(CUDA_EXIT)  # no atexit/CUDA teardown: the context is broken
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,244 @@
+"""Crash isolation for ``verify``: each variant runs in its own worker process.
+
+``run_variant`` starts ``python -m wkvbench._worker`` (a fresh interpreter: no fork, so a parent that
+touched CUDA or torch threads is never copied) for one variant and all of its cases, and yields one
+``CheckResult`` per case as the worker streams them back. The worker pays its start-up (imports,
+plug-ins, JIT builds) once per variant, not per case.
+
+* The worker dies (signal, ``abort()``, segfault, ``sys.exit``, a CUDA error that ends it): the case
+  in flight is reported as ``CRASH`` with the signal or exit code and the last ``TAIL_LINES`` lines
+  of the worker's stderr; a fresh worker takes the variant's remaining cases.
+* No result within ``timeout`` seconds (per case; start-up gets its own ``timeout``): the worker's
+  process group is killed and the case is reported as ``TIMEOUT``, then likewise a fresh worker.
+* The worker dies before it is ready (a plug-in that fails to import in it, ...): every remaining
+  case of the variant is ``CRASH`` with the start-up error; nothing is retried.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ._worker import CUDA_EXIT
+from .cases import Case
+from .check import CRASH, TIMEOUT, CheckResult
+
+TAIL_LINES = 20
+DEFAULT_TIMEOUT = 300.0  # seconds per case; WKVBENCH_TIMEOUT or --timeout override it
+
+
+def default_jobs() -> int:
+    """Workers at a time: ``WKVBENCH_JOBS``, else 2 (or 1 on a single core)."""
+    raw = os.environ.get("WKVBENCH_JOBS")
+    if raw is None:
+        return min(2, os.cpu_count() or 1)
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"WKVBENCH_JOBS must be a whole number >= 1, got {raw!r}")
+    return int(raw)
+
+
+def default_timeout() -> float:
+    raw = os.environ.get("WKVBENCH_TIMEOUT")
+    if raw is None:
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"WKVBENCH_TIMEOUT must be a number of seconds, got {raw!r}") from None
+    if not value > 0:
+        raise ValueError(f"WKVBENCH_TIMEOUT must be > 0 seconds, got {raw!r}")
+    return value
+
+
+@dataclass
+class WorkerConfig:
+    """How a worker rebuilds the parent's registry, and what it checks."""
+
+    plugins: list[str] = field(default_factory=list)
+    entry_points: bool = True
+    mutants: bool = False
+    backward: bool = False
+    timeout: float = DEFAULT_TIMEOUT
+    jobs: int = field(default_factory=lambda: default_jobs())  # workers at a time
+    baselines: dict = field(default_factory=dict)  # case id (or "grad:" + id) -> baseline rel errors
+    oracle_dir: str | None = None  # shared oracle results of this run (see Checker)
+    cancel: threading.Event = field(default_factory=threading.Event, repr=False)  # set: start no more workers
+    active: set = field(default_factory=set, repr=False)  # the live workers (killed on cancel)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add_baselines(self, found: dict) -> None:
+        with self.lock:
+            self.baselines.update(found)
+
+    def baselines_now(self) -> dict:
+        with self.lock:
+            return dict(self.baselines)
+
+    def stop(self) -> None:
+        """Cancel the run: no new worker starts, every live one is killed (Ctrl-C, an error)."""
+        self.cancel.set()
+        with self.lock:
+            for w in list(self.active):
+                w.kill()
+
+
+def _describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = "unknown signal"
+        return f"killed by signal {-code} ({name})"
+    return f"exited with code {code}"
+
+
+def _tail(path: Path, lines: int = TAIL_LINES) -> str:
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 64 * 1024))
+            text = f.read().decode(errors="replace")
+    except OSError as exc:
+        return f"(stderr unreadable: {exc})"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def headline(tail: str) -> str:
+    """The most telling line of a dead worker's stderr: faulthandler's "Fatal Python error" line,
+    else the last line that is not faulthandler's list of extension modules."""
+    lines = [ln.strip() for ln in tail.splitlines() if ln.strip()]
+    fatal = [ln for ln in lines if ln.startswith("Fatal Python error")]
+    if fatal:
+        return fatal[-1]
+    rest = [ln for ln in lines if not ln.startswith("Extension modules:") and not ln.startswith("numpy.")]
+    return rest[-1] if rest else "(no stderr)"
+
+
+class _Worker:
+    """One worker process with its result pipe and its stderr file."""
+
+    def __init__(self, variant: str, cases: list[Case], cfg: WorkerConfig, log_dir: Path) -> None:
+        read_fd, write_fd = os.pipe()
+        self.log = Path(tempfile.mkstemp(prefix=f"worker-{variant}-", suffix=".log", dir=log_dir)[1])
+        job = {"variant": variant, "cases": [c.id for c in cases], "plugins": cfg.plugins,
+               "entry_points": cfg.entry_points, "mutants": cfg.mutants, "backward": cfg.backward,
+               "baselines": cfg.baselines_now(), "oracle_dir": cfg.oracle_dir}
+        env = {**os.environ, "WKVBENCH_RESULT_FD": str(write_fd), "PYTHONFAULTHANDLER": "1"}
+        with self.log.open("wb") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "wkvbench._worker"], stdin=subprocess.PIPE, stdout=err, stderr=err,
+                pass_fds=(write_fd,), env=env, cwd=os.getcwd(), start_new_session=True)
+        os.close(write_fd)
+        self.fd = read_fd
+        self.buf = b""
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(job).encode())
+            self.proc.stdin.close()
+        except BrokenPipeError:
+            pass  # died at once: reported by the reader
+
+    def messages(self, timeout: float) -> Iterator[dict | None]:
+        """Messages as they come; ``None`` once when nothing arrived within ``timeout``; ends at EOF."""
+        while True:
+            while b"\n" in self.buf:
+                line, self.buf = self.buf.split(b"\n", 1)
+                yield json.loads(line)
+            ready, _, _ = select.select([self.fd], [], [], timeout)
+            if not ready:
+                yield None
+                continue
+            chunk = os.read(self.fd, 1 << 16)
+            if not chunk:
+                return
+            self.buf += chunk
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # the worker and anything it started
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def close(self) -> int:
+        os.close(self.fd)
+        try:
+            code = self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self.proc.wait()
+        return code
+
+
+def run_variant(variant: str, cases: list[Case], cfg: WorkerConfig,
+                kind: str = "forward") -> Iterator[CheckResult]:
+    """Every case of ``variant``, each checked in a worker process; yields results in case order.
+
+    Baseline errors the workers report are added to ``cfg.baselines`` for the next variants.
+    """
+    log_dir = Path(tempfile.mkdtemp(prefix="wkvbench-workers-"))
+    todo = list(cases)
+    while todo and not cfg.cancel.is_set():
+        w = _Worker(variant, todo, cfg, log_dir)
+        with cfg.lock:
+            cfg.active.add(w)
+        t_case, ready, timed_out, self_reported = time.perf_counter(), False, False, False
+        for msg in w.messages(cfg.timeout):
+            if msg is None:
+                timed_out = True
+                w.kill()
+                break
+            if "ready" in msg:
+                ready, t_case = True, time.perf_counter()
+                continue
+            cfg.add_baselines(msg.get("baseline") or {})
+            res = CheckResult.from_dict(msg["result"])
+            self_reported = res.status == CRASH
+            if self_reported:
+                res.stderr_tail = _tail(w.log)
+            todo.pop(0)
+            t_case = time.perf_counter()
+            yield res
+        code = w.close()
+        with cfg.lock:
+            cfg.active.discard(w)
+        if not todo or cfg.cancel.is_set():
+            break
+        if code == CUDA_EXIT and not timed_out and self_reported:
+            continue  # it reported its CUDA error as CRASH itself: a fresh worker takes the rest
+        case = todo.pop(0)
+        tail = _tail(w.log)
+        last = headline(tail)
+        if timed_out:
+            what = "starting the worker" if not ready else "this case"
+            res = CheckResult(variant, case, TIMEOUT,
+                              f"no result after {cfg.timeout:g} s ({what}); worker killed; "
+                              f"last stderr: {last}",
+                              seconds=time.perf_counter() - t_case, kind=kind, stderr_tail=tail)
+        elif not ready:
+            res = CheckResult(variant, case, CRASH, f"worker failed to start: {_describe_exit(code)}: {last}",
+                              kind=kind, stderr_tail=tail)
+            yield res
+            for c in todo:  # the same start-up would fail again: report, do not retry
+                yield CheckResult(variant, c, CRASH, res.reason, kind=kind, stderr_tail=tail)
+            break
+        else:
+            res = CheckResult(variant, case, CRASH,
+                              f"worker {_describe_exit(code)} while running this case: {last}",
+                              seconds=time.perf_counter() - t_case, kind=kind, stderr_tail=tail)
+        yield res
+    for p in log_dir.iterdir():
+        p.unlink(missing_ok=True)
+    log_dir.rmdir()
+
+
+__all__ = ["DEFAULT_TIMEOUT", "TAIL_LINES", "WorkerConfig", "default_jobs", "default_timeout", "run_variant"]
