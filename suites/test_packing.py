@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from wkvbench.kernels import get, register, unregister
 
 from wkvbench.cases import Case, Shape
 from wkvbench.check import FAIL, PASS, SKIP, XFAIL, Checker
-from wkvbench.kernels import get, register, unregister
 from wkvbench.properties import PACK_LENGTHS, PACK_SLACK, _sequence, pack_inputs, packing_invariance
 
 CHECKER = Checker()
@@ -32,8 +32,8 @@ class PackedEmulation:
 
     def __init__(self, base: str, bug: str = "") -> None:
         self.base, self.bug = get(base), bug
-        self.name, self.operator, self.dtypes = f"{self.base.operator}.test.packed-{bug or 'ok'}", \
-            self.base.operator, self.base.dtypes
+        self.name = f"{self.base.operator}.test.packed-{bug or 'ok'}"
+        self.operator, self.dtypes = self.base.operator, self.base.dtypes
 
     def __getattr__(self, attr):  # available, supports, effective_inputs, prepare, run, to_canonical
         return getattr(self.base, attr)
@@ -218,7 +218,8 @@ def test_fla_packing_under_the_triton_interpreter(interp_env, tmp_path):
 
 @pytest.mark.thirdparty
 def test_fla_backward_under_the_triton_interpreter(interp_env):
-    names = ["gla.fla.fused_recurrent.interp", "wkv4.fla.fused_recurrent.interp", "wkv6.fla.fused_recurrent.interp"]
+    names = ["gla.fla.fused_recurrent.interp", "wkv4.fla.fused_recurrent.interp",
+             "wkv6.fla.fused_recurrent.interp"]
     proc = subprocess.run([sys.executable, "-c", _INTERP_SCRIPT, *names], cwd=REPO, env=interp_env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]

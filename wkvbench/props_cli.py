@@ -22,8 +22,15 @@ from rich.table import Table
 from .cases import DOMAINS, Case, Shape
 from .check import ERROR, FAIL, Checker
 from .kernels.base import KernelVariant
-from .properties import (PACK_LENGTHS, PACK_SLACK, PropertyResult, batch_invariance, determinism,
-                         packing_invariance, state_passing)
+from .properties import (
+    PACK_LENGTHS,
+    PACK_SLACK,
+    PropertyResult,
+    batch_invariance,
+    determinism,
+    packing_invariance,
+    state_passing,
+)
 
 PROPERTIES = ("state_passing", "batch_invariance", "packing", "determinism")
 SPLITS = ((1, 20), (16, 32), (36,))
