@@ -48,7 +48,8 @@ class PackedEmulation:
         carried = None
         for i in range(len(cu) - 1):
             L = int(cu[i + 1] - cu[i])
-            seq = {k: (v[:, cu[i] : cu[i + 1]] if k in _tokens(inputs) else v[i : i + 1] if k == "state" else v)
+            names = _tokens(inputs)
+            seq = {k: (v[:, cu[i] : cu[i + 1]] if k in names else v[i : i + 1] if k == "state" else v)
                    for k, v in inputs.items()}
             if self.bug == "leak" and carried is not None and i > 0:
                 seq["state"] = carried  # the previous sequence's final state leaks into this one
@@ -190,7 +191,8 @@ print("JSON" + json.dumps(out))
 @pytest.fixture(scope="module")
 def interp_env():
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(REPO)}
-    probe = subprocess.run([sys.executable, "-c", "import fla.ops"], env=env, capture_output=True, timeout=300)
+    probe = subprocess.run([sys.executable, "-c", "import fla.ops"], env=env, capture_output=True,
+                           timeout=300)
     if probe.returncode:
         pytest.skip(f"fla-core/triton not importable under the interpreter: {probe.stderr.decode()[-300:]}")
     return env

@@ -42,7 +42,8 @@ def add_parser(sub) -> None:
 
     p = sub.add_parser("properties", help="state passing, batch/packing invariance, determinism per variant")
     _common(p)
-    p.add_argument("--property", action="append", default=[], choices=PROPERTIES, help="(repeatable; default all)")
+    p.add_argument("--property", action="append", default=[], choices=PROPERTIES,
+                   help="(repeatable; default all)")
     p.add_argument("--domain", default="model", choices=DOMAINS)
     p.add_argument("--N", type=int, default=64, help="head size of the cases (default 64; wkv4 uses 128 channels)")
     p.add_argument("--seed", type=int, default=0)
