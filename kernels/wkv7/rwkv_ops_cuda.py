@@ -126,9 +126,9 @@ class _Wkv7RwkvOpsGpu(KernelVariant):
         native = self.prepare(inputs, case)
         leaves = {k: t.requires_grad_() for k, t in native["args"].items()}
         y, state = self.run(native)
-        loss = (y.double() * torch.from_numpy(np.asarray(upstream["y"], np.float64)).cuda()).sum()
-        loss = loss + (state.double() * torch.from_numpy(np.asarray(upstream["state"], np.float64)).cuda()).sum()
-        grads = dict(zip(leaves, torch.autograd.grad(loss, list(leaves.values()), allow_unused=True)))
+        dy, ds = (torch.from_numpy(np.asarray(upstream[n], np.float64)).cuda() for n in ("y", "state"))
+        loss = (y.double() * dy).sum() + (state.double() * ds).sum()
+        grads = dict(zip(leaves, torch.autograd.grad(loss, list(leaves.values()), allow_unused=True), strict=True))
         out = {n: to_numpy(grads[n]) if grads[n] is not None else np.zeros(inputs[n].shape) for n in ACTIVATIONS}
         out["lw"] = to_numpy(grads["w"]) / self.effective_inputs(inputs, case.dtype)["lw"]
         if "state" in inputs and grads["initial_state"] is not None:
