@@ -128,8 +128,9 @@ class _Wkv7RwkvOpsGpu(KernelVariant):
         y, state = self.run(native)
         dy, ds = (torch.from_numpy(np.asarray(upstream[n], np.float64)).cuda() for n in ("y", "state"))
         loss = (y.double() * dy).sum() + (state.double() * ds).sum()
-        grads = dict(zip(leaves, torch.autograd.grad(loss, list(leaves.values()), allow_unused=True), strict=True))
-        out = {n: to_numpy(grads[n]) if grads[n] is not None else np.zeros(inputs[n].shape) for n in ACTIVATIONS}
+        raw = torch.autograd.grad(loss, list(leaves.values()), allow_unused=True)
+        grads = dict(zip(leaves, raw, strict=True))
+        out = {n: to_numpy(grads[n]) for n in ACTIVATIONS if grads[n] is not None}  # None: reported missing
         out["lw"] = to_numpy(grads["w"]) / self.effective_inputs(inputs, case.dtype)["lw"]
         if "state" in inputs and grads["initial_state"] is not None:
             out["state"] = to_numpy(grads["initial_state"])
