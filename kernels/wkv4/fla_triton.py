@@ -58,10 +58,10 @@ class Wkv4FlaFusedRecurrent(FlaTriton):
     def canonical_grads(self, grads: dict, inputs: dict, case: Any) -> dict:
         """FLA takes ``w = log(-w4)``, so ``dL/dw4 = (dL/dw) / w4`` with the ``w4`` it really applied
         (spec §9); the state gradient ``[B, 3, 1, C]`` splits into ``aa``, ``bb``, ``pp``."""
-        out = {n: to_numpy(grads[n]) for n in ("k", "v", "u")}
-        w4 = -np.exp(_raw_decay(inputs["w4"]).astype(np.float64))
-        out["w4"] = to_numpy(grads["w"]) / w4
-        if "aa" in inputs:
+        out = {n: to_numpy(grads[n]) for n in ("k", "v", "u") if n in grads}
+        if "w" in grads:
+            out["w4"] = to_numpy(grads["w"]) / -np.exp(_raw_decay(inputs["w4"]).astype(np.float64))
+        if "aa" in inputs and "state" in grads:
             st = to_numpy(grads["state"])[:, :, 0, :]
             out.update(aa=st[:, 0], bb=st[:, 1], pp=st[:, 2])
         return out
