@@ -231,3 +231,16 @@ def test_fla_backward_under_the_triton_interpreter(interp_env):
     status, reason, floors = res["wkv6.fla.fused_recurrent.interp"]
     assert status == XFAIL and "final-state gradient" in reason, reason
     assert floors["grad_r"] < 50 and floors["grad_k"] > 1e5  # r does not feel dht, k does
+
+
+def test_properties_cli_on_a_cpu_variant(tmp_path):
+    from wkvbench.cli import main
+
+    out = tmp_path / "p.json"
+    rc = main(["properties", "--variant", "gla.torch.recurrent", "--property", "determinism", "--property",
+               "packing", "--N", "16", "--no-entry-points", "--output", str(out)])
+    rows = json.loads(out.read_text())["results"]
+    assert rc == 0 and [r["property"] for r in rows] == ["packing_invariance", "determinism"]
+    assert rows[0]["status"] == SKIP and "cu_seqlens" in rows[0]["reason"]  # no packed form: said so
+    assert rows[1]["status"] == PASS and rows[1]["bitwise"] is True
+    assert main(["properties", "--variant", "nope.*", "--no-entry-points"]) == 2
