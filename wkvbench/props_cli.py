@@ -47,10 +47,12 @@ def add_parser(sub) -> None:
     p.add_argument("--property", action="append", default=[], choices=PROPERTIES,
                    help="(repeatable; default all)")
     p.add_argument("--domain", default="model", choices=DOMAINS)
-    p.add_argument("--N", type=int, default=64, help="head size of the cases (default 64; wkv4 uses 128 channels)")
+    p.add_argument("--N", type=int, default=64,
+                   help="head size of the cases (default 64; wkv4 uses 128 channels)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-backward", action="store_true", help="packing: skip the gradient part")
-    p.add_argument("--output", type=Path, default=None, help="JSON path (default reports/results/properties-*.json)")
+    p.add_argument("--output", type=Path, default=None,
+                   help="JSON path (default reports/results/properties-*.json)")
 
 
 def _dtype(v: KernelVariant, wanted: list[str]) -> str:
@@ -72,14 +74,23 @@ def _jobs(v: KernelVariant, args: argparse.Namespace):
         yield lambda ch: batch_invariance(v, case, ch)
     if "packing" in props:
         pcase = Case(op, args.domain, Shape(len(PACK_LENGTHS), 63, 2, N, h0=True), dt, args.seed)
-        yield lambda ch: packing_invariance(v, pcase, PACK_LENGTHS, PACK_SLACK, ch, backward=not args.no_backward)
+        yield lambda ch: packing_invariance(v, pcase, PACK_LENGTHS, PACK_SLACK, ch,
+                                            backward=not args.no_backward)
     if "determinism" in props:
         yield lambda ch: determinism(v, case, ch)
 
 
-def run_properties(args: argparse.Namespace, console: Console, variants: list[KernelVariant], out: Path) -> int:
+def run_properties(args: argparse.Namespace, console: Console, variants: list[KernelVariant],
+                   out: Path) -> int:
+    from .provenance import provenance
+
     checker = Checker()
     results: list[dict] = []
+    head = {"schema": "wkvbench.properties/1", "provenance": provenance(),
+            "selection": {"variants": [v.name for v in variants],
+                          "properties": list(args.property or PROPERTIES), "domain": args.domain,
+                          "N": args.N, "seed": args.seed, "dtypes": list(args.dtype),
+                          "backward": not args.no_backward}}
     # chunked (autotuned) kernels last: a time-boxed GPU run keeps every other result
     variants = sorted(variants, key=lambda v: ("chunk" in v.algorithm, v.name))
     table = Table("variant", "property", "case", "status", "bitwise", "max rel diff", "reason / details")
@@ -94,11 +105,12 @@ def run_properties(args: argparse.Namespace, console: Console, variants: list[Ke
             except Exception as exc:  # noqa: BLE001 - one crashing kernel must not end the run
                 tb = traceback.extract_tb(exc.__traceback__)[-1]
                 row = {"property": "?", "variant": v.name, "case": "", "status": ERROR,
-                       "reason": f"{type(exc).__name__}: {exc} (at {tb.filename.rsplit('/', 1)[-1]}:{tb.lineno})",
+                       "reason": f"{type(exc).__name__}: {exc} "
+                                 f"(at {tb.filename.rsplit('/', 1)[-1]}:{tb.lineno})",
                        "bitwise": None, "max_rel_diff": None, "details": {}}
             row["seconds"] = round(time.perf_counter() - t0, 3)
             results.append(row)
-            out.write_text(json.dumps({"format": "properties/1", "results": results}, indent=1, default=str))
+            out.write_text(json.dumps({**head, "results": results}, indent=1, default=str))
             extra = row["details"].get("slack_outputs", "")
             table.add_row(v.name, row["property"], row["case"], row["status"], str(row["bitwise"]),
                           f"{row['max_rel_diff']:.3g}" if isinstance(row["max_rel_diff"], float) else "",
