@@ -201,17 +201,21 @@ def interp_env():
 @pytest.mark.thirdparty
 def test_fla_packing_under_the_triton_interpreter(interp_env, tmp_path):
     out = tmp_path / "props.json"
+    # one forward-only kernel and one with a backward (wkv6/gdn: same code paths, measured in README;
+    # left out to keep the interpreter's cost down)
     proc = subprocess.run([sys.executable, "-m", "wkvbench", "properties", "--property", "packing",
-                           "--variant", "*.fla.fused_recurrent.interp", "--N", "16", "--output", str(out)],
+                           "--variant", "wkv7.fla.fused_recurrent.interp",
+                           "--variant", "gla.fla.fused_recurrent.interp",
+                           "--variant", "wkv4.fla.fused_recurrent.interp", "--N", "16", "--output", str(out)],
                           cwd=REPO, env=interp_env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     res = {r["variant"]: r for r in json.loads(out.read_text())["results"]}
-    # forward-only kernels: every packed sequence (empty, length 1, 17, 63) equals its run alone, bitwise
-    for name in ("wkv7.fla.fused_recurrent.interp", "gdn.fla.fused_recurrent.interp"):
+    # a forward-only kernel: every packed sequence (empty, length 1, 17, 63) equals its run alone, bitwise
+    for name in ("wkv7.fla.fused_recurrent.interp",):
         assert res[name]["status"] == PASS and res[name]["bitwise"], res[name]["reason"]
         assert res[name]["details"]["slack_outputs"] == "NaN (unwritten poison)"
-    # kernels with a backward leave the gradient rows of the slack unwritten (known, listed)
-    for name in ("gla.fla.fused_recurrent.interp", "wkv6.fla.fused_recurrent.interp"):
+    # a kernel with a backward leaves the gradient rows of the slack unwritten (known, listed)
+    for name in ("gla.fla.fused_recurrent.interp",):
         assert res[name]["status"] == XFAIL, res[name]["reason"]
         assert "nonzero gradient rows after the last packed sequence" in res[name]["reason"]
         assert res[name]["bitwise"], "the packed forward must still equal the runs alone"
