@@ -282,6 +282,8 @@ class FlaTriton(FlaVariant):
     entry: ClassVar[tuple[str, str]]  # (module under fla., function)
     fixed: ClassVar[dict[str, Any]] = {}  # further keyword arguments, constant
     uses_dot: ClassVar[bool] = False  # the kernel multiplies input-dtype tiles with tl.dot
+    supports_packing: ClassVar[bool] = True  # takes cu_seqlens (sequences packed into one B = 1 row)
+    supports_backward: ClassVar[bool] = True  # FLA's autograd Function has a backward kernel
 
     def supports(self, case: Any) -> Availability:
         bf16_dot = self.device == "cpu" and self.uses_dot and case.dtype == "bf16"
@@ -307,8 +309,54 @@ class FlaTriton(FlaVariant):
         return fn(**kw)
 
     def to_canonical(self, out: Any) -> dict:
+        return {n: to_numpy(t) for n, t in self.torch_outputs(out).items()}
+
+    # ---- packed sequences (cu_seqlens) and backward through torch autograd
+
+    def prepare_packed(self, inputs: dict, case: Any, cu_seqlens: np.ndarray) -> Any:
+        """Like ``prepare``, for sequences packed into one B = 1 row: ``cu_seqlens`` (int64, N + 1
+        offsets) is passed to the kernel, the initial state has N rows (canonical ``[N, H, V, K]``)."""
+        import torch
+
+        fn, kw = self.prepare(inputs, case)
+        kw["cu_seqlens"] = torch.as_tensor(np.asarray(cu_seqlens, np.int64), device=self.device)
+        return fn, kw
+
+    def torch_outputs(self, out: Any) -> dict:
+        """The kernel's outputs as torch tensors in canonical layout (differentiable)."""
         o, h = out
-        return {"y": to_numpy(o), "state": state_out(h)}
+        return {"y": o, "state": h.transpose(-1, -2)}
+
+    def canonical_grads(self, grads: dict, inputs: dict, case: Any) -> dict:
+        """Gradients w.r.t. the kernel's arguments -> w.r.t. the canonical inputs (float64 NumPy).
+        The FLA arguments here are canonical tensors up to layout (``lw`` is FLA's log decay), so
+        only the state is transposed back; subclasses with another decay encoding apply the chain rule."""
+        out = {self.args[k]: to_numpy(g) for k, g in grads.items() if k in self.args}
+        if "initial_state" in grads:
+            out["state"] = state_out(grads["initial_state"])
+        return out
+
+    def _autograd(self, native: Any, inputs: dict, case: Any, upstream: dict) -> dict:
+        import torch
+
+        fn, kw = native
+        leaves = {k: t.requires_grad_() for k, t in kw.items()
+                  if isinstance(t, torch.Tensor) and t.is_floating_point()}
+        outs = self.torch_outputs(self.run((fn, kw)))
+        loss = sum((outs[n].double() * torch.as_tensor(np.asarray(g, np.float64), device=outs[n].device)).sum()
+                   for n, g in upstream.items() if n in outs and g is not None)
+        grads = torch.autograd.grad(loss, list(leaves.values()), allow_unused=True)
+        # a gradient the function does not produce (None) is left out: the judge reports it missing
+        return self.canonical_grads({k: g for k, g in zip(leaves, grads, strict=True) if g is not None},
+                                    inputs, case)
+
+    def backward(self, inputs: dict, case: Any, upstream: dict) -> dict:
+        """Torch autograd through the FLA function, i.e. FLA's own backward kernels."""
+        return self._autograd(self.prepare(dict(inputs), case), inputs, case, upstream)
+
+    def packed_backward(self, inputs: dict, case: Any, cu_seqlens: np.ndarray, upstream: dict) -> dict:
+        """``backward`` of the packed run (``prepare_packed``)."""
+        return self._autograd(self.prepare_packed(dict(inputs), case, cu_seqlens), inputs, case, upstream)
 
     def _smoke(self) -> str | None:
         case = Case(self.operator, "uniform", Shape(1, 5, 1, 16, h0=self.supports_state,

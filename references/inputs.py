@@ -135,7 +135,42 @@ def _gla(rng, domain, s) -> dict:
     return out
 
 
+EDGE_LW0 = (-9.0, -6.0)  # lw0: log decays -(10^U(-9, -6)): decays within 1e-6 of 1
+EDGE_LWNEG = (20.0, 60.0)  # lwneg: log decays -U(20, 60): decays 1e-9 .. 1e-26
+
+
+def _edge_log_decay(rng, domain, shape) -> np.ndarray | None:
+    """The log decays of the ``lw0`` / ``lwneg`` edge domains, None for any other domain."""
+    if domain == "lw0":
+        return -(10.0 ** rng.uniform(*EDGE_LW0, shape))
+    if domain == "lwneg":
+        return -rng.uniform(*EDGE_LWNEG, shape)
+    return None
+
+
+def _edge(op: str, rng, domain, s) -> dict:
+    """Edge domains: the model domain's inputs with one quantity at its limit (drawn after them, so
+    every other input equals nothing in particular but stays reproducible per case id)."""
+    out = GENERATORS[op](rng, "model", s)
+    if op == "wkv4":
+        C = s.H * s.N
+        out["w4"] = (-(10.0 ** rng.uniform(*EDGE_LW0, C)) if domain == "lw0" else -rng.uniform(*EDGE_LWNEG, C))
+    elif op in ("wkv6", "wkv7", "gla") and domain in ("lw0", "lwneg"):
+        out["lw"] = _edge_log_decay(rng, domain, out["lw"].shape)
+    elif op == "wkv7":  # beta0 / beta1: the in-context learning rate iclr at 0 / 1, b = kk * iclr = -a * iclr
+        out["b"] = -out["a"] * (0.0 if domain == "beta0" else 1.0)
+    elif op == "gdn":
+        if domain in ("lw0", "lwneg"):
+            out["g"] = _edge_log_decay(rng, domain, out["g"].shape)
+        else:
+            out["beta"] = np.full(out["beta"].shape, 0.0 if domain == "beta0" else 1.0)
+    return out
+
+
 def _gdn_gates(rng, domain, shape):
+    if domain in ("beta0", "beta1"):  # gdn_wy's edge domains (gdn's are set in _edge)
+        g = np.log(_sigmoid(rng.standard_normal(shape))) / 16
+        return g, np.full(shape, 0.0 if domain == "beta0" else 1.0)
     if domain == "model":
         return np.log(_sigmoid(rng.standard_normal(shape))) / 16, _sigmoid(rng.standard_normal(shape))
     if domain == "stress":
@@ -179,8 +214,8 @@ def _gdn_wy(rng, domain, s) -> dict:
             A[:, s0 : s0 + n, :, :n] = block.transpose(0, 2, 1, 3)
         return {"k": k, "v": v, "beta": beta, "A": A, "gc": gc}
     k = _normalize(rng.standard_normal(shape))
-    v = (1.0 if domain == "model" else 10.0) * rng.standard_normal(shape)
-    if domain == "model":
+    v = (10.0 if domain == "stress" else 1.0) * rng.standard_normal(shape)
+    if domain in ("model", "beta0", "beta1"):
         g, beta = _gdn_gates(rng, domain, gshape)
     else:
         g, beta = -rng.uniform(0, 5, gshape), 1 - 10.0 ** rng.uniform(-4, -1, gshape)
@@ -196,6 +231,9 @@ GENERATORS: dict[str, Callable] = {
 
 def generate(case) -> dict:
     """Canonical inputs of ``case`` (float32 arrays; ``scale`` a float where the operator has one)."""
-    raw = GENERATORS[case.op](_rng(case), case.domain, case.shape)
+    if case.domain in ("lw0", "lwneg", "beta0", "beta1") and case.op != "gdn_wy":
+        raw = _edge(case.op, _rng(case), case.domain, case.shape)
+    else:
+        raw = GENERATORS[case.op](_rng(case), case.domain, case.shape)
     return {n: (np.ascontiguousarray(x, dtype=np.float32) if isinstance(x, np.ndarray) else x)
             for n, x in raw.items()}

@@ -15,6 +15,11 @@ from dataclasses import dataclass, replace
 from wkvbench.ops import DTYPES, OPS
 
 DOMAINS: tuple[str, ...] = ("model", "stress", "uniform")
+# The edge set's value domains (model-domain inputs with one quantity at its limit,
+# references/inputs.py): decays -> 1 (lw -> 0), log decays very negative (decays -> 0), and
+# beta (gdn) / the in-context learning rate (wkv7's b = kk * iclr) exactly 0 or 1.
+EDGE_DOMAINS: tuple[str, ...] = ("lw0", "lwneg", "beta0", "beta1")
+ALL_DOMAINS: tuple[str, ...] = DOMAINS + EDGE_DOMAINS
 
 
 @dataclass(frozen=True, order=True)
@@ -52,8 +57,11 @@ class Case:
     def __post_init__(self) -> None:
         if self.op not in OPS:
             raise ValueError(f"unknown operator {self.op!r}; known: {', '.join(OPS)}")
-        if self.domain not in DOMAINS:
-            raise ValueError(f"unknown domain {self.domain!r}; known: {', '.join(DOMAINS)}")
+        if self.domain not in ALL_DOMAINS:
+            raise ValueError(f"unknown domain {self.domain!r}; known: {', '.join(ALL_DOMAINS)}")
+        if self.domain in EDGE_DOMAINS and self.domain not in EDGE_OP_DOMAINS[self.op]:
+            raise ValueError(f"domain {self.domain!r} does not apply to {self.op} "
+                             f"(its edge domains: {', '.join(EDGE_OP_DOMAINS[self.op]) or 'none'})")
         if self.dtype not in DTYPES:
             raise ValueError(f"unknown dtype {self.dtype!r}; known: {', '.join(DTYPES)}")
         if self.seed < 0:
@@ -102,11 +110,24 @@ _GPU_SHAPES = (Shape(2, 37, 2, 128, h0=True), Shape(1, 1, 2, 128, h0=True))
 _GPU_WKV4_SHAPES = (Shape(2, 300, 1, 256, h0=True),)
 _GPU_GDN_WY_SHAPES = (Shape(2, 100, 2, 128, C=64),)
 
-CASE_SETS: tuple[str, ...] = ("default", "gpu")
+CASE_SETS: tuple[str, ...] = ("default", "gpu", "edge")
+
+# The edge set: T = 1, one off the chunk lengths 16 and 64 (15, 17, 63, 65), head size 128, each with
+# the decays at their limits and (gdn, gdn_wy, wkv7) beta / iclr at 0 and 1. B = H = 1 keeps it cheap.
+EDGE_OP_DOMAINS: dict[str, tuple[str, ...]] = {
+    "wkv4": ("lw0", "lwneg"), "wkv6": ("lw0", "lwneg"), "gla": ("lw0", "lwneg"),
+    "wkv7": ("lw0", "lwneg", "beta0", "beta1"), "gdn": ("lw0", "lwneg", "beta0", "beta1"),
+    "gdn_wy": ("beta0", "beta1"),
+}
+_EDGE_SHAPES = (Shape(1, 1, 1, 64, h0=True), Shape(1, 15, 1, 64), Shape(1, 17, 1, 64, h0=True),
+                Shape(1, 63, 1, 64, h0=True), Shape(1, 65, 1, 64), Shape(1, 17, 1, 128, h0=True))
+_EDGE_GDN_WY_SHAPES = (Shape(1, 17, 1, 64, C=16), Shape(1, 65, 1, 64, C=64), Shape(1, 15, 1, 128, C=16))
 
 
 def _shapes(op: str, domain: str, case_set: str = "default") -> tuple[Shape, ...]:
     gpu = case_set == "gpu"
+    if case_set == "edge":
+        return _EDGE_GDN_WY_SHAPES if op == "gdn_wy" else _EDGE_SHAPES
     if op == "wkv4":  # per-channel: H=1 and N is the channel count C
         base = _WKV4_SHAPES + (_GPU_WKV4_SHAPES if gpu else ())
         return base + ((Shape(1, 512, 1, 64, h0=True),) if domain == "stress" else ())
@@ -119,7 +140,8 @@ def default_cases(ops: tuple[str, ...] | None = None, dtypes: tuple[str, ...] | 
                   seed: int | None = None, case_set: str = "default") -> list[Case]:
     """A named verification set: every operator x domain x shape x dtype, one seed.
 
-    ``default`` is sized for a 2-core CPU; ``gpu`` adds head size 128 shapes.
+    ``default`` is sized for a 2-core CPU; ``gpu`` adds head size 128 shapes; ``edge`` is T = 1 and
+    one off the chunk lengths over the edge domains (``EDGE_OP_DOMAINS``) instead of the usual three.
     ``WKVBENCH_SEED`` changes the seed (default 0).
     """
     if case_set not in CASE_SETS:
@@ -127,7 +149,7 @@ def default_cases(ops: tuple[str, ...] | None = None, dtypes: tuple[str, ...] | 
     seed = int(os.environ.get("WKVBENCH_SEED", "0")) if seed is None else seed
     out = []
     for op in ops or tuple(OPS):
-        for domain in DOMAINS:
+        for domain in EDGE_OP_DOMAINS[op] if case_set == "edge" else DOMAINS:
             for shape in _shapes(op, domain, case_set):
                 for dtype in dtypes or DTYPES:
                     out.append(Case(op, domain, shape, dtype, seed))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from .cases import CASE_SETS, DOMAINS, Case
+from .cases import ALL_DOMAINS, CASE_SETS, DOMAINS, Case
 from .console import make_console
 from .ops import DTYPES, OPS
 
@@ -37,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
     v = sub.add_parser("verify", help="run the verification matrix against the float64 oracle")
     _common(v)
-    v.add_argument("--domain", action="append", default=[], choices=DOMAINS, help="value domain (repeatable)")
+    v.add_argument("--domain", action="append", default=[], choices=ALL_DOMAINS, help="value domain (repeatable)")
     v.add_argument("--case", action="append", default=[], metavar="ID",
                    help="run exactly this case id, e.g. wkv7/model/B2-T37-H2-N64-h0/bf16/s0 (repeatable)")
     v.add_argument("--set", dest="case_set", default="default", choices=CASE_SETS,
@@ -101,6 +101,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="also render the page in headless chromium and save a 1400x2000 PNG here")
     sub.add_parser("gate", add_help=False, help="CI regression gate: baseline vs candidate results "
                    "(gate --help, gate noise --help, gate ab --help)")
+    from .props_cli import add_parser as _add_properties
+
+    _add_properties(sub)
     return ap
 
 
@@ -137,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
             return _drift(args, console)
         if args.command == "bench":
             return _bench(args, console)
+        if args.command == "properties":
+            return _properties(args, console)
         sel = Selection(ops=tuple(args.op), variant_globs=tuple(args.variant), dtypes=tuple(args.dtype),
                         devices=tuple(args.device), exclude_globs=tuple(args.exclude))
         if args.command == "list":
@@ -310,6 +315,21 @@ def _drift(args: argparse.Namespace, console: Console) -> int:
     out.with_suffix(".svg").write_text(svg(profiles, f"{ops}: error vs position, {args.domain} domain"))
     console.print(f"results: {out} and {out.with_suffix('.svg')}")
     return 0
+
+
+def _properties(args: argparse.Namespace, console: Console) -> int:
+    from .props_cli import run_properties
+    from .verify import Selection
+
+    sel = Selection(ops=tuple(args.op), variant_globs=tuple(args.variant), dtypes=tuple(args.dtype),
+                    devices=tuple(args.device), exclude_globs=tuple(args.exclude))
+    if not sel.variants():
+        console.print(f"[red]no registered variant matches {args.variant or args.op}[/red]")
+        return 2
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = args.output or REPO / "reports" / "results" / f"properties-{stamp}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return run_properties(args, console, sel.variants(), out)
 
 
 def _kill_report(report, console: Console, out: Path) -> int:

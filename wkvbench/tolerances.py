@@ -248,6 +248,32 @@ KNOWN_FAILURES: dict[tuple[str, str], str] = {
     # formed across a chunk lose digits when the cumulative gate spans tens of units.
     ("gdn.rwkv_ops.triton_chunk", "gdn/stress/*"): "rwkv-ops Triton chunked GDN loses 2-3 digits on stress gates "
                                                    "(state up to 3300x floor in bf16, y 138x in fp32)",
+    # Backward results are matched as "backward:<case id>", packing-invariance results as "packing:<case id>".
+    # FLA fused_recurrent_rwkv6's autograd backward ignores dht, the gradient of the final state
+    # (fla/ops/rwkv6/fused_recurrent.py, FusedRecurrentRWKV6Function.backward never passes it on):
+    # CPU (Triton interpreter) 2026-11-22, wkv6/model/B1-T9-H1-N16-h0/fp32/s0: grad_k 0.34, grad_v 0.42,
+    # grad_lw 0.46, grad_state 0.097 relative (1e7x floor); grad_r and grad_u (independent of dht) 4-6x floor.
+    ("wkv6.fla.fused_recurrent*", "backward:*"): "FLA fused_recurrent_rwkv6 backward ignores the final-state gradient",
+    ("wkv6.fla.fused_recurrent*", "packing:*"): "FLA fused_recurrent_rwkv6 backward ignores the final-state gradient; "
+                                                "slack gradient rows after cu_seqlens[-1] are never written",
+    # FLA's fused_recurrent backward (fla/ops/common/fused_recurrent.py) allocates dq/dk/dv/dgk with
+    # new_empty and writes only rows inside cu_seqlens: in padded packing (T > cu_seqlens[-1]) the slack
+    # rows of every gradient are uninitialized memory (NaN under poison_uninitialized; garbage up to
+    # 5e37 without it). CPU (Triton interpreter), 2026-11-22, gla packing case of suites/test_packing.py.
+    # Edge set (CPU, 2026-11-22, reports/cpu/verify-cpu-edge*.json). FLA's naive chunked DPLR reference
+    # with log decays -U(20, 60) (decays ~0) in fp32: y 36-89x floor (1.0e-6..2.4e-6 relative, worst
+    # wkv7/lwneg/B1-T63-H1-N64-h0/fp32/s0) where the step-by-step baseline sits near 4-8x.
+    ("wkv7.fla.naive_dplr_chunk", "wkv7/lwneg/B1-T??-*/fp32/*"): "FLA naive DPLR chunk form loses digits when "
+                                                                 "decays -> 0 (T >= 15; T = 1 passes)",
+    # rwkv-ops' native RWKV-7 differentiated through w = log(-lw): dL/dw = lw * dL/dlw underflows fp16
+    # when lw -> 0 (lw0: grad_lw 0.034-0.57 relative) and when the decay -> 0 (lwneg: 0.098-0.145);
+    # fp32 lwneg grad_lw 13.8-42.7x floor (limit ~10-20x); bf16 lwneg T=1 6.4e4x (limit 5e4x).
+    ("wkv7.rwkv_ops.native", "backward:wkv7/lw0/*/fp16/*"): "rwkv-ops RWKV-7 grad w.r.t. raw w underflows fp16 as lw -> 0",
+    **{("wkv7.rwkv_ops.native", f"backward:wkv7/lwneg/{pat}"): "rwkv-ops RWKV-7 grad through w = log(-lw) "
+       "loses digits as the decay -> 0" for pat in ("*/fp16/*", "B1-T1-*/bf16/*", "B1-T1-*/fp32/*",
+                                                    "B1-T15-*/fp32/*", "B1-T17-*/fp32/*", "B1-T63-*/fp32/*")},
+    ("gla.fla.fused_recurrent*", "packing:*"): "FLA fused_recurrent backward never writes the gradient rows "
+                                               "after cu_seqlens[-1] (padded packing)",
 }
 
 

@@ -27,6 +27,7 @@ class GdnFlaFusedRecurrent(FlaTriton):
     entry = ("ops.gated_delta_rule", "fused_recurrent_gated_delta_rule")
     args = _ARGS
     fixed = _FIXED
+    supports_backward = False  # its autograd backward raises NotImplementedError (fla-core 0.6.0)
 
 
 class GdnFlaChunk(FlaTriton):

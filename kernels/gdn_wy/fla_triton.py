@@ -32,6 +32,8 @@ class GdnWyFlaRecomputeWU(FlaTriton):
     operator = "gdn_wy"
     algorithm = "chunk"
     supports_state = False
+    supports_packing = False  # a stage, not a sequence op: packing is checked on gdn.fla.chunk
+    supports_backward = False  # recompute_w_u_fwd is a forward helper without autograd
     uses_dot = True
     args = {"k": "k", "v": "v", "beta": "beta", "A": "A"}
 

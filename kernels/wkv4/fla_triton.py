@@ -32,6 +32,7 @@ class Wkv4FlaFusedRecurrent(FlaTriton):
     name = "wkv4.fla.fused_recurrent"
     operator = "wkv4"
     algorithm = "fused_recurrent"
+    supports_packing = False  # no cu_seqlens (spec §2.2: "No varlen")
 
     def effective_inputs(self, inputs: dict, dtype: str) -> dict:
         out = round_inputs(self.operator, inputs, dtype)
@@ -50,10 +51,20 @@ class Wkv4FlaFusedRecurrent(FlaTriton):
                   state=state[:, :, None, :].contiguous())
         return fla_fn("ops.rwkv4", "fused_recurrent_rwkv4"), kw
 
-    def to_canonical(self, out: Any) -> dict:
+    def torch_outputs(self, out: Any) -> dict:
         y, st = out
-        st = to_numpy(st)[:, :, 0, :]
-        return {"y": to_numpy(y), "aa": st[:, 0], "bb": st[:, 1], "pp": st[:, 2]}
+        return {"y": y, "aa": st[:, 0, 0], "bb": st[:, 1, 0], "pp": st[:, 2, 0]}
+
+    def canonical_grads(self, grads: dict, inputs: dict, case: Any) -> dict:
+        """FLA takes ``w = log(-w4)``, so ``dL/dw4 = (dL/dw) / w4`` with the ``w4`` it really applied
+        (spec §9); the state gradient ``[B, 3, 1, C]`` splits into ``aa``, ``bb``, ``pp``."""
+        out = {n: to_numpy(grads[n]) for n in ("k", "v", "u") if n in grads}
+        if "w" in grads:
+            out["w4"] = to_numpy(grads["w"]) / -np.exp(_raw_decay(inputs["w4"]).astype(np.float64))
+        if "aa" in inputs and "state" in grads:
+            st = to_numpy(grads["state"])[:, :, 0, :]
+            out.update(aa=st[:, 0], bb=st[:, 1], pp=st[:, 2])
+        return out
 
 
 register_with_interp(Wkv4FlaFusedRecurrent)

@@ -17,19 +17,23 @@ _ARGS = {"r": "r", "w": "lw", "k": "k", "v": "v", "a": "a", "b": "b"}
 
 
 class Wkv7FlaFusedRecurrent(FlaTriton):
-    """``fla.ops.rwkv7.fused_recurrent_rwkv7``: one token per step, any head size, forward only."""
+    """``fla.ops.rwkv7.fused_recurrent_rwkv7``: one token per step, any head size, forward only
+    (inference; its autograd backward raises). Takes ``cu_seqlens``."""
 
     name = "wkv7.fla.fused_recurrent"
     operator = "wkv7"
     algorithm = "fused_recurrent"
     entry = ("ops.rwkv7", "fused_recurrent_rwkv7")
     args = _ARGS
+    supports_backward = False  # fused_recurrent_dplr_delta_rule's backward raises NotImplementedError
 
 
 class Wkv7FlaChunk(FlaTriton):
     """``fla.ops.rwkv7.chunk_rwkv7`` (= ``chunk_dplr_delta_rule``): chunked WY form, chunk 16 by default.
 
     K <= 256 (asserted in ``chunk_dplr_fwd_h``). fp32 inputs use TF32 inside on NVIDIA GPUs.
+    Backward: FLA's chunked DPLR backward kernels through torch autograd (``lw`` is the argument
+    itself, so no chain rule); ``cu_seqlens`` packing supported.
     """
 
     name = "wkv7.fla.chunk"

@@ -116,6 +116,26 @@ class _Wkv7RwkvOpsGpu(KernelVariant):
     def to_canonical(self, out) -> dict:
         return canonical_outputs(out)
 
+    def backward(self, inputs: dict, case, upstream: dict) -> dict:
+        """Torch autograd through the training kernel (its own backward: ``wind_backstepping``'s
+        backward pass, or the Triton kernel's); ``w = log(-lw)``, so ``dL/dlw = (dL/dw) / lw`` with the
+        ``lw`` the kernel applied (spec §9)."""
+        import numpy as np
+        import torch
+
+        native = self.prepare(inputs, case)
+        leaves = {k: t.requires_grad_() for k, t in native["args"].items()}
+        y, state = self.run(native)
+        dy, ds = (torch.from_numpy(np.asarray(upstream[n], np.float64)).cuda() for n in ("y", "state"))
+        loss = (y.double() * dy).sum() + (state.double() * ds).sum()
+        raw = torch.autograd.grad(loss, list(leaves.values()), allow_unused=True)
+        grads = dict(zip(leaves, raw, strict=True))
+        out = {n: to_numpy(grads[n]) for n in ACTIVATIONS if grads[n] is not None}  # None: reported missing
+        out["lw"] = to_numpy(grads["w"]) / self.effective_inputs(inputs, case.dtype)["lw"]
+        if "state" in inputs and grads["initial_state"] is not None:
+            out["state"] = to_numpy(grads["initial_state"])
+        return out
+
 
 class _Wkv7RwkvOpsCudaBase(_Wkv7RwkvOpsGpu):
     backend = "cuda"
@@ -137,6 +157,7 @@ class _Wkv7RwkvOpsCudaBase(_Wkv7RwkvOpsGpu):
 class Wkv7RwkvOpsCuda(_Wkv7RwkvOpsCudaBase):
     name = "wkv7.rwkv_ops.cuda"
     pick = 0
+    supports_backward = True  # the training kernel's backward, through torch autograd
 
     def supports(self, case: Any) -> Availability:
         ok = super().supports(case)
@@ -153,6 +174,7 @@ class Wkv7RwkvOpsCudaInference(_Wkv7RwkvOpsCudaBase):
 
 class Wkv7RwkvOpsTriton(_Wkv7RwkvOpsGpu):
     name = "wkv7.rwkv_ops.triton"
+    supports_backward = True  # the Triton training kernel's backward, through torch autograd
     backend = "triton"
     dtypes = frozenset({"fp32", "bf16", "fp16"})
     kernel_type = "triton"

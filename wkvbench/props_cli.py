@@ -1,0 +1,125 @@
+"""``python -m wkvbench properties``: the properties of ``wkvbench/properties.py`` over a selection of
+variants, one small case each, with a table on the console and a JSON file of every result.
+
+Cases (one seed, model domain unless ``--domain``): state passing split at (1, 20), (16, 32) and 36 of
+``B2-T37-H2-N{N}-h0`` (wkv4: ``B2-T37-H1-N128-h0``), batch invariance and determinism on the same
+case, packing invariance of ``B{len(PACK_LENGTHS)}-T63-H2-N{N}-h0`` (sequence lengths
+``PACK_LENGTHS``, ``PACK_SLACK`` slack rows). A variant's dtype is the first of ``--dtype`` it
+supports. Chunked kernels run last; the JSON is rewritten after every result, so a run cut short
+keeps what it measured. Exit status 1 when any property FAILs or ERRORs, 0 otherwise (XFAIL = a
+listed known failure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import traceback
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from .cases import DOMAINS, Case, Shape
+from .check import ERROR, FAIL, Checker
+from .kernels.base import KernelVariant
+from .properties import (
+    PACK_LENGTHS,
+    PACK_SLACK,
+    PropertyResult,
+    batch_invariance,
+    determinism,
+    packing_invariance,
+    state_passing,
+)
+
+PROPERTIES = ("state_passing", "batch_invariance", "packing", "determinism")
+SPLITS = ((1, 20), (16, 32), (36,))
+
+
+def add_parser(sub) -> None:
+    """Register the ``properties`` subcommand (its selection options come from ``cli._common``)."""
+    from .cli import _common
+
+    p = sub.add_parser("properties", help="state passing, batch/packing invariance, determinism per variant")
+    _common(p)
+    p.add_argument("--property", action="append", default=[], choices=PROPERTIES,
+                   help="(repeatable; default all)")
+    p.add_argument("--domain", default="model", choices=DOMAINS)
+    p.add_argument("--N", type=int, default=64,
+                   help="head size of the cases (default 64; wkv4 uses 128 channels)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-backward", action="store_true", help="packing: skip the gradient part")
+    p.add_argument("--output", type=Path, default=None,
+                   help="JSON path (default reports/results/properties-*.json)")
+
+
+def _dtype(v: KernelVariant, wanted: list[str]) -> str:
+    for dt in wanted or ["fp32", "bf16", "fp16"]:
+        if dt in v.dtypes:
+            return dt
+    return (wanted or sorted(v.dtypes))[0]  # unsupported: the property reports the SKIP
+
+
+def _jobs(v: KernelVariant, args: argparse.Namespace):
+    dt, N, op = _dtype(v, args.dtype), args.N, v.operator
+    shape = Shape(2, 37, 1, 128, h0=True) if op == "wkv4" else Shape(2, 37, 2, N, h0=True)
+    case = Case(op, args.domain, shape, dt, args.seed)
+    props = args.property or PROPERTIES
+    if "state_passing" in props:
+        for s in SPLITS:
+            yield lambda ch, s=s: state_passing(v, case, s, ch)
+    if "batch_invariance" in props:
+        yield lambda ch: batch_invariance(v, case, ch)
+    if "packing" in props:
+        pcase = Case(op, args.domain, Shape(len(PACK_LENGTHS), 63, 2, N, h0=True), dt, args.seed)
+        yield lambda ch: packing_invariance(v, pcase, PACK_LENGTHS, PACK_SLACK, ch,
+                                            backward=not args.no_backward)
+    if "determinism" in props:
+        yield lambda ch: determinism(v, case, ch)
+
+
+def run_properties(args: argparse.Namespace, console: Console, variants: list[KernelVariant],
+                   out: Path) -> int:
+    from .provenance import provenance
+
+    checker = Checker()
+    results: list[dict] = []
+    head = {"schema": "wkvbench.properties/1", "provenance": provenance(),
+            "selection": {"variants": [v.name for v in variants],
+                          "properties": list(args.property or PROPERTIES), "domain": args.domain,
+                          "N": args.N, "seed": args.seed, "dtypes": list(args.dtype),
+                          "backward": not args.no_backward}}
+    # chunked (autotuned) kernels last: a time-boxed GPU run keeps every other result
+    variants = sorted(variants, key=lambda v: ("chunk" in v.algorithm, v.name))
+    table = Table("variant", "property", "case", "status", "bitwise", "max rel diff", "reason / details")
+    for v in variants:
+        if v.operator == "gdn_wy":
+            continue
+        for job in _jobs(v, args):
+            t0 = time.perf_counter()
+            try:
+                r: PropertyResult | None = job(checker)
+                row = r.as_dict()
+            except Exception as exc:  # noqa: BLE001 - one crashing kernel must not end the run
+                tb = traceback.extract_tb(exc.__traceback__)[-1]
+                row = {"property": "?", "variant": v.name, "case": "", "status": ERROR,
+                       "reason": f"{type(exc).__name__}: {exc} "
+                                 f"(at {tb.filename.rsplit('/', 1)[-1]}:{tb.lineno})",
+                       "bitwise": None, "max_rel_diff": None, "details": {}}
+            row["seconds"] = round(time.perf_counter() - t0, 3)
+            results.append(row)
+            out.write_text(json.dumps({**head, "results": results}, indent=1, default=str))
+            extra = row["details"].get("slack_outputs", "")
+            table.add_row(v.name, row["property"], row["case"], row["status"], str(row["bitwise"]),
+                          f"{row['max_rel_diff']:.3g}" if isinstance(row["max_rel_diff"], float) else "",
+                          (row["reason"] or (f"slack outputs: {extra}" if extra else ""))[:160])
+    console.print(table)
+    bad = [r for r in results if r["status"] in (FAIL, ERROR)]
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    console.print(f"{len(results)} results: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    console.print(f"results: {out}")
+    return 1 if bad else 0
