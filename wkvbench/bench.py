@@ -19,7 +19,6 @@ runs on one GPU), and ``merge`` joins the shards.
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import os
 import time
@@ -27,10 +26,9 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import inject
 from .cases import Case, Shape
 from .check import PASS, Checker
-from .kernels.base import KernelVariant, availability, variants
+from .kernels.base import KernelVariant, availability
 from .provenance import provenance
 from .roofline import Ceilings, flops, measure_ceilings, min_bytes
 
@@ -108,18 +106,12 @@ class BenchSelection:
     max_reps: int = 300
 
     def variants(self) -> list[KernelVariant]:
-        out = []
-        for v in variants():
-            if v.operator not in BENCH_OPS or (self.ops and v.operator not in self.ops):
-                continue
-            if self.devices and v.device not in self.devices:
-                continue
-            if any(fnmatch.fnmatchcase(v.name, g) for g in self.exclude_globs):
-                continue
-            if self.variant_globs and not any(fnmatch.fnmatchcase(v.name, g) for g in self.variant_globs):
-                continue
-            out.append(inject.apply(v))  # WKVBENCH_INJECT fault injection (gate demos); warns when active
-        return out
+        from .verify import select_variants
+
+        ops = tuple(o for o in self.ops if o in BENCH_OPS) if self.ops else BENCH_OPS
+        if not ops:  # only non-benchmarked operators (gdn_wy) were asked for
+            return []
+        return select_variants(ops, self.devices, self.exclude_globs, self.variant_globs)
 
     def plan(self) -> list[tuple[KernelVariant, str, str, Case]]:
         """(variant, set, dtype, case) rows, in a stable order; this shard's share only."""

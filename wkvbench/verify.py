@@ -34,6 +34,25 @@ from .provenance import provenance
 REPO = Path(__file__).resolve().parent.parent
 
 
+def select_variants(ops: tuple[str, ...], devices: tuple[str, ...], exclude_globs: tuple[str, ...],
+                    variant_globs: tuple[str, ...]) -> list[KernelVariant]:
+    """Registered variants filtered by operator, device, exclude and include globs (empty = all), each
+    wrapped by ``WKVBENCH_INJECT`` fault injection when it matches (gate demos; warns when active).
+    The one selection rule of ``verify`` and ``bench``."""
+    out = []
+    for v in variants():
+        if ops and v.operator not in ops:
+            continue
+        if devices and v.device not in devices:
+            continue
+        if any(fnmatch.fnmatchcase(v.name, g) for g in exclude_globs):
+            continue
+        if variant_globs and not any(fnmatch.fnmatchcase(v.name, g) for g in variant_globs):
+            continue
+        out.append(inject.apply(v))
+    return out
+
+
 @dataclass
 class Selection:
     ops: tuple[str, ...] = ()
@@ -48,18 +67,7 @@ class Selection:
     backward: bool = False  # check gradients instead of the forward
 
     def variants(self) -> list[KernelVariant]:
-        out = []
-        for v in variants():
-            if self.ops and v.operator not in self.ops:
-                continue
-            if self.devices and v.device not in self.devices:
-                continue
-            if any(fnmatch.fnmatchcase(v.name, g) for g in self.exclude_globs):
-                continue
-            if self.variant_globs and not any(fnmatch.fnmatchcase(v.name, g) for g in self.variant_globs):
-                continue
-            out.append(inject.apply(v))  # WKVBENCH_INJECT fault injection (gate demos); warns when active
-        return out
+        return select_variants(self.ops, self.devices, self.exclude_globs, self.variant_globs)
 
     def cases(self) -> list[Case]:
         if self.case_ids:
