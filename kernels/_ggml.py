@@ -74,10 +74,25 @@ _INT32_MAX = 2**31 - 1
 # --- environment probes -------------------------------------------------------------------------
 
 
+def _torch_first() -> None:
+    """Import torch (where installed) before ggml's shared libraries load.
+
+    On the H100 box (2026-11-22, torch 2.11.0+cu130, ggml-python 0.0.45 built with CUDA 13.0), a
+    process that had loaded libggml-cuda first aborted (SIGABRT) inside ``import torch``; every
+    ggml CUDA case then read as CRASH. torch's CUDA libraries loaded first avoid that order.
+    """
+    if importlib.util.find_spec("torch") is not None:
+        try:
+            import torch  # noqa: F401
+        except Exception:  # a broken torch is reported by the variants that need it, not here
+            pass
+
+
 def ggml_unavailable() -> str | None:
     """None when ggml-python imports and has the four ops, else the reason."""
     if importlib.util.find_spec("ggml") is None:
         return f"ggml-python not installed (pip install ggml-python=={GGML_PYTHON_VERSION})"
+    _torch_first()
     try:
         import ggml
     except Exception as exc:  # the ctypes load of libggml can fail on a broken build

@@ -15,6 +15,7 @@ import pytest
 from wkvbench.gate import (
     FAIL_,
     IMPROVED,
+    KNOWN,
     NEW,
     NOT_JUDGED,
     PASS_,
@@ -178,6 +179,24 @@ def test_bench_rows_that_failed_their_check_or_vanished(tmp_path):
     assert cats[("performance", r1["variant"], r1["case"])] == FAIL_
     assert cats[("performance", gone["variant"], gone["case"])] == FAIL_
     assert cats[("performance", "gla.new.kernel", extra["case"])] == NEW
+    assert rep.exit_code == 1
+
+
+def test_a_known_failure_left_untimed_is_no_correctness_failure(tmp_path):
+    """A bench row left untimed because its verification is a known failure (XFAIL) reads XFAIL, as in
+    verify; only when the baseline had timed it does the gate fail (performance: absent)."""
+    doc = json.loads((D / "bench-base.json").read_text())
+    for r in doc["rows"][:2]:
+        r.update(status="UNVERIFIED", samples_ms=[], verify={"status": "XFAIL", "case": r["case"]},
+                 reason="verification: XFAIL known: state stored in k's dtype")
+    base_known = _side_from(copy.deepcopy(doc), tmp_path / "b.json")
+    rep = gate(base_known, _side_from(copy.deepcopy(doc), tmp_path / "c.json"))
+    known = [d for d in rep.decisions if d.category == "correctness" and d.verdict == KNOWN]
+    assert len(known) == 2 and not rep.failures("correctness") and rep.exit_code == 0
+    # the same known failure in a candidate whose baseline timed those rows: a performance failure
+    rep = gate(load_side([D / "bench-base.json"]), _side_from(copy.deepcopy(doc), tmp_path / "c2.json"))
+    assert not rep.failures("correctness")
+    assert {(d.variant, d.case) for d in rep.failures("performance")} >= {(r["variant"], r["case"]) for r in doc["rows"][:2]}
     assert rep.exit_code == 1
 
 

@@ -185,3 +185,16 @@ def test_int32_index_limit():
     assert "32-bit" in _ggml.shape_unsupported("wkv7", "cuda", 64, 65536, 32, 128)
     assert _ggml.shape_unsupported("gdn", "cuda", 64, 65536, 32, 128) is None
     assert _ggml.shape_unsupported("wkv7", "cuda", 8, 4096, 32, 64) is None
+
+
+def test_torch_is_loaded_before_ggml():
+    """A fresh process that asks whether ggml is usable has torch's libraries loaded before ggml's
+    (the order whose reverse aborted every ggml CUDA worker on the H100, see ``_ggml._torch_first``)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from wkvbench.kernels import _ggml; assert _ggml.ggml_unavailable() is None; "
+            "names = list(sys.modules); print(names.index('torch') < names.index('ggml'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "True"

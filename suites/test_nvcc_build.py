@@ -77,3 +77,14 @@ def test_missing_nvcc_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setattr(_nvcc, "find_nvcc", lambda: None)
     with pytest.raises(_nvcc.NvccError, match="set CUDA_HOME"):
         _nvcc.build_cached("x", tmp_path / "x.cu", [])
+
+
+def test_the_crash_isolation_plugin_kernel_compiles(tmp_path, monkeypatch):
+    """The out-of-bounds kernel of the GPU crash-isolation test builds here, so its GPU run can only
+    fail for the reason it exists (an illegal address), never for a build mistake."""
+    from pathlib import Path
+
+    monkeypatch.setenv("WKVBENCH_CACHE_DIR", str(tmp_path))
+    src = Path(__file__).resolve().parent / "plugins" / "cuda_oob.cu"
+    lib = _nvcc.build_cached("oob_test", src, w4.nvcc_flags(None, NVCC), NVCC)
+    assert lib.is_file() and lib.name == "liboob_test.so"

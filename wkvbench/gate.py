@@ -1,7 +1,8 @@
 """The CI regression gate: baseline results vs candidate results, three decisions.
 
 * **correctness**: any FAIL / ERROR / XPASS in the candidate's verify results, or a bench row that
-  failed its correctness check (UNVERIFIED) or raised (ERROR);
+  failed its correctness check (UNVERIFIED) or raised (ERROR); a row left untimed by a known
+  failure (verify XFAIL) is reported XFAIL, as verify reports it, and is no failure;
 * **accuracy**: per (variant, case, tensor), the candidate's relative error grew by more than
   ``factor`` against the baseline's, even while still under its tolerance; the comparison is
   against ``max(baseline rel, rounding floor)`` so errors at the rounding floor cannot raise alarms;
@@ -33,13 +34,14 @@ K = 3.0  # threshold = K x noise: a same-vs-same difference beyond 3 sigma is ra
 FLOOR = 0.01  # below 1 % a GPU slowdown is within clock/thermal effects and not actionable
 SPREAD_TO_SIGMA = 1.349  # IQR of a normal distribution in standard deviations
 
-PASS_, FAIL_, IMPROVED, NOT_JUDGED, UNCONFIRMED, NEW = (
+PASS_, FAIL_, IMPROVED, NOT_JUDGED, UNCONFIRMED, NEW, KNOWN = (
     "PASS",
     "FAIL",
     "IMPROVED",
     "NOT JUDGED",
     "UNCONFIRMED",
     "NEW",
+    "XFAIL",
 )
 EXIT_PASS, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_NOT_COMPARABLE = 0, 1, 2, 3
 
@@ -302,6 +304,13 @@ def _correctness(base: Side, cand: Side, out: GateReport) -> None:
     for (variant, case), row in sorted(cand.bench.items()):
         n += 1
         vstat = (row.get("verify") or {}).get("status")
+        if row["status"] == "UNVERIFIED" and vstat == "XFAIL":
+            # a known failure (KNOWN_FAILURES): not timed, as in verify not a failure; a row the
+            # baseline timed is still caught by the performance decision (timed there, absent here)
+            out.decisions.append(Decision("correctness", variant, case, KNOWN, "bench",
+                                          {"status": row["status"], "verify_status": vstat},
+                                          row.get("reason", "")))
+            continue
         if row["status"] in ("UNVERIFIED", "ERROR") or vstat in ("FAIL", "ERROR", "XPASS"):
             out.decisions.append(
                 Decision(
@@ -456,8 +465,9 @@ def _performance(base: Side, cand: Side, out: GateReport, noise: NoiseTable | No
             why = f"baseline row is {b['status']}: {b.get('reason', '')}"
             out.decisions.append(Decision("performance", variant, case, NOT_JUDGED, note=why))
             continue
-        if c is None or c["status"] == "SKIP":
-            why = "absent" if c is None else f"SKIP: {c.get('reason', '')}"
+        known = c is not None and c["status"] == "UNVERIFIED" and (c.get("verify") or {}).get("status") == "XFAIL"
+        if c is None or c["status"] == "SKIP" or known:
+            why = "absent" if c is None else f"{'XFAIL' if known else 'SKIP'}: {c.get('reason', '')}"
             out.decisions.append(
                 Decision(
                     "performance",

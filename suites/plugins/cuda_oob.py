@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+from pathlib import Path
 
 from wkvbench.kernels import _nvcc
 from wkvbench.kernels.wkv4.wkvbench_cuda import nvcc_flags
@@ -17,17 +18,7 @@ from wkvbench.references import recurrent_gla
 
 from wkvbench.plugins import register_function
 
-SOURCE = r"""
-#include <cuda_runtime.h>
-__global__ void oob_write(float* p, long long offset) { p[offset + threadIdx.x] = 1.0f; }
-extern "C" int wkvbench_oob_launch(float* p, long long offset) {
-    oob_write<<<1, 32>>>(p, offset);
-    cudaError_t e = cudaGetLastError();
-    if (e == cudaSuccess) e = cudaDeviceSynchronize();
-    return (int)e;
-}
-extern "C" const char* wkvbench_oob_error_string(int e) { return cudaGetErrorString((cudaError_t)e); }
-"""
+SOURCE = Path(__file__).with_suffix(".cu")  # the kernel; build_cached takes a file
 
 
 @functools.cache
