@@ -112,6 +112,21 @@ def _interpreter_on() -> bool:
 
 
 @functools.cache
+@functools.cache
+def gated_dqkwg_refused() -> str | None:
+    """FLA's own refusal of its gated ``chunk_bwd_dqkwg`` (fla-core 0.6.0, ``ops/common/chunk_o.py``):
+    on Hopper with Triton >= 3.4.0 and < 3.7.1 it raises instead of computing (miscompiled, its issue
+    #640). Seen on the H100 box (triton 3.6.0, 2026-11-23): every ``gdn.fla.chunk`` backward case."""
+    try:
+        from fla.utils import env, hardware
+    except Exception:  # noqa: BLE001 - no FLA, or no GPU to probe: the call itself will say so
+        return None
+    if getattr(hardware, "IS_NVIDIA_HOPPER", False) and env.TRITON_ABOVE_3_4_0 and not env.TRITON_ABOVE_3_7_1:
+        return ("FLA refuses its gated chunk_bwd_dqkwg on Hopper with Triton >= 3.4.0 and < 3.7.1 (incorrect "
+                f"results, FLA issue #640); triton {fla_versions()['triton']} here: backward not checkable")
+    return None
+
+
 def triton_reason(device: str) -> str | None:
     """None when FLA's Triton kernels can run on ``device`` ("cuda", or "cpu" = interpreter)."""
     if (reason := fla_reason()) is not None:
@@ -349,6 +364,13 @@ class FlaTriton(FlaVariant):
         # a gradient the function does not produce (None) is left out: the judge reports it missing
         return self.canonical_grads({k: g for k, g in zip(leaves, grads, strict=True) if g is not None},
                                     inputs, case)
+
+    gated_dqkwg_backward: ClassVar[bool] = False  # its backward runs FLA's gated chunk_bwd_dqkwg
+
+    def backward_unavailable(self, case: Any) -> str | None:
+        if self.gated_dqkwg_backward and self.device == "cuda" and (why := gated_dqkwg_refused()):
+            return why
+        return None
 
     def backward(self, inputs: dict, case: Any, upstream: dict) -> dict:
         """Torch autograd through the FLA function, i.e. FLA's own backward kernels."""

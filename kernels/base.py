@@ -81,6 +81,11 @@ class KernelVariant(ABC):
     def effective_inputs(self, inputs: dict, dtype: str) -> dict:
         return round_inputs(self.operator, inputs, dtype)
 
+    def backward_unavailable(self, case: Any) -> str | None:
+        """Why this variant's backward cannot run here although it has one (e.g. the package itself
+        refuses on this GPU and compiler), or None. The judge reports such a case as SKIP with it."""
+        return None
+
     def backward(self, inputs: dict, case: Any, upstream: dict) -> dict:
         """Gradients of ``L = sum_n <upstream[n], output n>`` with respect to every canonical input
         array the variant received (float64 NumPy, canonical names and layouts). Only variants with

@@ -6,6 +6,8 @@
   as FLA's tests use; GLA as QRWKV-6 feeds ``ggml_gated_linear_attn``).
 * ``stress``: decays close to 0 and close to 1 in the same head, 4-15x larger magnitudes (kept so
   that every exact output still fits fp16), extreme ``β`` / ``iclr``; the stress set adds a long sequence.
+* ``const`` (wkv6 only): the model domain with each sequence's decay constant over time,
+  ``lw[:, t] = lw[:, 0]`` (per head and key it still varies), as RWKV-5's kernels take it.
 * ``uniform``: the ranges of ggml's ``test-backend-ops`` (U(-1, 1) everywhere; GDN: ``g ~ U(-20, -1e-4)``,
   ``β ~ U(0, 1)``, ``v ~ U(-0.3, 5)``, L2-normalized q/k). ggml draws its multiplicative decays from
   U(-1, 1); a negative decay has no ``lw = log d``, so decays here are U(1e-6, 1). For wkv4 (no ggml op)
@@ -78,6 +80,10 @@ def _state(rng, domain, s, scale_model: float = 0.5) -> np.ndarray:
 
 def _wkv6(rng, domain, s) -> dict:
     shape = (s.B, s.T, s.H, s.N)
+    if domain == "const":  # the model domain with each sequence's decay held at its token-0 value
+        out = _wkv6(rng, "model", s)
+        out["lw"] = np.ascontiguousarray(np.broadcast_to(out["lw"][:, :1], shape))
+        return out
     if domain == "model":
         r, k, v = (rng.standard_normal(shape) for _ in range(3))
         lw, u = -np.exp(rng.uniform(-6.0, 0.5, shape)), 0.5 * rng.standard_normal((s.H, s.N))

@@ -54,3 +54,26 @@ def test_a_quick_bench_row(tmp_path):
 
     doc = json.loads(out.read_text())
     assert doc["complete"] and doc["schema"] == "wkvbench.bench/1" and doc["ceilings"]["copy_gbps"] > 100
+
+
+def test_injected_slowdown_is_the_stated_share_of_device_time():
+    """``WKVBENCH_INJECT=slow:<glob>:10`` (the gate demo's slowdown) adds 10 % of the kernel's own
+    device time, as the engine's event clock sees it (within 3 points)."""
+    from wkvbench import kernels  # noqa: F401
+    from wkvbench.cases import Case
+    from wkvbench.check import Checker
+    from wkvbench.inject import Injected, Injection
+    from wkvbench.kernels.base import availability, get
+    from wkvbench.timing import time_call
+
+    name = "wkv7.fla.fused_recurrent"
+    if not availability(name):
+        pytest.skip(f"{name} unavailable here: {availability(name).reason}")
+    v = get(name)
+    case = Case.parse("wkv7/model/B8-T1024-H32-N64/bf16/s0")
+    native = v.prepare(dict(Checker().inputs(case)), case)
+    slow = Injected(v, [Injection("slow", name, percent=10.0)])
+    base = time_call(lambda: v.run(native), l2="warm", sem_bound=0.002).stats()["median_ms"]
+    more = time_call(lambda: slow.run(native), l2="warm", sem_bound=0.002).stats()["median_ms"]
+    print(f"slow:10 on {name}: {base:.3f} -> {more:.3f} ms ({100 * (more / base - 1):+.1f} %)")
+    assert 0.07 < more / base - 1 < 0.13

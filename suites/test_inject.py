@@ -123,3 +123,28 @@ def test_drift_passes_verify_but_fails_the_accuracy_gate(tmp_path, monkeypatch, 
     assert p.returncode == 1, p.stdout + p.stderr
     assert "accuracy FAIL (1 failed" in p.stdout and "correctness PASS" in p.stdout
     assert "fault injection" in p.stdout
+
+
+def test_slow_by_a_percentage_adds_that_share_of_the_calibrated_time(monkeypatch):
+    """``slow:<glob>:<percent>`` keeps the device busy for percent % of the variant's own calibrated
+    time after every call (a busy wait on the CPU), whatever the kernel's roofline position."""
+    import time
+
+    assert inject.parse("slow:wkv7.*:10") == [inject.Injection("slow", "wkv7.*", percent=10.0)]
+    for bad in ("slow:x:0", "slow:x:-5", "slow:x:abc", "slow:x:5000"):
+        with pytest.raises(ValueError, match="cannot parse"):
+            inject.parse(bad)
+    w = inject.Injected(get("gla.torch.recurrent"), [inject.Injection("slow", "*", percent=50.0)])
+    assert not w.slow and w.slow_percent == 50.0
+    case = Case.parse("gla/model/B1-T64-H1-N16/fp32/s0")
+    native = w.prepare(dict(Checker().inputs(case)), case)
+    w.run(native)  # calibrates on the first call
+    base = w.calibrated_s[id(native)]
+    assert base > 0 and w.extra_s == pytest.approx(0.5 * base)
+    t = time.perf_counter()
+    w.run(native)
+    took = time.perf_counter() - t
+    assert took >= 0.5 * base  # at least the busy part, whatever the machine's load
+    assert w.extra_s == pytest.approx(1.0 * base)
+    res = Checker().check(w, case)
+    assert res.status == PASS  # the busy wait changes time, never results

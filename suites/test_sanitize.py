@@ -13,7 +13,7 @@ import pytest
 from wkvbench.kernels import get
 
 from wkvbench.cases import Case
-from wkvbench.sanitize import main, parse_log, plan, summarize
+from wkvbench.sanitize import choose_tiny, main, parse_log, plan, summarize
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "suites" / "data" / "sanitizer"
@@ -64,12 +64,47 @@ def test_summary_of_a_folder(tmp_path):
 
 def test_plan_gives_every_cuda_variant_a_tiny_case_it_declares():
     rows = plan([])
-    assert len(rows) >= 20 and len({v for v, _ in rows}) == len(rows)
-    for name, cid in rows:
+    assert len(rows) >= 20 and len({v for v, _, _ in rows}) == len(rows)
+    for name, cid, _ in rows:
         v, case = get(name), Case.parse(cid)
         assert v.device == "cuda" and case.op == v.operator and case.dtype in v.dtypes
-        assert case.shape.T == 5 and case.shape.B == 1
-    assert [v for v, _ in plan(["wkv7.rwkv.*"])] == ["wkv7.rwkv.wkv7s", "wkv7.rwkv.wkv7s_loop"]
+        assert case.shape.T in (5, 16) and case.shape.B == 1
+    assert [v for v, _, _ in plan(["wkv7.rwkv.*"])] == ["wkv7.rwkv.wkv7s", "wkv7.rwkv.wkv7s_loop"]
+
+
+def test_plan_picks_a_case_the_variant_runs():
+    """rwkv-ops' training kernels refuse T = 5 by shape (their supports() needs no GPU): T = 16; a
+    kernel that raises Unsupported on model-domain values (RWKV-5) gets wkv6's const domain."""
+    from wkvbench.kernels import Availability, Unsupported
+
+    by_name = {n: (c, note) for n, c, note in plan(["*.rwkv_ops.*"])}
+    assert by_name["wkv7.rwkv_ops.cuda"][0] == "wkv7/model/B1-T16-H1-N64-h0/bf16/s0"
+    assert "needs T % 16 == 0, got T=5" in by_name["wkv7.rwkv_ops.cuda"][1]
+    assert by_name["gdn.rwkv_ops.cuda_recurrent"][0].startswith("gdn/model/B1-T16-")
+    assert by_name["wkv7.rwkv_ops.cuda_inference"] == ("wkv7/model/B1-T5-H1-N64-h0/bf16/s0", "")
+
+    class Rwkv5Like:
+        operator, dtypes, supports_state = "wkv6", frozenset({"fp32"}), True
+
+        def supports(self, case):
+            return Availability.yes()
+
+        def prepare(self, inputs, case):
+            if not (inputs["lw"] == inputs["lw"][:, :1]).all():
+                raise Unsupported("time-varying decay")
+
+    cid, note = choose_tiny(Rwkv5Like())
+    assert cid == "wkv6/const/B1-T5-H1-N64-h0/fp32/s0" and note.startswith("model T=5: time-varying decay")
+
+
+def test_summary_records_the_planned_choice(tmp_path):
+    shutil.copy(DATA / "memcheck_clean.log", tmp_path / "wkv7.rwkv_ops.cuda.memcheck.log")
+    (tmp_path / "plan.txt").write_text(
+        "wkv7.rwkv_ops.cuda wkv7/model/B1-T16-H1-N64-h0/bf16/s0 model T=5: needs T % 16\n"
+        "wkv7.rwkv.wkv7s wkv7/model/B1-T5-H1-N64-h0/fp32/s0 -\n")
+    row = summarize(tmp_path)["runs"][0]
+    assert row["planned_case"] == "wkv7/model/B1-T16-H1-N64-h0/bf16/s0"
+    assert row["case_choice"] == "model T=5: needs T % 16"
 
 
 def test_cli_usage_errors(capsys):

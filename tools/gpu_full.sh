@@ -11,16 +11,18 @@
 # waits for RESULTS_DIR/done (at most WKVBENCH_COLLECT_WAIT s) and copies at most 8 files. It runs
 # from a private copy of the tree (/tmp/wkvbench-src), so the checkout may be refreshed meanwhile.
 #
-# Stage V (verification, parallel, until every part ends or V_END): ggml-python's CUDA build, then
-#   ggml CUDA verify; the autotuned Triton variants, one process per (variant, dtype); the CUDA
-#   extensions, then every other CUDA variant, then (side by side) compute-sanitizer, --backward,
-#   the edge set with --backward, properties, a T=16384 drift profile and the gate's drift pair.
-#   The GPU test files run there too, but for the timing engine's own (test_gpu_bench.py).
-# Stage B (alone on the GPU, until B_END): the timing engine's GPU tests, bench over the standard
-#   sets (bf16, then fp32 for the fp32-only ggml variants), a repeat of quick/prefill, the
-#   interleaved A/B gate demos (A/A and injected slowdown), asv; then the offline gate decisions.
+# Stage V (verification and warm-up, side by side, until every part ends or V_END): ggml-python's
+#   CUDA build, then the import-order probe, ggml CUDA verify, its GPU tests and compute-sanitizer;
+#   the autotuned Triton variants still to verify (WKVBENCH_TRITON, one process per variant:dtype);
+#   bench --warm-only of the autotuned kernels (fills Triton's autotune cache); the CUDA extensions,
+#   then side by side: the remaining CUDA variants, compute-sanitizer, --backward, properties and
+#   the edge set with --backward.
+# Stage B (alone on the GPU, most needed first, until B_END): the timing engine's GPU tests, the
+#   interleaved A/B gate demos (injected +10 % slowdown, then A/A), asv (quick set), bench fp32 of
+#   the fp32-only ggml variants, bench bf16 over the standard sets (resuming the committed partial
+#   run of the same GPU model), a repeat of quick/prefill and its gate decision.
 # Every part is time-boxed; one cut short leaves its *.partial.jsonl or partial JSON, never nothing.
-# Environment: V_END (720), B_END (1480), WKVBENCH_GATE_VARIANT (wkv7.fla.fused_recurrent),
+# Environment: V_END (540), B_END (1480), WKVBENCH_GATE_VARIANT (wkv7.fla.fused_recurrent),
 # WHEELHOUSE/repo.bundle (optional: the commit, so that provenance and asv record it).
 set -uo pipefail
 if [ "${1:-}" = "--collect" ]; then
@@ -44,9 +46,11 @@ fi
 SITE=/tmp/wkvbench-site; GGML_SITE=/tmp/wkvbench-ggml-site
 V=${WKVBENCH_GATE_VARIANT:-wkv7.fla.fused_recurrent}
 export PYTHONUNBUFFERED=1 FLA_DISABLE_BACKEND_DISPATCH=1 WKVBENCH_TIMEOUT=600
+# one BLAS/OpenMP thread per process: run 1 had a load of 70 on 16 cores (each NumPy oracle spawning 16)
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 exec > >(tee -a "$R/run.log") 2>&1
 t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 ))s]"; }
-V_END=$(( t0 + ${V_END:-720} )); B_END=$(( t0 + ${B_END:-1480} ))
+V_END=$(( t0 + ${V_END:-540} )); B_END=$(( t0 + ${B_END:-1480} ))
 left() { local n=$(( ${2:-$B_END} - $(date +%s) - ${1:-0} )); echo $(( n > 5 ? n : 5 )); }
 run() { local name=$1 lim=$2; shift 2; timeout -k 10 "$lim" "$@" > "$P/$name.log" 2>&1; local rc=$?; echo "$(el) $name rc=$rc"; }
 finish() {
@@ -61,99 +65,96 @@ python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "
 export PYTHONPATH="$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name(0))"
 
-# ================= stage V
+cap() { local l; l=$(left "${2:-0}"); echo $(( $1 < l ? $1 : l )); }  # min(budget, time left before B_END - $2)
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
+
+# ================= stage V: verification and warm-up, side by side (one BLAS thread each)
 vpids=()
-( CMAKE_BUILD_PARALLEL_LEVEL=6 run ggml-build "$(left 0 "$V_END")" bash tools/build_ggml_cuda.sh \
+( CMAKE_BUILD_PARALLEL_LEVEL=${WKVBENCH_GGML_JOBS:-8} run ggml-build "$(left 0 "$V_END")" bash tools/build_ggml_cuda.sh \
     "$WH"/ggml_python-*.tar.gz /tmp/wkvbench-ggml-wheel "$GGML_SITE"
   [ -d "$GGML_SITE" ] || exit 0
-  # the import order that aborted every ggml CUDA worker last time, and the order we now use
-  PYTHONPATH="$GGML_SITE:$PYTHONPATH" timeout 120 python3 -c "import ggml, torch; print('ggml then torch: ok')" \
-    > "$P/ggml-order.log" 2>&1; echo "ggml-then-torch rc=$?" >> "$P/ggml-order.log"
-  PYTHONPATH="$GGML_SITE:$PYTHONPATH" timeout 120 python3 -c "import torch, ggml; print('torch then ggml: ok')" \
-    >> "$P/ggml-order.log" 2>&1; echo "torch-then-ggml rc=$?" >> "$P/ggml-order.log"
-  PYTHONPATH="$GGML_SITE:$PYTHONPATH" run verify-ggml "$(left 0 "$V_END")" python3 -m wkvbench verify --set gpu \
-    --variant '*.ggml.cuda' --jobs 4 --output "$P/verify-ggml.json"
-  PYTHONPATH="$GGML_SITE:$PYTHONPATH" run gpu-tests-ggml "$(left 0 "$V_END")" python3 -m pytest -q -rs \
-    -p no:cacheprovider suites/test_gpu_ggml.py --junitxml="$P/gpu-tests-ggml.xml"
-  PYTHONPATH="$GGML_SITE:$PYTHONPATH" OUT="$P/san-ggml" WKVBENCH_SANITIZE_TIMEOUT=120 run sanitize-ggml \
-    "$(left 0 "$V_END")" bash tools/sanitize.sh '*.ggml.cuda' ) & vpids+=($!)
+  # the import order that aborted every ggml CUDA worker on 2026-11-22, and the order the adapters now use
+  for order in "ggml, torch" "torch, ggml"; do
+    PYTHONPATH="$GGML_SITE:$PYTHONPATH" timeout 120 python3 -c "import $order" >> "$P/ggml-order.log" 2>&1
+    echo "import $order: rc=$?" >> "$P/ggml-order.log"
+  done
+  export PYTHONPATH="$GGML_SITE:$PYTHONPATH"
+  run verify-ggml "$(left 0 "$V_END")" python3 -m wkvbench verify --set gpu --variant '*.ggml.cuda' --jobs 4 \
+    --output "$P/verify-ggml.json"
+  run gpu-tests-ggml "$(left 0 "$V_END")" python3 -m pytest -q -rs -p no:cacheprovider suites/test_gpu_ggml.py \
+    --junitxml="$P/gpu-tests-ggml.xml"
+  OUT="$P/san-ggml" WKVBENCH_SANITIZE_TIMEOUT=90 run sanitize-ggml "$(left 0 "$V_END")" bash tools/sanitize.sh '*.ggml.cuda'
+) & vpids+=($!)
 
-TRITON=$(python3 -m wkvbench list --device cuda --variant '*.fla.chunk' --variant 'gdn_wy.fla.*' \
-  --variant '*.rwkv_ops.triton*' --names 2>/dev/null)
-echo "$(el) Triton variants: $(echo $TRITON)"
+# the autotuned Triton variants still to verify on this GPU (WKVBENCH_TRITON: "variant:dtype ...")
+TRITON=${WKVBENCH_TRITON:-"wkv6.fla.chunk:bf16 wkv6.fla.chunk:fp32 wkv6.fla.chunk:fp16 wkv7.fla.chunk:bf16 wkv7.fla.chunk:fp32
+  wkv7.fla.chunk:fp16 gla.fla.chunk:bf16 gla.fla.chunk:fp32 gla.fla.chunk:fp16 wkv7.rwkv_ops.triton:fp16
+  gdn.rwkv_ops.triton_recurrent_inference:fp16"}
 triton_one() {
-  timeout -k 10 "$(left 0 "$V_END")" python3 -m wkvbench verify --set gpu --device cuda --variant "$1" --dtype "$2" \
-    --output "$P/verify-triton-$1-$2.json" > "$P/triton-$1-$2.log" 2>&1; echo "$(el) triton $1 $2 rc=$?"
+  timeout -k 10 "$(left 0 "$V_END")" python3 -m wkvbench verify --set gpu --device cuda --variant "${1%%:*}" \
+    --dtype "${1##*:}" --output "$P/verify-triton-${1/:/-}.json" > "$P/triton-${1/:/-}.log" 2>&1
+  local rc=$?; echo "$(el) triton $1 rc=$rc"
 }
 export -f triton_one el left; export t0 V_END B_END P
-( for d in bf16 fp32 fp16; do for v in $TRITON; do echo "$v $d"; done; done \
-    | xargs -P 10 -L 1 bash -c 'triton_one "$0" "$1"' ) & vpids+=($!)
+( echo $TRITON | tr ' ' '\n' | xargs -P 12 -I{} bash -c 'triton_one {}' ) & vpids+=($!)
+# bench warm-up of the autotuned kernels (fills Triton's on-disk autotune cache for stage B)
+for v in ${WKVBENCH_WARM:-wkv6.fla.chunk wkv7.fla.chunk gla.fla.chunk wkv7.rwkv_ops.triton}; do
+  ( run "warm-$v" "$(left 0 "$V_END")" python3 -m wkvbench bench --warm-only --variant "$v" --set standard --dtype bf16 \
+      --output "$P/warm-$v.json" ) & vpids+=($!)
+done
 
 ( run prebuild "$(left 0 "$V_END")" python3 tools/gpu_prebuild.py; grep -E "^prebuild" "$P/prebuild.log"
-  run verify-cuda "$(left 0 "$V_END")" python3 -m wkvbench verify --set gpu --device cuda --jobs 6 \
-    --exclude '*.fla.chunk' --exclude 'gdn_wy.fla.*' --exclude '*.rwkv_ops.triton*' --exclude '*.ggml.*' \
-    --output "$P/verify-cuda.json"
-  grep -v "^│ *│" "$P/verify-cuda.log" | tail -n 40
-  cuda_cpp=$(python3 -m wkvbench list --device cuda --exclude '*.fla.*' --exclude '*.rwkv_ops.triton*' \
-    --exclude '*.ggml.*' --names 2>/dev/null)
-  ( OUT="$P/san-cuda" WKVBENCH_SANITIZE_TIMEOUT=120 run sanitize-cuda "$(left 0 "$V_END")" bash tools/sanitize.sh $cuda_cpp ) &
-  ( OUT="$P/san-triton" WKVBENCH_SANITIZE_TIMEOUT=200 WKVBENCH_SANITIZE_TOOLS=memcheck run sanitize-triton \
-      "$(left 0 "$V_END")" bash tools/sanitize.sh '*.fla.fused_recurrent' ) &
+  ( run verify-cuda "$(left 0 "$V_END")" python3 -m wkvbench verify --set gpu --device cuda --jobs 3 \
+      ${WKVBENCH_CUDA_VERIFY:---variant wkv7.fla.fused_recurrent --variant 'wkv6.rwkv.*'} --output "$P/verify-cuda.json" ) &
+  ( OUT="$P/san-cuda" WKVBENCH_SANITIZE_TIMEOUT=90 run sanitize-cuda "$(left 0 "$V_END")" bash tools/sanitize.sh \
+      ${WKVBENCH_SANITIZE:-'wkv6.rwkv.rwkv5*' wkv7.rwkv_ops.cuda gdn.rwkv_ops.cuda_recurrent} ) &
   ( run verify-backward "$(left 0 "$V_END")" python3 -m wkvbench verify --set gpu --device cuda --backward --jobs 4 \
       --domain model --dtype bf16 --dtype fp32 --exclude '*.ggml.*' --output "$P/verify-backward.json" ) &
-  ( run verify-edge "$(left 0 "$V_END")" python3 -m wkvbench verify --set edge --device cuda --backward --jobs 4 \
-      --dtype bf16 --dtype fp32 --exclude '*.ggml.*' --output "$P/verify-edge.json" ) &
-  ( run gpu-tests "$(left 0 "$V_END")" python3 -m pytest -q -rs -p no:cacheprovider suites/test_isolate_gpu.py \
-      suites/test_gpu_chatrwkv.py suites/test_gpu_wkv4_cuda.py suites/test_gpu_rwkv_ops.py suites/test_nvcc_build.py \
-      --junitxml="$P/gpu-tests.xml" ) &
   ( run properties "$(left 0 "$V_END")" python3 -m wkvbench properties --device cuda --dtype bf16 \
       --exclude '*.ggml.*' --output "$P/properties.json" ) &
-  ( run drift "$(left 0 "$V_END")" python3 -m wkvbench drift --op wkv7 --device cuda --variant "$V" --dtype bf16 \
-      --T 16384 --output "$P/drift-wkv7.json" ) &
-  ( run drift-base "$(left 0 "$V_END")" python3 -m wkvbench verify --in-process --set gpu --variant "$V" --dtype bf16 \
-      --output "$P/drift-base-verify.json"
-    WKVBENCH_INJECT="drift:$V:m6:r" run drift-cand "$(left 0 "$V_END")" python3 -m wkvbench verify --in-process \
-      --set gpu --variant "$V" --dtype bf16 --output "$P/drift-cand-verify.json" ) &
+  ( run verify-edge "$(left 0 "$V_END")" python3 -m wkvbench verify --set edge --device cuda --backward --jobs 3 \
+      --dtype bf16 --exclude '*.ggml.*' --exclude '*.fla.chunk' --output "$P/verify-edge.json" ) &
   wait ) & vpids+=($!)
 
-( while [ "$(date +%s)" -lt "$V_END" ]; do sleep 60; echo "$(el) stage V: $(ls "$P" | wc -l) files, load $(cut -d' ' -f1 /proc/loadavg)"; done ) &
+( while [ "$(date +%s)" -lt "$V_END" ]; do sleep 60; echo "$(el) stage V: load $(cut -d' ' -f1 /proc/loadavg)"; done ) &
 ticker=$!
 wait "${vpids[@]}"; kill "$ticker" 2>/dev/null
 echo "$(el) stage V done"
 
-# ================= stage B: the GPU to ourselves
+# ================= stage B: the GPU to ourselves, most needed first
 pkill -f "python3 -m wkvbench" 2>/dev/null; pkill -f compute-sanitizer 2>/dev/null; sleep 2
-export PYTHONPATH="$GGML_SITE:$PYTHONPATH"
-cap() { local l; l=$(left "${2:-0}"); echo $(( $1 < l ? $1 : l )); }  # min(budget, time left)
-run gpu-tests-bench "$(cap 90)" python3 -m pytest -q -rs -s -p no:cacheprovider suites/test_gpu_bench.py \
+[ -d "$GGML_SITE" ] && export PYTHONPATH="$GGML_SITE:$PYTHONPATH"
+run gpu-tests-bench "$(cap 60)" python3 -m pytest -q -rs -s -p no:cacheprovider suites/test_gpu_bench.py \
   --junitxml="$P/gpu-tests-bench.xml"
-tail -n 8 "$P/gpu-tests-bench.log"
-B="python3 -m wkvbench bench --time-cap 0.3"
-# gdn.rwkv_ops.triton_chunk takes ~2.5 s a call at every shape (H100, 2026-11-22): timed on quick alone below
-run bench-bf16 "$(cap 330 300)" $B --set standard --dtype bf16 --exclude '*.ggml.*' --exclude gdn.rwkv_ops.triton_chunk \
-  --output "$P/bench-bf16.json"
-run bench-gdnchunk "$(cap 40 260)" $B --set quick --dtype bf16 --variant gdn.rwkv_ops.triton_chunk --output "$P/bench-gdnchunk.json"
-run bench-fp32 "$(cap 60 240)" $B --set standard --dtype fp32 --variant '*.ggml.cuda' --output "$P/bench-fp32.json"
-run bench-repeat "$(cap 60 180)" $B --set quick --set prefill --dtype bf16 --exclude '*.ggml.*' --exclude 'gdn.rwkv_ops.triton_chunk' \
-  --output "$P/bench-repeat.json"
+tail -n 6 "$P/gpu-tests-bench.log"
 G="python3 -m wkvbench bench --time-cap 0.3 --set prefill --variant $V --dtype bf16 --output {output}"
-run gate-aa "$(cap 60 120)" python3 -m wkvbench gate ab --baseline-cmd "$G" --candidate-cmd "$G" --rounds 2 \
+run gate-slow "$(cap 150)" python3 -m wkvbench gate ab --baseline-cmd "$G" \
+  --candidate-cmd "WKVBENCH_INJECT=slow:$V:10 $G" --rounds 2 --confirm --workdir "$P/ab-slow" \
+  --markdown "$P/gate-slow.md" --json "$P/gate-slow.json"
+run gate-aa "$(cap 120)" python3 -m wkvbench gate ab --baseline-cmd "$G" --candidate-cmd "$G" --rounds 2 --confirm \
   --workdir "$P/ab-aa" --markdown "$P/gate-aa.md" --json "$P/gate-aa.json"
-run gate-slow "$(cap 100 20)" python3 -m wkvbench gate ab --baseline-cmd "$G" --candidate-cmd "WKVBENCH_INJECT=slow:$V $G" \
-  --rounds 2 --confirm --workdir "$P/ab-slow" --markdown "$P/gate-slow.md" --json "$P/gate-slow.json"
-if [ -d "$WH/asv" ] && [ -d .git ] && [ "$(left)" -gt 40 ]; then
+if [ -d "$WH/asv" ] && [ -d .git ]; then  # asv history: device-time samples of this commit, quick set
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/asv-site "$WH"/asv/*.whl
   SLUG=$(python3 -m wkvbench.bench_merge --slug)
-  ( export PYTHONPATH="/tmp/asv-site:$PYTHONPATH" WKVBENCH_ASV_SETS=quick WKVBENCH_SYS_PATH="$SITE"
+  ( export PYTHONPATH="/tmp/asv-site:$PYTHONPATH" WKVBENCH_ASV_SETS=quick WKVBENCH_SYS_PATH="$SITE:$GGML_SITE"
     python3 -m asv machine --yes --machine "$SLUG" > /dev/null
-    run asv "$(left 5)" python3 -m asv run --python=same --set-commit-hash "$(git rev-parse HEAD)" \
+    run asv "$(cap 100)" python3 -m asv run --python=same --set-commit-hash "$(git rev-parse HEAD)" \
       --machine "$SLUG" --record-samples -b DeviceTime --show-stderr
     [ -d reports/asv/results ] && cp -r reports/asv/results "$P/asv-results" )
 fi
+B="python3 -m wkvbench bench --time-cap 0.3"
+run bench-fp32 "$(cap 80)" $B --set standard --dtype fp32 --variant '*.ggml.cuda' --output "$P/bench-fp32.json"
+# resume the committed partial bench of this GPU model (rows of another identity are refused by bench)
+prev=${WKVBENCH_BENCH_RESUME:-reports/gpu/h100-2026-11-23/bench-bf16.json}
+[[ "$GPU" == *H100* ]] && [ -f "$prev" ] && cp "$prev" "$P/bench-bf16.json"
+run bench-bf16 "$(cap 600 140)" $B --set standard --dtype bf16 --exclude '*.ggml.*' --exclude gdn.rwkv_ops.triton_chunk \
+  --resume --output "$P/bench-bf16.json"
+# ~2.5 s a call at every shape (H100, 2026-11-22 and -23): its quick row alone
+run bench-gdnchunk "$(cap 60 80)" $B --set quick --dtype bf16 --variant gdn.rwkv_ops.triton_chunk --output "$P/bench-gdnchunk.json"
+run bench-repeat "$(cap 120)" $B --set quick --set prefill --dtype bf16 --exclude '*.ggml.*' --output "$P/bench-repeat.json"
 # offline gate decisions (no GPU needed)
-python3 -m wkvbench gate --baseline "$P/drift-base-verify.json" --candidate "$P/drift-cand-verify.json" \
-  --markdown "$P/gate-drift.md" --json "$P/gate-drift.json" > "$P/gate-drift.log" 2>&1; echo "gate drift exit $?" | tee -a "$P/gate-drift.log"
 python3 -m wkvbench gate --baseline "$P/bench-bf16.json" --candidate "$P/bench-repeat.json" \
-  --markdown "$P/gate-repeat.md" --json "$P/gate-repeat.json" > "$P/gate-repeat.log" 2>&1; echo "gate repeat exit $?" | tee -a "$P/gate-repeat.log"
+  --markdown "$P/gate-repeat.md" --json "$P/gate-repeat.json" > "$P/gate-repeat.log" 2>&1
+echo "gate repeat exit $?" | tee -a "$P/gate-repeat.log"
 for f in "$P"/gate-*.log; do echo "--- $(basename "$f")"; tail -n 4 "$f"; done
 echo "$(el) stage B done"

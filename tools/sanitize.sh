@@ -6,8 +6,9 @@
 #     tools/sanitize.sh [VARIANT_GLOB ...]        # default: every variant of `wkvbench list --device cuda`
 #
 # Each run is `compute-sanitizer --tool TOOL python3 -m wkvbench verify --in-process --variant V --case C`
-# with C a tiny case of V's operator (B1-T5-H1-N64, fp32 where declared; see wkvbench/sanitize.py).
-# Writes into $OUT (default reports/gpu-local): sanitize/V.TOOL.{log,rc,json,out} and sanitize-summary.json
+# with C the first tiny case of V's operator that V runs (B1-T5-H1-N64, else T16 / wkv6's const domain;
+# fp32 where declared; see wkvbench/sanitize.py).
+# Writes into $OUT (default reports/gpu-local): sanitize/plan.txt, sanitize/V.TOOL.{log,rc,json,out} and sanitize-summary.json
 # (per variant and tool: errors found, warnings, the first error lines, the verify status).
 # Environment: WKVBENCH_SANITIZE_TOOLS ("memcheck racecheck"), WKVBENCH_SANITIZE_TIMEOUT (600 s per run),
 # COMPUTE_SANITIZER (path of the binary; else PATH, else the newest /usr/local/cuda*/bin).
@@ -33,12 +34,14 @@ echo "compute-sanitizer: $SAN ($("$SAN" --version 2>/dev/null | tail -1))"
 TOOLS=${WKVBENCH_SANITIZE_TOOLS:-memcheck racecheck}
 LIMIT=${WKVBENCH_SANITIZE_TIMEOUT:-600}
 PLAN=$(python3 -m wkvbench.sanitize plan "$@") || { echo "could not list the CUDA variants" >&2; exit 3; }
+printf '%s\n' "$PLAN" > "$DIR/plan.txt"
 if [[ -z "$PLAN" ]]; then
   echo "no CUDA variant matches: ${*:-(all)}" >&2
   exit 3
 fi
 
-while read -r variant case; do
+while read -r variant case note; do
+  [[ $note != - ]] && echo "$variant: $case ($note)"
   for tool in $TOOLS; do
     base="$DIR/$variant.$tool"
     extra=()

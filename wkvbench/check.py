@@ -264,6 +264,8 @@ def check_backward(checker: Checker, variant: KernelVariant, case: Case) -> Chec
     av = variant.supports(case) if av else av
     if not av:
         return CheckResult(variant.name, case, SKIP, av.reason or "", kind="backward")
+    if why := variant.backward_unavailable(case):
+        return CheckResult(variant.name, case, SKIP, why, kind="backward")
     spec = op_spec(case.op)
     inputs = checker.inputs(case)
     effective = variant.effective_inputs(inputs, case.dtype)

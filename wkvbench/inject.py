@@ -4,7 +4,13 @@ A comma-separated list of items:
 
 * ``slow:<variant glob>``: the variant's timed ``run`` first makes one extra full pass over its
   largest input (a copy into a scratch buffer, on the input's own device and stream), which adds
-  roughly the time of reading and writing that tensor (+10-30 % for a memory-bound kernel).
+  roughly the time of reading and writing that tensor (+10-30 % for a memory-bound kernel; only
+  +0.9 % for ``wkv7.fla.fused_recurrent`` at B8-T4096, which runs far from the memory floor: H100,
+  2026-11-23).
+* ``slow:<variant glob>:<percent>``: after each call the variant keeps the device busy for
+  ``percent`` % of its own calibrated time (CUDA: ``torch.cuda._sleep`` on the current stream, so
+  device events see it; CPU: a busy wait), i.e. a kernel ``percent`` % slower whatever its roofline
+  position. Calibrated on the first call per native input: the median of 3 timed inner calls.
 * ``drift:<variant glob>:<precision>[:<input>+<input>...]``: every activation input (or only the
   named ones, e.g. ``q`` or ``r+k``) is rounded through ``<precision>`` (``bf16``, ``fp16`` or
   ``mN``: N explicit mantissa bits, 1..22) before ``prepare``; the oracle still sees the
@@ -39,6 +45,7 @@ class Injection:
     glob: str
     precision: str = ""
     inputs: tuple[str, ...] = ()  # drift: only these inputs (default: every activation)
+    percent: float | None = None  # slow: extra device time as a percentage of the kernel's own
 
     def matches(self, name: str) -> bool:
         return fnmatch.fnmatchcase(name, self.glob)
@@ -51,16 +58,26 @@ def parse(spec: str) -> list[Injection]:
         parts = item.split(":")
         if parts[0] == "slow" and len(parts) == 2 and parts[1]:
             out.append(Injection("slow", parts[1]))
+        elif parts[0] == "slow" and len(parts) == 3 and parts[1] and _percent(parts[2]) is not None:
+            out.append(Injection("slow", parts[1], percent=_percent(parts[2])))
         elif parts[0] == "drift" and len(parts) in (3, 4) and parts[1]:
             round_through(np.zeros(1), parts[2])  # validates the precision
             names = tuple(filter(None, parts[3].split("+"))) if len(parts) == 4 else ()
             out.append(Injection("drift", parts[1], parts[2], names))
         else:
             raise ValueError(
-                f"{ENV}: cannot parse {item!r}; expected 'slow:<variant glob>' or "
+                f"{ENV}: cannot parse {item!r}; expected 'slow:<variant glob>[:<percent, 0-1000>]' or "
                 "'drift:<variant glob>:<bf16|fp16|mN>[:<input>+...]'"
             )
     return out
+
+
+def _percent(text: str) -> float | None:
+    try:
+        p = float(text)
+    except ValueError:
+        return None
+    return p if 0 < p <= 1000 else None
 
 
 def round_through(x: np.ndarray, precision: str) -> np.ndarray:
@@ -117,7 +134,11 @@ class Injected(KernelVariant):
             "baseline",
         ):
             setattr(self, attr, getattr(inner, attr))
-        self.slow = any(i.kind == "slow" for i in injections)
+        slow = next((i for i in injections if i.kind == "slow"), None)
+        self.slow = slow is not None and slow.percent is None  # one extra pass over the largest input
+        self.slow_percent = slow.percent if slow is not None else None  # or a busy wait of percent %
+        self.calibrated_s: dict[int, float] = {}  # id(native) -> the inner call's median seconds
+        self.extra_s = 0.0  # busy time added so far (tests read it)
         drift = next((i for i in injections if i.kind == "drift"), None)
         self.drift = drift.precision if drift else None
         acts = op_spec(self.operator).activations
@@ -142,6 +163,9 @@ class Injected(KernelVariant):
 
     def effective_inputs(self, inputs: dict, dtype: str) -> dict:
         return self.inner.effective_inputs(inputs, dtype)  # the oracle sees the un-drifted inputs
+
+    def backward_unavailable(self, case: Any) -> str | None:
+        return self.inner.backward_unavailable(case)
 
     def backward(self, inputs: dict, case: Any, upstream: dict) -> dict:
         return self.inner.backward(self._drifted(inputs), case, upstream)
@@ -176,13 +200,71 @@ class Injected(KernelVariant):
             else:
                 scratch.copy_(big)
             self.extra_passes += 1
-        return self.inner.run(native)
+        if self.slow_percent is None:
+            return self.inner.run(native)
+        base = self.calibrated_s.get(id(native))
+        if base is None:
+            base = self.calibrated_s[id(native)] = _calibrate(lambda: self.inner.run(native), _on_cuda(native))
+        out = self.inner.run(native)
+        extra = base * self.slow_percent / 100
+        _busy(extra, _on_cuda(native))
+        self.extra_s += extra
+        return out
 
     def to_canonical(self, out: Any) -> dict:
         return self.inner.to_canonical(out)
 
     def __repr__(self) -> str:
         return f"<Injected {self.name} {self.injections}>"
+
+
+def _on_cuda(native: Any) -> bool:
+    return any(not isinstance(a, np.ndarray) and getattr(a, "is_cuda", False) for a in _arrays(native))
+
+
+def _calibrate(call, cuda: bool, reps: int = 3) -> float:
+    """Median seconds of ``call`` after one warm call: CUDA events around it on a GPU, else a clock."""
+    import time
+
+    call()
+    times = []
+    for _ in range(reps):
+        if cuda:
+            import torch
+
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            call()
+            b.record()
+            b.synchronize()
+            times.append(a.elapsed_time(b) / 1e3)
+        else:
+            t = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - t)
+    return float(np.median(times))
+
+
+_CYCLES_PER_S: list[float] = []
+
+
+def _busy(seconds: float, cuda: bool) -> None:
+    """Keep the device (CUDA: the current stream, asynchronously) or this thread busy for ``seconds``."""
+    import time
+
+    if seconds <= 0:
+        return
+    if not cuda:
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            pass
+        return
+    import torch
+
+    if not _CYCLES_PER_S:  # the spin kernel's rate on this device, measured once with events
+        n = 10_000_000
+        _CYCLES_PER_S.append(n / _calibrate(lambda: torch.cuda._sleep(n), True))
+    torch.cuda._sleep(max(1, int(seconds * _CYCLES_PER_S[0])))
 
 
 def apply(variant: KernelVariant) -> KernelVariant:
@@ -196,7 +278,8 @@ def apply(variant: KernelVariant) -> KernelVariant:
         return variant
     if variant.name not in _WARNED:
         _WARNED.add(variant.name)
-        what = ", ".join(i.kind + (f" through {i.precision}" if i.precision else "") for i in mine)
+        what = ", ".join(i.kind + (f" through {i.precision}" if i.precision else "")
+                         + (f" by {i.percent:g} %" if i.percent else "") for i in mine)
         print(
             f"WARNING: {ENV} is set: {variant.name} runs with injected faults ({what}); its results are "
             "not real measurements",

@@ -12,10 +12,15 @@ Each function runs one variant on one case more than once and returns a ``Proper
   as torch's CPU einsum has, is a finding at the rounding level, not a failure).
 * ``determinism``: two identical runs; bitwise equality is reported. A difference is a finding, not
   a failure, unless the variant declares ``deterministic = True``.
+
+A variant that raises ``Unsupported`` (a case's values it cannot take, e.g. RWKV-5's time-constant
+decay) makes the property SKIP with that reason. State passing and packing consult
+``tolerances.KNOWN_FAILURES`` as ``"state:<case id>"`` / ``"packing:<case id>"`` (XFAIL / XPASS).
 """
 
 from __future__ import annotations
 
+import functools
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
@@ -24,7 +29,7 @@ import numpy as np
 from .cases import Case
 from . import tolerances
 from .check import FAIL, PASS, SKIP, XFAIL, XPASS, Checker, validate_case_inputs
-from .kernels.base import KernelVariant, availability
+from .kernels.base import KernelVariant, Unsupported, availability
 from .metrics import UNIT_ROUNDOFF, tensor_error
 from .ops import default_state, op_spec
 from .validate import InvalidInput
@@ -48,6 +53,30 @@ class PropertyResult:
         return {"property": self.prop, "variant": self.variant, "case": self.case.id, "status": self.status,
                 "reason": self.reason, "bitwise": self.bitwise, "max_rel_diff": self.max_rel_diff,
                 "details": self.details}
+
+
+def _skips_unsupported(prop: str):
+    """The property reports SKIP with the reason when the variant raises ``Unsupported`` anywhere in
+    it (as ``Checker.check`` does for a single case), under its own name ``prop``."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def run(variant: KernelVariant, case: Case, *args, **kwargs) -> PropertyResult:
+            try:
+                return fn(variant, case, *args, **kwargs)
+            except Unsupported as exc:
+                return PropertyResult(prop, variant.name, case, SKIP, str(exc))
+        return run
+    return wrap
+
+
+def _known(res: PropertyResult, key: str) -> PropertyResult:
+    """A FAIL listed in ``KNOWN_FAILURES`` under ``key`` reads XFAIL; a listed one that passes, XPASS."""
+    why = tolerances.known_failure(res.variant, key)
+    if why and res.status == FAIL:
+        res.status, res.reason = XFAIL, f"known: {why} | {res.reason}"
+    elif why and res.status == PASS:
+        res.status, res.reason = XPASS, f"listed as a known failure but passed: {why}"
+    return res
 
 
 def _run(variant: KernelVariant, inputs: dict, case: Case) -> dict:
@@ -82,6 +111,7 @@ def _slice_time(inputs: dict, start: int, stop: int) -> dict:
     return out
 
 
+@_skips_unsupported("state_passing")
 def state_passing(variant: KernelVariant, case: Case, splits: tuple[int, ...], checker: Checker | None = None
                   ) -> PropertyResult:
     checker = checker or Checker()
@@ -120,10 +150,12 @@ def state_passing(variant: KernelVariant, case: Case, splits: tuple[int, ...], c
         if not e.rel <= 2 * whole_e.rel + 2 * e.floor:
             failures.append(f"{n}: pieces err {e.rel:.3g} vs whole run {whole_e.rel:.3g}")
     status = FAIL if failures else PASS
-    return PropertyResult("state_passing", variant.name, case, status, "; ".join(failures), same, worst,
-                          {"splits": list(splits), "tensors": per})
+    res = PropertyResult("state_passing", variant.name, case, status, "; ".join(failures), same, worst,
+                         {"splits": list(splits), "tensors": per})
+    return _known(res, "state:" + case.id)
 
 
+@_skips_unsupported("batch_invariance")
 def batch_invariance(variant: KernelVariant, case: Case, checker: Checker | None = None) -> PropertyResult:
     checker = checker or Checker()
     single = replace(case, shape=replace(case.shape, B=1))
@@ -152,6 +184,7 @@ def batch_invariance(variant: KernelVariant, case: Case, checker: Checker | None
                           "; ".join(failures), same_all, worst, {"sequences": per})
 
 
+@_skips_unsupported("determinism")
 def determinism(variant: KernelVariant, case: Case, checker: Checker | None = None) -> PropertyResult:
     checker = checker or Checker()
     if (why := _skip_reason(variant, case)) is not None:
@@ -211,6 +244,7 @@ def _sequence(inputs: dict, i: int, length: int) -> dict:
             for k, v in inputs.items()}
 
 
+@_skips_unsupported("packing_invariance")
 def packing_invariance(variant: KernelVariant, case: Case, lengths: tuple[int, ...] = PACK_LENGTHS,
                        slack: int = PACK_SLACK, checker: Checker | None = None, backward: bool = True
                        ) -> PropertyResult:
@@ -243,12 +277,7 @@ def packing_invariance(variant: KernelVariant, case: Case, lengths: tuple[int, .
             return PropertyResult(prop, variant.name, case, SKIP, why)
     with poison_uninitialized():
         res = _packing(variant, case, packed_case, alone_cases, lengths, slack, checker, backward)
-    why = tolerances.known_failure(variant.name, "packing:" + case.id)
-    if why and res.status == FAIL:
-        res.status, res.reason = XFAIL, f"known: {why} | {res.reason}"
-    elif why and res.status == PASS:
-        res.status, res.reason = XPASS, f"listed as a known failure but passed: {why}"
-    return res
+    return _known(res, "packing:" + case.id)
 
 
 @contextmanager
@@ -314,7 +343,9 @@ def _packing(variant, case, packed_case, alone_cases, lengths, slack, checker, b
     details: dict = {"lengths": list(lengths), "slack": slack, "cu_seqlens": cu.tolist(), "sequences": per}
     if slack:
         details["slack_outputs"] = _slack_kind(np.asarray(out["y"])[:, cu[-1] :])
-    if backward and variant.supports_backward and case.op in BACKWARDS:
+    if backward and variant.supports_backward and (why := variant.backward_unavailable(case)):
+        details["gradients"] = f"not checked: {why}"
+    elif backward and variant.supports_backward and case.op in BACKWARDS:
         g_fail, details["gradients"] = _packed_gradients(variant, case, packed_case, inputs, packed, cu, lengths,
                                                          slack, upstream_gradients(packed_case, out), checker)
         failures += g_fail

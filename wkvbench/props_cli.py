@@ -4,10 +4,14 @@ variants, one small case each, with a table on the console and a JSON file of ev
 Cases (one seed, model domain unless ``--domain``): state passing split at (1, 20), (16, 32) and 36 of
 ``B2-T37-H2-N{N}-h0`` (wkv4: ``B2-T37-H1-N128-h0``), batch invariance and determinism on the same
 case, packing invariance of ``B{len(PACK_LENGTHS)}-T63-H2-N{N}-h0`` (sequence lengths
-``PACK_LENGTHS``, ``PACK_SLACK`` slack rows). A variant's dtype is the first of ``--dtype`` it
-supports. Chunked kernels run last; the JSON is rewritten after every result, so a run cut short
-keeps what it measured. Exit status 1 when any property FAILs or ERRORs, 0 otherwise (XFAIL = a
-listed known failure).
+``PACK_LENGTHS``, ``PACK_SLACK`` slack rows). Chosen per variant (``choose_case``): a variant whose
+``supports()`` refuses T = 37 or one of its pieces (rwkv-ops' training and chunk kernels need
+T % 16 == 0) gets ``T = 48`` split at (16, 32) and 32, every piece a multiple of 16; a variant that
+raises ``Unsupported`` on the domain's values (RWKV-5: a decay constant over time) gets the
+operator's own domain (``OP_DOMAINS``: wkv6 ``const``); with neither, the properties SKIP with the
+variant's own reason. A variant's dtype is the first of ``--dtype`` it supports. Chunked kernels
+run last; the JSON is rewritten after every result, so a run cut short keeps what it measured.
+Exit status 1 when any property FAILs or ERRORs, 0 otherwise (XFAIL = a listed known failure).
 """
 
 from __future__ import annotations
@@ -16,14 +20,15 @@ import argparse
 import json
 import time
 import traceback
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from .cases import DOMAINS, Case, Shape
+from .cases import DOMAINS, OP_DOMAINS, Case, Shape
 from .check import ERROR, FAIL, Checker
-from .kernels.base import KernelVariant
+from .kernels.base import KernelVariant, Unsupported, availability
 from .properties import (
     PACK_LENGTHS,
     PACK_SLACK,
@@ -36,6 +41,10 @@ from .properties import (
 
 PROPERTIES = ("state_passing", "batch_invariance", "packing", "determinism")
 SPLITS = ((1, 20), (16, 32), (36,))
+# Fallback for kernels that need T % 16 == 0 (rwkv-ops' training and chunk kernels): every piece of
+# every split is a multiple of 16 as well.
+SPLITS_16 = ((16, 32), (32,))
+LENGTHS = ((37, SPLITS), (48, SPLITS_16))  # (T, splits), tried in order
 
 
 def add_parser(sub) -> None:
@@ -62,22 +71,74 @@ def _dtype(v: KernelVariant, wanted: list[str]) -> str:
     return (wanted or sorted(v.dtypes))[0]  # unsupported: the property reports the SKIP
 
 
-def _jobs(v: KernelVariant, args: argparse.Namespace):
+def _shape(op: str, T: int, N: int) -> Shape:
+    return Shape(2, T, 1, 128, h0=True) if op == "wkv4" else Shape(2, T, 2, N, h0=True)
+
+
+def _runs(case: Case, splits: tuple[int, ...]) -> list[Case]:
+    """Every case the properties run for ``case``: itself, its B = 1 slice, each split's pieces."""
+    out = [case, replace(case, shape=replace(case.shape, B=1))]
+    for s in splits:
+        out += [replace(case, shape=replace(case.shape, T=b - a, h0=case.shape.h0 or i > 0))
+                for i, (a, b) in enumerate(zip((0, *s), (*s, case.shape.T), strict=True))]
+    return out
+
+
+def _supported(v: KernelVariant, case: Case, splits: tuple[int, ...]) -> bool:
+    try:
+        return bool(availability(v.name)) and all(v.supports(c) for c in _runs(case, splits))
+    except Exception:  # noqa: BLE001 - the property run reports it as ERROR
+        return False
+
+
+def _refuses_values(v: KernelVariant, case: Case, checker: Checker) -> bool:
+    """Whether ``prepare`` raises ``Unsupported`` on this case's inputs (any other error: no, the
+    property itself reports it)."""
+    try:
+        v.prepare(dict(checker.inputs(case)), case)
+    except Unsupported:
+        return True
+    except Exception:  # noqa: BLE001 - judged by the property run
+        return False
+    return False
+
+
+def choose_case(v: KernelVariant, domain: str, N: int, dtype: str, seed: int,
+                checker: Checker | None = None) -> tuple[Case, tuple[tuple[int, ...], ...]]:
+    """The case and splits of ``v``'s properties: the first of ``LENGTHS`` that ``v.supports()`` for
+    the case, its B = 1 slice and every piece, in ``domain`` or, when ``v`` raises ``Unsupported`` on
+    that domain's values, in the operator's own domains (``OP_DOMAINS``). With none, ``B2-T37`` in
+    ``domain``: the properties SKIP with the variant's own reason."""
+    op, checker = v.operator, checker or Checker()
+    domains = (domain, *(x for x in OP_DOMAINS.get(op, ()) if x != domain))
+    first: tuple[Case, tuple] | None = None
+    for d in domains:
+        for T, splits in LENGTHS:
+            case = Case(op, d, _shape(op, T, N), dtype, seed)
+            first = first or (case, splits)
+            if _supported(v, case, splits):
+                if d == domains[-1] or not _refuses_values(v, case, checker):
+                    return case, splits
+                break  # refused for its values, not its length: the next domain
+    return first
+
+
+def _jobs(v: KernelVariant, args: argparse.Namespace, checker: Checker):
+    """``(property, case, run)`` per property result of ``v``; ``run(checker)`` gives the result."""
     dt, N, op = _dtype(v, args.dtype), args.N, v.operator
-    shape = Shape(2, 37, 1, 128, h0=True) if op == "wkv4" else Shape(2, 37, 2, N, h0=True)
-    case = Case(op, args.domain, shape, dt, args.seed)
+    case, splits = choose_case(v, args.domain, N, dt, args.seed, checker)
     props = args.property or PROPERTIES
     if "state_passing" in props:
-        for s in SPLITS:
-            yield lambda ch, s=s: state_passing(v, case, s, ch)
+        for s in splits:
+            yield "state_passing", case, lambda ch, s=s: state_passing(v, case, s, ch)
     if "batch_invariance" in props:
-        yield lambda ch: batch_invariance(v, case, ch)
+        yield "batch_invariance", case, lambda ch: batch_invariance(v, case, ch)
     if "packing" in props:
-        pcase = Case(op, args.domain, Shape(len(PACK_LENGTHS), 63, 2, N, h0=True), dt, args.seed)
-        yield lambda ch: packing_invariance(v, pcase, PACK_LENGTHS, PACK_SLACK, ch,
-                                            backward=not args.no_backward)
+        pcase = Case(op, case.domain, Shape(len(PACK_LENGTHS), 63, 2, N, h0=True), dt, args.seed)
+        yield "packing_invariance", pcase, lambda ch: packing_invariance(
+            v, pcase, PACK_LENGTHS, PACK_SLACK, ch, backward=not args.no_backward)
     if "determinism" in props:
-        yield lambda ch: determinism(v, case, ch)
+        yield "determinism", case, lambda ch: determinism(v, case, ch)
 
 
 def run_properties(args: argparse.Namespace, console: Console, variants: list[KernelVariant],
@@ -97,14 +158,14 @@ def run_properties(args: argparse.Namespace, console: Console, variants: list[Ke
     for v in variants:
         if v.operator == "gdn_wy":
             continue
-        for job in _jobs(v, args):
+        for prop, case, job in _jobs(v, args, checker):
             t0 = time.perf_counter()
             try:
                 r: PropertyResult | None = job(checker)
                 row = r.as_dict()
             except Exception as exc:  # noqa: BLE001 - one crashing kernel must not end the run
                 tb = traceback.extract_tb(exc.__traceback__)[-1]
-                row = {"property": "?", "variant": v.name, "case": "", "status": ERROR,
+                row = {"property": prop, "variant": v.name, "case": case.id, "status": ERROR,
                        "reason": f"{type(exc).__name__}: {exc} "
                                  f"(at {tb.filename.rsplit('/', 1)[-1]}:{tb.lineno})",
                        "bitwise": None, "max_rel_diff": None, "details": {}}

@@ -1,10 +1,15 @@
 """Helpers of ``tools/sanitize.sh`` (NVIDIA compute-sanitizer over the CUDA variants, small shapes).
 
-``python -m wkvbench.sanitize plan [GLOB ...]`` prints one ``VARIANT CASE_ID`` line per registered
-CUDA variant (a tiny case of its operator, in a dtype it declares, with an initial state where it
-takes one); ``python -m wkvbench.sanitize summarize DIR`` reads the ``VARIANT.TOOL.log`` files that
-compute-sanitizer wrote (``--log-file``) plus the ``.rc`` and verify ``.json`` beside them and prints
-the summary JSON: per (variant, tool) the errors found and the first error lines.
+``python -m wkvbench.sanitize plan [GLOB ...]`` prints one ``VARIANT CASE_ID NOTE`` line per registered
+CUDA variant: the first tiny case of its operator that the variant supports (``choose_tiny``: T = 5,
+else T = 16 for kernels that need T % 16 == 0; the model domain, else the operator's own domain when
+the variant raises ``Unsupported`` on model values, RWKV-5's ``const``), in a dtype it declares, with
+an initial state where it takes one; NOTE says why a fallback was taken (``-`` when none). Running the
+sanitizer on a case the variant SKIPs checks nothing (8 of 26 runs on the H100, 2026-11-23).
+``python -m wkvbench.sanitize summarize DIR`` reads the ``VARIANT.TOOL.log`` files that
+compute-sanitizer wrote (``--log-file``) plus the ``.rc`` and verify ``.json`` beside them (and the
+plan, ``plan.txt``, when there) and prints the summary JSON: per (variant, tool) the errors found and
+the first error lines.
 
 The log format parsed is compute-sanitizer's documented text output: every line starts with
 ``========= ``; a report starts with a headline such as ``Invalid __global__ write of size 4 bytes``,
@@ -32,18 +37,71 @@ FIRST_LINES = 5
 TOOLS = ("memcheck", "racecheck")
 
 
-def tiny_case(op: str, dtypes: frozenset[str], state: bool) -> str:
+TINY_T = (5, 16)  # tried in order: 16 for kernels that need T % 16 == 0 (rwkv-ops training kernels)
+
+
+def tiny_case(op: str, dtypes: frozenset[str], state: bool, T: int = 5, domain: str = "model") -> str:
     dtype = "fp32" if "fp32" in dtypes else sorted(dtypes)[0]
-    shape = "B1-T5-H1-N64-C16" if op == "gdn_wy" else "B1-T5-H1-N64" + ("-h0" if state else "")
-    return f"{op}/model/{shape}/{dtype}/s0"
+    shape = f"B1-T{T}-H1-N64-C16" if op == "gdn_wy" else f"B1-T{T}-H1-N64" + ("-h0" if state else "")
+    return f"{op}/{domain}/{shape}/{dtype}/s0"
 
 
-def plan(globs: list[str]) -> list[tuple[str, str]]:
+def _refusal(v, case, values: bool) -> str | None:
+    """Why ``v`` cannot run ``case``: ``supports()``, then (``values``) ``Unsupported`` from ``prepare``
+    on the case's inputs (e.g. RWKV-5's time-constant decay); None when it runs or cannot tell (any
+    other error: the sanitized run reports it). ``prepare`` is only probed where another domain is
+    left to try, so most variants touch no device here."""
+    from .kernels.base import Unsupported
+    from .references.inputs import generate
+
+    try:
+        av = v.supports(case)
+        if not av:
+            return av.reason
+        if values:
+            v.prepare(generate(case), case)
+    except Unsupported as exc:
+        return str(exc)
+    except Exception:  # noqa: BLE001 - not a refusal: the sanitized run shows it
+        return None
+    return None
+
+
+def choose_tiny(v) -> tuple[str, str]:
+    """The first tiny case ``v`` runs (``TINY_T`` in the model domain, then in the operator's own
+    domains) and a note of the refusals that led there (``""`` for the first). With none, the first
+    (the sanitized run then shows the variant's own reason)."""
+    from .cases import OP_DOMAINS, Case
+
+    refused: list[str] = []
+    domains = ("model", *OP_DOMAINS.get(v.operator, ()))
+    for domain in domains:
+        for T in TINY_T:
+            cid = tiny_case(v.operator, v.dtypes, v.supports_state, T, domain)
+            why = _refusal(v, Case.parse(cid), values=domain != domains[-1])
+            if why is None:
+                return cid, "; ".join(refused)
+            refused.append(f"{domain} T={T}: {why}")
+    return tiny_case(v.operator, v.dtypes, v.supports_state), "none runs: " + "; ".join(refused)
+
+
+def plan(globs: list[str]) -> list[tuple[str, str, str]]:
+    """``(variant, tiny case id, note)`` per CUDA variant matching ``globs`` (all when empty)."""
     from . import kernels  # noqa: F401  (registers the built-in variants)
     from .kernels.base import variants
 
-    return [(v.name, tiny_case(v.operator, v.dtypes, v.supports_state)) for v in variants()
+    return [(v.name, *choose_tiny(v)) for v in variants()
             if v.device == "cuda" and (not globs or any(fnmatch.fnmatchcase(v.name, g) for g in globs))]
+
+
+def read_plan(path: Path) -> dict[str, dict]:
+    """``plan.txt`` as ``tools/sanitize.sh`` saved it: per variant the case and the choice's note."""
+    out = {}
+    for ln in path.read_text().splitlines():
+        name, case, note = (ln.split(" ", 2) + ["", ""])[:3]
+        if name:
+            out[name] = {"planned_case": case, "case_choice": "" if note.strip() == "-" else note.strip()}
+    return out
 
 
 def parse_log(text: str) -> dict:
@@ -70,12 +128,13 @@ def parse_log(text: str) -> dict:
 def summarize(folder: Path) -> dict:
     """Every ``VARIANT.TOOL.log`` in ``folder`` (with ``.rc`` and the verify ``.json`` beside it)."""
     runs = []
+    planned = read_plan(folder / "plan.txt") if (folder / "plan.txt").is_file() else {}
     for log in sorted(folder.glob("*.log")):
         stem = log.name[: -len(".log")]
         variant, _, tool = stem.rpartition(".")
         if tool not in TOOLS:
             continue
-        row = {"variant": variant, "tool": tool, "log": str(log),
+        row = {"variant": variant, "tool": tool, "log": str(log), **planned.get(variant, {}),
                **parse_log(log.read_text(errors="replace"))}
         rc_file = log.with_suffix(".rc")
         rc = int(rc_file.read_text().strip() or -1) if rc_file.is_file() else None
@@ -104,8 +163,8 @@ def main(argv: list[str]) -> int:
         print("usage: python -m wkvbench.sanitize plan [GLOB ...] | summarize DIR", file=sys.stderr)
         return 2
     if argv[0] == "plan":
-        for name, case in plan(argv[1:]):
-            print(name, case)
+        for name, case, note in plan(argv[1:]):
+            print(name, case, " ".join(note.split()) or "-")
         return 0
     if len(argv) != 2 or not Path(argv[1]).is_dir():
         print(f"summarize needs one existing folder, got {argv[1:]}", file=sys.stderr)

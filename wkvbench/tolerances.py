@@ -236,6 +236,14 @@ KNOWN_FAILURES: dict[tuple[str, str], str] = {
     # wkv7/gla 7-9e-4 and gdn up to 1.5e-3. An fp32 caller gets TF32 accuracy.
     ("*.fla.chunk", "*/fp32/*"): "FLA chunk kernels compute fp32 dot products in TF32 (~1e-3 relative)",
     ("gdn_wy.fla.recompute_w_u", "*/fp32/*"): "FLA recompute_w_u computes w with a TF32 dot (~4e-4)",
+    # State passing ("state:<case id>", properties.state_passing) of the same kernel: the (a, b, p) state
+    # it returns in k's dtype is rounded once more at every split, so the carried run's error grows:
+    # H100, 2026-11-23, wkv4/model/B2-T37-H1-N128-h0/bf16/s0 split at (16, 32): aa 0.00326 for the
+    # pieces vs 0.00149 for the whole run (limit 2x + 2 floors); splits (1, 20) and (36,) stayed within
+    # (XPASS). fp16 is listed for the same storage; its state passing has not been measured on a GPU yet.
+    # Listed before the forward entries below, whose "*/bf16/*" would match these ids too.
+    **{("wkv4.fla.fused_recurrent*", f"state:*/{dt}/*"): "FLA fused_recurrent_rwkv4 returns the (a, b, p) "
+       "state in k's dtype: carrying it across a split doubles the error" for dt in ("bf16", "fp16")},
     # FLA fused_recurrent_rwkv4 allocates its state output in k's dtype (spec §2.2): H200
     # 2026-11-22, aa/bb/pp rel 1.0e-3..2.0e-3 in bf16 (5e4-9e4x the fp32 floor), 1.3e-4..2.4e-4 in fp16.
     ("wkv4.fla.fused_recurrent*", "*/bf16/*"): "FLA fused_recurrent_rwkv4 stores the (a, b, p) state in k's dtype",
@@ -248,7 +256,8 @@ KNOWN_FAILURES: dict[tuple[str, str], str] = {
     # formed across a chunk lose digits when the cumulative gate spans tens of units.
     ("gdn.rwkv_ops.triton_chunk", "gdn/stress/*"): "rwkv-ops Triton chunked GDN loses 2-3 digits on stress gates "
                                                    "(state up to 3300x floor in bf16, y 138x in fp32)",
-    # Backward results are matched as "backward:<case id>", packing-invariance results as "packing:<case id>".
+    # Backward results are matched as "backward:<case id>", packing-invariance results as "packing:<case id>",
+    # state passing as "state:<case id>".
     # FLA fused_recurrent_rwkv6's autograd backward ignores dht, the gradient of the final state
     # (fla/ops/rwkv6/fused_recurrent.py, FusedRecurrentRWKV6Function.backward never passes it on):
     # CPU (Triton interpreter) 2026-11-22, wkv6/model/B1-T9-H1-N16-h0/fp32/s0: grad_k 0.34, grad_v 0.42,
