@@ -41,3 +41,19 @@ def test_overlapping_parts_and_foreign_schemas_are_refused(tmp_path):
         merge_results.merge([a, b])
     b.write_text(json.dumps({"schema": "other"}))
     assert merge_results.main(["--output", str(tmp_path / "m.json"), str(a), str(b)]) == 1
+
+
+def test_later_wins_adds_up_successive_runs_of_one_machine(tmp_path):
+    gpu = {"name": "NVIDIA H100 80GB HBM3", "driver": "580", "cuda": "13.0"}
+    prov = {"gpu": gpu, "versions": {"torch": "2.11.0", "triton": "3.6.0"}}
+    a, b, c = (tmp_path / f"{n}.json" for n in "abc")
+    a.write_text(json.dumps({**_doc([_row("wkv7.a", "c1", "FAIL"), _row("wkv7.a", "c2")]), "provenance": prov}))
+    b.write_text(json.dumps({**_doc([_row("wkv7.a", "c1"), _row("gla.b", "c3")]), "provenance": prov}))
+    doc = merge_results.merge([a, b], later_wins=True)
+    got = {(r["variant"], r["case"]): r["status"] for r in doc["results"]}
+    assert got == {("wkv7.a", "c1"): "PASS", ("wkv7.a", "c2"): "PASS", ("gla.b", "c3"): "PASS"}
+    assert [p["rows_kept"] for p in doc["parts"]] == [1, 2] and doc["counts"]["FAIL"] == 0
+    other = {**prov, "gpu": {**gpu, "name": "NVIDIA H200"}}
+    c.write_text(json.dumps({**_doc([_row("wkv7.a", "c1")]), "provenance": other}))
+    with pytest.raises(ValueError, match="measured on"):
+        merge_results.merge([a, c], later_wins=True)

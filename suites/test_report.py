@@ -360,3 +360,13 @@ def test_local_output_folders_are_not_part_of_the_report(tmp_path):
         shutil.copy(FIXTURE / "gpu" / "verify-fixture.json", tmp_path / sub / "v.json")
     assert [r.path for r in load(tmp_path).verify] == [f"{tmp_path.name}/gpu/v.json"]
     assert len(load(tmp_path / "results").verify) == 1  # a report of local runs: point --results there
+
+
+def test_a_crashed_or_hung_case_colours_its_cell_as_a_failure():
+    """CRASH and TIMEOUT rows (a worker that died or hung) are failures in the matrix, never a SKIP
+    cell (the 2026-11-22 ggml CUDA run of 10 CRASH rows first read as SKIP)."""
+    from wkvbench.report.matrix import cell
+
+    for status in ("CRASH", "TIMEOUT"):
+        cls, body, tip = cell([{"variant": "gla.ggml.cuda", "case": "c", "status": status, "reason": "signal 6"}])
+        assert cls == "fail" and "FAIL 1/1" in body and status in tip

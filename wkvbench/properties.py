@@ -15,7 +15,8 @@ Each function runs one variant on one case more than once and returns a ``Proper
 
 A variant that raises ``Unsupported`` (a case's values it cannot take, e.g. RWKV-5's time-constant
 decay) makes the property SKIP with that reason. State passing and packing consult
-``tolerances.KNOWN_FAILURES`` as ``"state:<case id>"`` / ``"packing:<case id>"`` (XFAIL / XPASS).
+``tolerances.KNOWN_FAILURES`` as ``"state:<case id>@<split points>"`` (e.g. ``...@16,32``) /
+``"packing:<case id>"`` (XFAIL / XPASS).
 """
 
 from __future__ import annotations
@@ -152,7 +153,7 @@ def state_passing(variant: KernelVariant, case: Case, splits: tuple[int, ...], c
     status = FAIL if failures else PASS
     res = PropertyResult("state_passing", variant.name, case, status, "; ".join(failures), same, worst,
                          {"splits": list(splits), "tensors": per})
-    return _known(res, "state:" + case.id)
+    return _known(res, f"state:{case.id}@{','.join(map(str, splits))}")
 
 
 @_skips_unsupported("batch_invariance")

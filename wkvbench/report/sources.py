@@ -8,8 +8,10 @@ Under one folder (``reports/`` by default), recursively and in sorted path order
 * drift profiles (``drift --output``: a JSON list of profiles);
 * asv results under ``asv/results`` (read by ``wkvbench.report.asv``).
 
-Folders named ``asv`` or ``html`` hold no wkvbench results and are not searched; nor are the
-git-ignored local output folders ``results/`` and ``out/`` directly under the root.
+Folders named ``asv`` or ``html`` hold no wkvbench results and are not searched; nor are folders named
+``parts`` (the runs a merged file beside them was made from, e.g. by ``tools/merge_results.py
+--later-wins``: reading both would count every row twice), nor the git-ignored local output folders
+``results/`` and ``out/`` directly under the root.
 
 A JSON file whose ``schema`` names a wkvbench results format with an unknown version is refused
 with a message naming the file and the schema (docs/results-format.md); other JSON files are listed
@@ -24,7 +26,7 @@ from pathlib import Path
 
 VERIFY = "wkvbench.verify/1"
 BENCH = "wkvbench.bench/1"
-SKIP_DIRS = ("asv", "html")  # asv's own files and the report's output are not results files
+SKIP_DIRS = ("asv", "html", "parts")  # asv's files, the report's output, the parts of merged files
 # git-ignored local output (``verify`` writes reports/results/ by default): not part of the committed
 # report; pass ``--results reports/results`` to build a report of local runs
 LOCAL_DIRS = ("results", "out")
