@@ -86,17 +86,21 @@ vpids=()
   OUT="$P/san-ggml" WKVBENCH_SANITIZE_TIMEOUT=90 run sanitize-ggml "$(left 0 "$V_END")" bash tools/sanitize.sh '*.ggml.cuda'
 ) & vpids+=($!)
 
-# the autotuned Triton variants still to verify on this GPU (WKVBENCH_TRITON: "variant:dtype ...")
+# the autotuned Triton variants still to verify on this GPU (WKVBENCH_TRITON: "variant:dtype ..." or, one
+# process per case, "variant@case ...": WKVBENCH_TRITON="$(python3 tools/missing_cases.py MERGED.json)")
 TRITON=${WKVBENCH_TRITON:-"wkv6.fla.chunk:bf16 wkv6.fla.chunk:fp32 wkv6.fla.chunk:fp16 wkv7.fla.chunk:bf16 wkv7.fla.chunk:fp32
   wkv7.fla.chunk:fp16 gla.fla.chunk:bf16 gla.fla.chunk:fp32 gla.fla.chunk:fp16 wkv7.rwkv_ops.triton:fp16
   gdn.rwkv_ops.triton_recurrent_inference:fp16"}
-triton_one() {
-  timeout -k 10 "$(left 0 "$V_END")" python3 -m wkvbench verify --set gpu --device cuda --variant "${1%%:*}" \
-    --dtype "${1##*:}" --output "$P/verify-triton-${1/:/-}.json" > "$P/triton-${1/:/-}.log" 2>&1
+triton_one() {  # "variant:dtype", or "variant@case id" (tools/missing_cases.py prints those)
+  local sel tag
+  if [[ "$1" == *@* ]]; then sel=(--variant "${1%%@*}" --case "${1#*@}"); tag=$(echo "$1" | tr '/@' '__')
+  else sel=(--variant "${1%%:*}" --dtype "${1##*:}"); tag=${1/:/-}; fi
+  timeout -k 10 "$(left 0 "$V_END")" python3 -m wkvbench verify --set gpu --device cuda "${sel[@]}" \
+    --output "$P/verify-triton-$tag.json" > "$P/triton-$tag.log" 2>&1
   local rc=$?; echo "$(el) triton $1 rc=$rc"
 }
 export -f triton_one el left; export t0 V_END B_END P
-( echo $TRITON | tr ' ' '\n' | xargs -P 12 -I{} bash -c 'triton_one {}' ) & vpids+=($!)
+( echo $TRITON | tr ' ' '\n' | xargs -P "${WKVBENCH_TRITON_JOBS:-12}" -I{} bash -c 'triton_one {}' ) & vpids+=($!)
 # bench warm-up of the autotuned kernels (fills Triton's on-disk autotune cache for stage B)
 for v in ${WKVBENCH_WARM:-wkv6.fla.chunk wkv7.fla.chunk gla.fla.chunk wkv7.rwkv_ops.triton}; do
   ( run "warm-$v" "$(left 0 "$V_END")" python3 -m wkvbench bench --warm-only --variant "$v" --set standard --dtype bf16 \
