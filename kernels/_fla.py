@@ -121,7 +121,8 @@ def gated_dqkwg_refused() -> str | None:
         from fla.utils import env, hardware
     except Exception:  # noqa: BLE001 - no FLA, or no GPU to probe: the call itself will say so
         return None
-    if getattr(hardware, "IS_NVIDIA_HOPPER", False) and env.TRITON_ABOVE_3_4_0 and not env.TRITON_ABOVE_3_7_1:
+    hopper = getattr(hardware, "IS_NVIDIA_HOPPER", False)
+    if hopper and env.TRITON_ABOVE_3_4_0 and not env.TRITON_ABOVE_3_7_1:
         return ("FLA refuses its gated chunk_bwd_dqkwg on Hopper with Triton >= 3.4.0 and < 3.7.1 (incorrect "
                 f"results, FLA issue #640); triton {fla_versions()['triton']} here: backward not checkable")
     return None

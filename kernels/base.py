@@ -150,3 +150,21 @@ def availability(name: str) -> Availability:
     if not isinstance(result, Availability):
         return Availability.no(f"available() returned {result!r}, not an Availability")
     return result
+
+
+def refusal(v: KernelVariant, case: Any, inputs: dict | None = None) -> str | None:
+    """Why ``v`` will not run ``case``: its ``supports()`` reason, or, given the case's ``inputs``, the
+    ``Unsupported`` that ``prepare`` raises on their values (RWKV-5: a decay that varies over time).
+    None when it runs, or when something else goes wrong (a run of the case reports that itself).
+    Used where a fallback case is chosen (``props_cli.choose_case``, ``sanitize.choose_tiny``)."""
+    try:
+        av = v.supports(case)
+        if not av:
+            return av.reason or "not supported"
+        if inputs is not None:
+            v.prepare(dict(inputs), case)
+    except Unsupported as exc:
+        return str(exc)
+    except Exception:  # noqa: BLE001 - not a refusal: the case's own run shows it
+        return None
+    return None

@@ -465,9 +465,11 @@ def _performance(base: Side, cand: Side, out: GateReport, noise: NoiseTable | No
             why = f"baseline row is {b['status']}: {b.get('reason', '')}"
             out.decisions.append(Decision("performance", variant, case, NOT_JUDGED, note=why))
             continue
-        known = c is not None and c["status"] == "UNVERIFIED" and (c.get("verify") or {}).get("status") == "XFAIL"
+        vstat = (c.get("verify") or {}).get("status") if c is not None else None
+        known = c is not None and c["status"] == "UNVERIFIED" and vstat == "XFAIL"
         if c is None or c["status"] == "SKIP" or known:
-            why = "absent" if c is None else f"{'XFAIL' if known else 'SKIP'}: {c.get('reason', '')}"
+            label = "XFAIL" if known else "SKIP"
+            why = "absent" if c is None else f"{label}: {c.get('reason', '')}"
             out.decisions.append(
                 Decision(
                     "performance",

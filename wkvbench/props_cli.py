@@ -28,7 +28,7 @@ from rich.table import Table
 
 from .cases import DOMAINS, OP_DOMAINS, Case, Shape
 from .check import ERROR, FAIL, Checker
-from .kernels.base import KernelVariant, Unsupported, availability
+from .kernels.base import KernelVariant, availability, refusal
 from .properties import (
     PACK_LENGTHS,
     PACK_SLACK,
@@ -85,22 +85,7 @@ def _runs(case: Case, splits: tuple[int, ...]) -> list[Case]:
 
 
 def _supported(v: KernelVariant, case: Case, splits: tuple[int, ...]) -> bool:
-    try:
-        return bool(availability(v.name)) and all(v.supports(c) for c in _runs(case, splits))
-    except Exception:  # noqa: BLE001 - the property run reports it as ERROR
-        return False
-
-
-def _refuses_values(v: KernelVariant, case: Case, checker: Checker) -> bool:
-    """Whether ``prepare`` raises ``Unsupported`` on this case's inputs (any other error: no, the
-    property itself reports it)."""
-    try:
-        v.prepare(dict(checker.inputs(case)), case)
-    except Unsupported:
-        return True
-    except Exception:  # noqa: BLE001 - judged by the property run
-        return False
-    return False
+    return bool(availability(v.name)) and all(refusal(v, c) is None for c in _runs(case, splits))
 
 
 def choose_case(v: KernelVariant, domain: str, N: int, dtype: str, seed: int,
@@ -117,7 +102,7 @@ def choose_case(v: KernelVariant, domain: str, N: int, dtype: str, seed: int,
             case = Case(op, d, _shape(op, T, N), dtype, seed)
             first = first or (case, splits)
             if _supported(v, case, splits):
-                if d == domains[-1] or not _refuses_values(v, case, checker):
+                if d == domains[-1] or refusal(v, case, checker.inputs(case)) is None:
                     return case, splits
                 break  # refused for its values, not its length: the next domain
     return first

@@ -46,39 +46,22 @@ def tiny_case(op: str, dtypes: frozenset[str], state: bool, T: int = 5, domain: 
     return f"{op}/{domain}/{shape}/{dtype}/s0"
 
 
-def _refusal(v, case, values: bool) -> str | None:
-    """Why ``v`` cannot run ``case``: ``supports()``, then (``values``) ``Unsupported`` from ``prepare``
-    on the case's inputs (e.g. RWKV-5's time-constant decay); None when it runs or cannot tell (any
-    other error: the sanitized run reports it). ``prepare`` is only probed where another domain is
-    left to try, so most variants touch no device here."""
-    from .kernels.base import Unsupported
-    from .references.inputs import generate
-
-    try:
-        av = v.supports(case)
-        if not av:
-            return av.reason
-        if values:
-            v.prepare(generate(case), case)
-    except Unsupported as exc:
-        return str(exc)
-    except Exception:  # noqa: BLE001 - not a refusal: the sanitized run shows it
-        return None
-    return None
-
-
 def choose_tiny(v) -> tuple[str, str]:
     """The first tiny case ``v`` runs (``TINY_T`` in the model domain, then in the operator's own
     domains) and a note of the refusals that led there (``""`` for the first). With none, the first
     (the sanitized run then shows the variant's own reason)."""
     from .cases import OP_DOMAINS, Case
+    from .kernels.base import refusal
+    from .references.inputs import generate
 
     refused: list[str] = []
     domains = ("model", *OP_DOMAINS.get(v.operator, ()))
     for domain in domains:
         for T in TINY_T:
             cid = tiny_case(v.operator, v.dtypes, v.supports_state, T, domain)
-            why = _refusal(v, Case.parse(cid), values=domain != domains[-1])
+            case = Case.parse(cid)
+            # prepare() is probed only where another domain is left to try: most variants touch no device
+            why = refusal(v, case, generate(case) if domain != domains[-1] else None)
             if why is None:
                 return cid, "; ".join(refused)
             refused.append(f"{domain} T={T}: {why}")
