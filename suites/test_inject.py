@@ -139,7 +139,8 @@ def test_slow_by_a_percentage_adds_that_share_of_the_calibrated_time(monkeypatch
     case = Case.parse("gla/model/B1-T64-H1-N16/fp32/s0")
     native = w.prepare(dict(Checker().inputs(case)), case)
     w.run(native)  # calibrates on the first call
-    base = w.calibrated_s[id(native)]
+    base, on_cuda = w.calibrated_s[id(native)]
+    assert not on_cuda
     assert base > 0 and w.extra_s == pytest.approx(0.5 * base)
     t = time.perf_counter()
     w.run(native)

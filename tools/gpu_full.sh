@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# All the GPU evidence of the open issues in one detached run of about 24 minutes: verification of
+# All the GPU evidence of the open issues in one detached run of about 25 minutes: verification of
 # every CUDA/Triton/ggml variant (issue 3), backward verification and the properties (issue 5),
 # compute-sanitizer and the GPU crash-isolation test (issue 8), the benchmarks, their repeat, the
 # engine's own GPU tests and an asv history entry (issue 4), and the gate demos (issue 7).

@@ -97,6 +97,17 @@ def validate_case_inputs(case: Case, inputs: dict) -> None:
                            f"{'[B, T]' if case.op == 'wkv4' else '[B, T, H]'} = {list(want)}")
 
 
+def mark_known(res, key: str):
+    """A FAIL listed in ``tolerances.KNOWN_FAILURES`` under ``key`` becomes XFAIL, a listed PASS XPASS
+    (``res``: any result with ``variant``, ``status`` and ``reason``; rewritten and returned)."""
+    why = tolerances.known_failure(res.variant, key)
+    if why and res.status == FAIL:
+        res.status, res.reason = XFAIL, f"known: {why} | {res.reason}"
+    elif why and res.status == PASS:
+        res.status, res.reason = XPASS, f"listed as a known failure but passed: {why}"
+    return res
+
+
 class Checker:
     """Caches inputs, oracle results and baseline errors across the variants of one run."""
 
@@ -183,14 +194,8 @@ class Checker:
 
     @staticmethod
     def _known(res: CheckResult) -> CheckResult:
-        """Turn a FAIL listed in ``tolerances.KNOWN_FAILURES`` into XFAIL, and its PASS into XPASS."""
         # backward results match KNOWN_FAILURES case patterns as "backward:<case id>"
-        why = tolerances.known_failure(res.variant, ("backward:" if res.kind == "backward" else "") + res.case.id)
-        if why and res.status == FAIL:
-            res.status, res.reason = XFAIL, f"known: {why} | {res.reason}"
-        elif why and res.status == PASS:
-            res.status, res.reason = XPASS, f"listed as a known failure but passed: {why}"
-        return res
+        return mark_known(res, ("backward:" if res.kind == "backward" else "") + res.case.id)
 
     def _measure(self, variant: KernelVariant, case: Case, inputs: dict | None = None) -> CheckResult:
         t0 = time.perf_counter()

@@ -284,6 +284,11 @@ class GateReport:
 CATEGORIES = ("correctness", "accuracy", "performance")
 
 
+def _untimed_known(row: dict) -> bool:
+    """A bench row left untimed because its verification is a listed known failure (XFAIL)."""
+    return row["status"] == "UNVERIFIED" and (row.get("verify") or {}).get("status") == "XFAIL"
+
+
 def _correctness(base: Side, cand: Side, out: GateReport) -> None:
     n = 0
     for (variant, case, kind), row in sorted(cand.verify.items()):
@@ -304,7 +309,7 @@ def _correctness(base: Side, cand: Side, out: GateReport) -> None:
     for (variant, case), row in sorted(cand.bench.items()):
         n += 1
         vstat = (row.get("verify") or {}).get("status")
-        if row["status"] == "UNVERIFIED" and vstat == "XFAIL":
+        if _untimed_known(row):
             # a known failure (KNOWN_FAILURES): not timed, as in verify not a failure; a row the
             # baseline timed is still caught by the performance decision (timed there, absent here)
             out.decisions.append(Decision("correctness", variant, case, KNOWN, "bench",
@@ -465,8 +470,7 @@ def _performance(base: Side, cand: Side, out: GateReport, noise: NoiseTable | No
             why = f"baseline row is {b['status']}: {b.get('reason', '')}"
             out.decisions.append(Decision("performance", variant, case, NOT_JUDGED, note=why))
             continue
-        vstat = (c.get("verify") or {}).get("status") if c is not None else None
-        known = c is not None and c["status"] == "UNVERIFIED" and vstat == "XFAIL"
+        known = c is not None and _untimed_known(c)
         if c is None or c["status"] == "SKIP" or known:
             label = "XFAIL" if known else "SKIP"
             why = "absent" if c is None else f"{label}: {c.get('reason', '')}"

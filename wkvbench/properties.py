@@ -28,8 +28,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .cases import Case
-from . import tolerances
-from .check import FAIL, PASS, SKIP, XFAIL, XPASS, Checker, validate_case_inputs
+from .check import FAIL, PASS, SKIP, Checker, mark_known, validate_case_inputs
 from .kernels.base import KernelVariant, Unsupported, availability
 from .metrics import UNIT_ROUNDOFF, tensor_error
 from .ops import default_state, op_spec
@@ -68,16 +67,6 @@ def _skips_unsupported(prop: str):
                 return PropertyResult(prop, variant.name, case, SKIP, str(exc))
         return run
     return wrap
-
-
-def _known(res: PropertyResult, key: str) -> PropertyResult:
-    """A FAIL listed in ``KNOWN_FAILURES`` under ``key`` reads XFAIL; a listed one that passes, XPASS."""
-    why = tolerances.known_failure(res.variant, key)
-    if why and res.status == FAIL:
-        res.status, res.reason = XFAIL, f"known: {why} | {res.reason}"
-    elif why and res.status == PASS:
-        res.status, res.reason = XPASS, f"listed as a known failure but passed: {why}"
-    return res
 
 
 def _run(variant: KernelVariant, inputs: dict, case: Case) -> dict:
@@ -153,7 +142,7 @@ def state_passing(variant: KernelVariant, case: Case, splits: tuple[int, ...], c
     status = FAIL if failures else PASS
     res = PropertyResult("state_passing", variant.name, case, status, "; ".join(failures), same, worst,
                          {"splits": list(splits), "tensors": per})
-    return _known(res, f"state:{case.id}@{','.join(map(str, splits))}")
+    return mark_known(res, f"state:{case.id}@{','.join(map(str, splits))}")
 
 
 @_skips_unsupported("batch_invariance")
@@ -278,7 +267,7 @@ def packing_invariance(variant: KernelVariant, case: Case, lengths: tuple[int, .
             return PropertyResult(prop, variant.name, case, SKIP, why)
     with poison_uninitialized():
         res = _packing(variant, case, packed_case, alone_cases, lengths, slack, checker, backward)
-    return _known(res, "packing:" + case.id)
+    return mark_known(res, "packing:" + case.id)
 
 
 @contextmanager
