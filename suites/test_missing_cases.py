@@ -26,3 +26,16 @@ def test_lists_exactly_the_cases_without_a_row():
     assert len([x for x in every if x.startswith("wkv7.fla.chunk@")]) == len(wkv7)
     backward = missing_cases.missing(doc, ["gla.*"], kind="backward")
     assert backward == [f"gla.fla.chunk@{c}" for c in cases[:-1]]
+
+
+def test_group_joins_the_domains_of_one_shape_and_dtype():
+    lines = ["v@gla/model/B2-T64-H1-N64/bf16/s0", "v@gla/model/B1-T1-H2-N64-h0/bf16/s0",
+             "v@gla/stress/B2-T64-H1-N64/bf16/s0", "v@gla/stress/B2-T64-H1-N64/fp16/s0",
+             "w@gla/uniform/B2-T64-H1-N64/bf16/s0"]
+    assert missing_cases.group(lines) == [
+        "v@gla/model/B2-T64-H1-N64/bf16/s0,gla/stress/B2-T64-H1-N64/bf16/s0",
+        "v@gla/model/B1-T1-H2-N64-h0/bf16/s0", "v@gla/stress/B2-T64-H1-N64/fp16/s0",
+        "w@gla/uniform/B2-T64-H1-N64/bf16/s0"]
+    # every id comes back once, split at the commas gpu_full.sh splits at
+    assert sorted(c for g in missing_cases.group(lines) for c in g.split("@")[1].split(",")) == \
+        sorted(x.split("@")[1] for x in lines)

@@ -11,16 +11,24 @@
 # waits for RESULTS_DIR/done (at most WKVBENCH_COLLECT_WAIT s) and copies at most 8 files. It runs
 # from a private copy of the tree (/tmp/wkvbench-src), so the checkout may be refreshed meanwhile.
 #
-# Stage V (verification and warm-up, side by side, until every part ends or V_END): ggml-python's
-#   CUDA build, then the import-order probe, ggml CUDA verify, its GPU tests and compute-sanitizer;
-#   the autotuned Triton variants still to verify (WKVBENCH_TRITON, one process per variant:dtype);
-#   bench --warm-only of the autotuned kernels (fills Triton's autotune cache); the CUDA extensions,
-#   then side by side: the remaining CUDA variants, compute-sanitizer, --backward, properties and
-#   the edge set with --backward.
-# Stage B (alone on the GPU, most needed first, until B_END): the timing engine's GPU tests, the
-#   interleaved A/B gate demos (injected +10 % slowdown, then A/A), asv (quick set), bench fp32 of
-#   the fp32-only ggml variants, bench bf16 over the standard sets (resuming the committed partial
-#   run of the same GPU model), a repeat of quick/prefill and its gate decision.
+# STAGES ("V B"): which stages run. A session with two machine holds runs "V" on one (verification,
+# many processes side by side) and "B" on the other (timings, the GPU to itself).
+# Stage V (side by side, one BLAS thread each, until every part ends or V_END). Each list below is
+# one process per entry; an empty list skips the part (unset: the default shown):
+#   WKVBENCH_GGML_PARTS ("verify tests sanitize"): after ggml-python's CUDA build and the import-order
+#     probe; WKVBENCH_GGML_SANITIZE ('*.ggml.cuda'): sanitizer variant globs, one process each.
+#   WKVBENCH_TRITON (FLA chunk and rwkv-ops Triton dtypes): "variant:dtype" or "variant@case[,case...]"
+#     (tools/missing_cases.py --group prints those), WKVBENCH_TRITON_JOBS at a time (12).
+#   WKVBENCH_WARM: bench --warm-only of these variants (fills Triton's autotune cache).
+#   After the CUDA extensions are compiled (tools/gpu_prebuild.py), side by side:
+#   WKVBENCH_CUDA_VERIFY (verify arguments; "" skips), WKVBENCH_SANITIZE (variant globs, one
+#   tools/sanitize.sh each, WKVBENCH_SANITIZE_JOBS at a time, 4), WKVBENCH_BACKWARD ("all": one
+#   --backward run over every variant; else "variant:dtype" entries), WKVBENCH_PROPS ("all" or
+#   variant globs), WKVBENCH_EDGE (1: the edge set with --backward; "" skips).
+# Stage B (alone on the GPU, most needed first, until B_END), parts in WKVBENCH_B_PARTS ("tests gate
+#   asv fp32ggml bf16 gdnchunk repeat"; "sweep": bench fp32/fp16 (WKVBENCH_SWEEP_DTYPES) over the
+#   standard sets; "repeat" times quick/prefill again and gates it against bench-bf16; "repeat2" times
+#   it twice more in this hold, so the repeat compares two runs of one machine).
 # Every part is time-boxed; one cut short leaves its *.partial.jsonl or partial JSON, never nothing.
 # Environment: V_END (540), B_END (1480), WKVBENCH_GATE_VARIANT (wkv7.fla.fused_recurrent),
 # WHEELHOUSE/repo.bundle (optional: the commit, so that provenance and asv record it).
@@ -40,8 +48,11 @@ R=${2:?results dir}; mkdir -p "$R/parts"; P=$R/parts
 SRC=/tmp/wkvbench-src; rm -rf "$SRC"; mkdir -p "$SRC"
 tar cf - --exclude=./.whl --exclude=./.git --exclude=./.nox . | tar xf - -C "$SRC"; cd "$SRC" || exit 3
 if [ -f "$WH/repo.bundle" ]; then  # `git bundle create WHEELHOUSE/repo.bundle HEAD`: the real commit, for provenance and asv
-  git clone -q --no-checkout "$WH/repo.bundle" /tmp/wkvbench-git && mv /tmp/wkvbench-git/.git .git && git reset -q \
-    && echo "commit $(git rev-parse HEAD), $(git status --porcelain | wc -l) paths differ from it"
+  # the bundle's branch (main) becomes HEAD: a clone of a bundle made from a branch has no HEAD of its own
+  rm -rf /tmp/wkvbench-git; git clone -q --no-checkout "$WH/repo.bundle" /tmp/wkvbench-git && mv /tmp/wkvbench-git/.git .git \
+    && { git rev-parse -q --verify HEAD > /dev/null || { b=$(git for-each-ref --format='%(refname:short)' refs/remotes/origin | grep -v HEAD | head -n 1)
+         git branch -q "${b#origin/}" "$b" && git symbolic-ref HEAD "refs/heads/${b#origin/}"; }; } \
+    && git reset -q && echo "commit $(git rev-parse HEAD), $(git status --porcelain | wc -l) paths differ from it"
 fi
 SITE=/tmp/wkvbench-site; GGML_SITE=/tmp/wkvbench-ggml-site
 V=${WKVBENCH_GATE_VARIANT:-wkv7.fla.fused_recurrent}
@@ -54,8 +65,9 @@ V_END=$(( t0 + ${V_END:-540} )); B_END=$(( t0 + ${B_END:-1480} ))
 left() { local n=$(( ${2:-$B_END} - $(date +%s) - ${1:-0} )); echo $(( n > 5 ? n : 5 )); }
 run() { local name=$1 lim=$2; shift 2; timeout -k 10 "$lim" "$@" > "$P/$name.log" 2>&1; local rc=$?; echo "$(el) $name rc=$rc"; }
 finish() {
-  ls "$P"/verify-*.json "$P"/*.partial.jsonl > /dev/null 2>&1 && python3 tools/merge_results.py \
-    --output "$R/verify-gpu-all.json" $(ls "$P"/verify-*.json "$P"/verify-*.partial.jsonl 2>/dev/null | grep -v -e backward -e edge -e drift-)
+  local fwd; fwd=$(ls "$P"/verify-*.json "$P"/verify-*.partial.jsonl 2>/dev/null | grep -v -e backward -e edge -e drift-)
+  # shellcheck disable=SC2086
+  [ -n "$fwd" ] && python3 tools/merge_results.py --output "$R/verify-gpu-all.json" $fwd
   for f in bench-bf16 bench-fp32 bench-repeat properties; do [ -f "$P/$f.json" ] && cp "$P/$f.json" "$R/"; done
   tar czf "$R/full.tar.gz" -C "$R" parts; echo "$(el) packed"; touch "$R/done"
 }
@@ -69,7 +81,44 @@ cap() { local l; l=$(left "${2:-0}"); echo $(( $1 < l ? $1 : l )); }  # min(budg
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
 
 # ================= stage V: verification and warm-up, side by side (one BLAS thread each)
+STAGES=${STAGES:-V B}
 vpids=()
+pmap() {  # pmap JOBS FUNCTION ARG...: FUNCTION once per ARG, JOBS at a time
+  local jobs=$1 fn=$2; shift 2; [ $# -gt 0 ] || return 0
+  printf '%s\n' "$@" | xargs -P "$jobs" -I{} bash -c "$fn"' "$@"' _ {}
+}
+tagof() { echo "$1" | tr '/@:*,' '___x-' | cut -c1-120; }
+sanitize_one() {  # one tools/sanitize.sh per variant glob, its own folder
+  local t; t=$(tagof "$1")
+  OUT="$P/san-$t" WKVBENCH_SANITIZE_TIMEOUT=${WKVBENCH_SANITIZE_TIMEOUT:-150} \
+    run "sanitize-$t" "$(left 0 "$V_END")" bash tools/sanitize.sh "$1"
+}
+triton_one() {  # "variant:dtype", or "variant@case id[,case id...]" (tools/missing_cases.py --group)
+  local sel tag c
+  if [[ "$1" == *@* ]]; then sel=(--variant "${1%%@*}"); IFS=, read -ra cs <<< "${1#*@}"
+    for c in "${cs[@]}"; do sel+=(--case "$c"); done
+  else sel=(--variant "${1%%:*}" --dtype "${1##*:}"); fi
+  tag=$(tagof "$1")
+  timeout -k 10 "$(left 0 "$V_END")" python3 -m wkvbench verify --set gpu --device cuda "${sel[@]}" \
+    --output "$P/verify-triton-$tag.json" > "$P/triton-$tag.log" 2>&1
+  local rc=$?; echo "$(el) triton $1 rc=$rc"
+}
+backward_one() {  # "variant:dtype": its --backward rows of the gpu set, model domain
+  local t; t=$(tagof "$1")
+  run "backward-$t" "$(left 0 "$V_END")" python3 -m wkvbench verify --set gpu --device cuda --backward --in-process \
+    --domain model --variant "${1%%:*}" --dtype "${1##*:}" --output "$P/verify-backward-$t.json"
+}
+props_one() {
+  local t; t=$(tagof "$1")
+  run "properties-$t" "$(left 0 "$V_END")" python3 -m wkvbench properties --device cuda --dtype bf16 --variant "$1" \
+    --output "$P/properties-$t.json"
+}
+export -f run el left tagof sanitize_one triton_one backward_one props_one
+export t0 V_END B_END P
+
+if [[ " $STAGES " == *" V "* ]]; then
+GGML_PARTS=${WKVBENCH_GGML_PARTS-verify tests sanitize}
+if [ -n "$GGML_PARTS" ]; then
 ( CMAKE_BUILD_PARALLEL_LEVEL=${WKVBENCH_GGML_JOBS:-8} run ggml-build "$(left 0 "$V_END")" bash tools/build_ggml_cuda.sh \
     "$WH"/ggml_python-*.tar.gz /tmp/wkvbench-ggml-wheel "$GGML_SITE"
   [ -d "$GGML_SITE" ] || exit 0
@@ -79,86 +128,128 @@ vpids=()
     echo "import $order: rc=$?" >> "$P/ggml-order.log"
   done
   export PYTHONPATH="$GGML_SITE:$PYTHONPATH"
-  run verify-ggml "$(left 0 "$V_END")" python3 -m wkvbench verify --set gpu --variant '*.ggml.cuda' --jobs 4 \
-    --output "$P/verify-ggml.json"
-  run gpu-tests-ggml "$(left 0 "$V_END")" python3 -m pytest -q -rs -p no:cacheprovider suites/test_gpu_ggml.py \
-    --junitxml="$P/gpu-tests-ggml.xml"
-  OUT="$P/san-ggml" WKVBENCH_SANITIZE_TIMEOUT=90 run sanitize-ggml "$(left 0 "$V_END")" bash tools/sanitize.sh '*.ggml.cuda'
+  [[ " $GGML_PARTS " == *" verify "* ]] && run verify-ggml "$(left 0 "$V_END")" python3 -m wkvbench verify --set gpu \
+    --variant '*.ggml.cuda' --jobs 4 --output "$P/verify-ggml.json"
+  [[ " $GGML_PARTS " == *" tests "* ]] && run gpu-tests-ggml "$(left 0 "$V_END")" python3 -m pytest -q -rs \
+    -p no:cacheprovider suites/test_gpu_ggml.py --junitxml="$P/gpu-tests-ggml.xml"
+  # shellcheck disable=SC2086
+  [[ " $GGML_PARTS " == *" sanitize "* ]] && pmap 4 sanitize_one ${WKVBENCH_GGML_SANITIZE-'*.ggml.cuda'}
 ) & vpids+=($!)
+fi
 
 # the autotuned Triton variants still to verify on this GPU (WKVBENCH_TRITON: "variant:dtype ..." or, one
-# process per case, "variant@case ...": WKVBENCH_TRITON="$(python3 tools/missing_cases.py MERGED.json)")
-TRITON=${WKVBENCH_TRITON:-"wkv6.fla.chunk:bf16 wkv6.fla.chunk:fp32 wkv6.fla.chunk:fp16 wkv7.fla.chunk:bf16 wkv7.fla.chunk:fp32
+# process per case group, WKVBENCH_TRITON="$(python3 tools/missing_cases.py --group MERGED.json)")
+TRITON=${WKVBENCH_TRITON-"wkv6.fla.chunk:bf16 wkv6.fla.chunk:fp32 wkv6.fla.chunk:fp16 wkv7.fla.chunk:bf16 wkv7.fla.chunk:fp32
   wkv7.fla.chunk:fp16 gla.fla.chunk:bf16 gla.fla.chunk:fp32 gla.fla.chunk:fp16 wkv7.rwkv_ops.triton:fp16
   gdn.rwkv_ops.triton_recurrent_inference:fp16"}
-triton_one() {  # "variant:dtype", or "variant@case id" (tools/missing_cases.py prints those)
-  local sel tag
-  if [[ "$1" == *@* ]]; then sel=(--variant "${1%%@*}" --case "${1#*@}"); tag=$(echo "$1" | tr '/@' '__')
-  else sel=(--variant "${1%%:*}" --dtype "${1##*:}"); tag=${1/:/-}; fi
-  timeout -k 10 "$(left 0 "$V_END")" python3 -m wkvbench verify --set gpu --device cuda "${sel[@]}" \
-    --output "$P/verify-triton-$tag.json" > "$P/triton-$tag.log" 2>&1
-  local rc=$?; echo "$(el) triton $1 rc=$rc"
-}
-export -f triton_one el left; export t0 V_END B_END P
-( echo $TRITON | tr ' ' '\n' | xargs -P "${WKVBENCH_TRITON_JOBS:-12}" -I{} bash -c 'triton_one {}' ) & vpids+=($!)
-# bench warm-up of the autotuned kernels (fills Triton's on-disk autotune cache for stage B)
-for v in ${WKVBENCH_WARM:-wkv6.fla.chunk wkv7.fla.chunk gla.fla.chunk wkv7.rwkv_ops.triton}; do
+# shellcheck disable=SC2086
+( pmap "${WKVBENCH_TRITON_JOBS:-12}" triton_one $TRITON ) & vpids+=($!)
+# bench warm-up of the autotuned kernels (fills Triton's autotune cache for stage B)
+for v in ${WKVBENCH_WARM-wkv6.fla.chunk wkv7.fla.chunk gla.fla.chunk wkv7.rwkv_ops.triton}; do
   ( run "warm-$v" "$(left 0 "$V_END")" python3 -m wkvbench bench --warm-only --variant "$v" --set standard --dtype bf16 \
       --output "$P/warm-$v.json" ) & vpids+=($!)
 done
 
 ( run prebuild "$(left 0 "$V_END")" python3 tools/gpu_prebuild.py; grep -E "^prebuild" "$P/prebuild.log"
-  ( run verify-cuda "$(left 0 "$V_END")" python3 -m wkvbench verify --set gpu --device cuda --jobs 3 \
-      ${WKVBENCH_CUDA_VERIFY:---variant wkv7.fla.fused_recurrent --variant 'wkv6.rwkv.*'} --output "$P/verify-cuda.json" ) &
-  ( OUT="$P/san-cuda" WKVBENCH_SANITIZE_TIMEOUT=90 run sanitize-cuda "$(left 0 "$V_END")" bash tools/sanitize.sh \
-      ${WKVBENCH_SANITIZE:-'wkv6.rwkv.rwkv5*' wkv7.rwkv_ops.cuda gdn.rwkv_ops.cuda_recurrent} ) &
-  ( run verify-backward "$(left 0 "$V_END")" python3 -m wkvbench verify --set gpu --device cuda --backward --jobs 4 \
-      --domain model --dtype bf16 --dtype fp32 --exclude '*.ggml.*' --output "$P/verify-backward.json" ) &
-  ( run properties "$(left 0 "$V_END")" python3 -m wkvbench properties --device cuda --dtype bf16 \
-      --exclude '*.ggml.*' --output "$P/properties.json" ) &
-  ( run verify-edge "$(left 0 "$V_END")" python3 -m wkvbench verify --set edge --device cuda --backward --jobs 3 \
-      --dtype bf16 --exclude '*.ggml.*' --exclude '*.fla.chunk' --output "$P/verify-edge.json" ) &
+  CUDA_VERIFY=${WKVBENCH_CUDA_VERIFY---variant wkv7.fla.fused_recurrent --variant 'wkv6.rwkv.*'}
+  # shellcheck disable=SC2086
+  [ -n "$CUDA_VERIFY" ] && ( run verify-cuda "$(left 0 "$V_END")" python3 -m wkvbench verify --set gpu --device cuda \
+      --jobs 3 $CUDA_VERIFY --output "$P/verify-cuda.json" ) &
+  # shellcheck disable=SC2086
+  ( pmap "${WKVBENCH_SANITIZE_JOBS:-4}" sanitize_one ${WKVBENCH_SANITIZE-'wkv6.rwkv.rwkv5*' wkv7.rwkv_ops.cuda gdn.rwkv_ops.cuda_recurrent} ) &
+  BACKWARD=${WKVBENCH_BACKWARD-all}
+  if [ "$BACKWARD" = all ]; then
+    ( run verify-backward "$(left 0 "$V_END")" python3 -m wkvbench verify --set gpu --device cuda --backward --jobs 4 \
+        --domain model --dtype bf16 --dtype fp32 --exclude '*.ggml.*' --output "$P/verify-backward.json" ) &
+  else
+    # shellcheck disable=SC2086
+    ( pmap 16 backward_one $BACKWARD ) &
+  fi
+  PROPS=${WKVBENCH_PROPS-all}
+  if [ "$PROPS" = all ]; then
+    ( run properties "$(left 0 "$V_END")" python3 -m wkvbench properties --device cuda --dtype bf16 \
+        --exclude '*.ggml.*' --output "$P/properties.json" ) &
+  else
+    # shellcheck disable=SC2086
+    ( pmap 8 props_one $PROPS ) &
+  fi
+  [ -n "${WKVBENCH_EDGE-1}" ] && ( run verify-edge "$(left 0 "$V_END")" python3 -m wkvbench verify --set edge --device cuda \
+      --backward --jobs 3 --dtype bf16 --exclude '*.ggml.*' --exclude '*.fla.chunk' --output "$P/verify-edge.json" ) &
   wait ) & vpids+=($!)
 
 ( while [ "$(date +%s)" -lt "$V_END" ]; do sleep 60; echo "$(el) stage V: load $(cut -d' ' -f1 /proc/loadavg)"; done ) &
 ticker=$!
 wait "${vpids[@]}"; kill "$ticker" 2>/dev/null
 echo "$(el) stage V done"
+fi
+[[ " $STAGES " == *" B "* ]] || exit 0
 
 # ================= stage B: the GPU to ourselves, most needed first
 pkill -f "python3 -m wkvbench" 2>/dev/null; pkill -f compute-sanitizer 2>/dev/null; sleep 2
 [ -d "$GGML_SITE" ] && export PYTHONPATH="$GGML_SITE:$PYTHONPATH"
-run gpu-tests-bench "$(cap 60)" python3 -m pytest -q -rs -s -p no:cacheprovider suites/test_gpu_bench.py \
-  --junitxml="$P/gpu-tests-bench.xml"
-tail -n 6 "$P/gpu-tests-bench.log"
+BP=" ${WKVBENCH_B_PARTS:-tests gate asv fp32ggml bf16 gdnchunk repeat} "
+# autotune timings cached on disk: later processes of this hold (asv, repeats) reuse the bench's choices
+export TRITON_CACHE_AUTOTUNING=1
+if [[ $BP == *" tests "* ]]; then
+  run gpu-tests-bench "$(cap 60)" python3 -m pytest -q -rs -s -p no:cacheprovider suites/test_gpu_bench.py \
+    --junitxml="$P/gpu-tests-bench.xml"
+  tail -n 6 "$P/gpu-tests-bench.log"
+fi
 G="python3 -m wkvbench bench --time-cap 0.3 --set prefill --variant $V --dtype bf16 --output {output}"
-run gate-slow "$(cap 150)" python3 -m wkvbench gate ab --baseline-cmd "$G" \
-  --candidate-cmd "WKVBENCH_INJECT=slow:$V:10 $G" --rounds 2 --confirm --workdir "$P/ab-slow" \
-  --markdown "$P/gate-slow.md" --json "$P/gate-slow.json"
-run gate-aa "$(cap 120)" python3 -m wkvbench gate ab --baseline-cmd "$G" --candidate-cmd "$G" --rounds 2 --confirm \
-  --workdir "$P/ab-aa" --markdown "$P/gate-aa.md" --json "$P/gate-aa.json"
-if [ -d "$WH/asv" ] && [ -d .git ]; then  # asv history: device-time samples of this commit, quick set
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/asv-site "$WH"/asv/*.whl
-  SLUG=$(python3 -m wkvbench.bench_merge --slug)
-  ( export PYTHONPATH="/tmp/asv-site:$PYTHONPATH" WKVBENCH_ASV_SETS=quick WKVBENCH_SYS_PATH="$SITE:$GGML_SITE"
-    python3 -m asv machine --yes --machine "$SLUG" > /dev/null
-    run asv "$(cap 100)" python3 -m asv run --python=same --set-commit-hash "$(git rev-parse HEAD)" \
-      --machine "$SLUG" --record-samples -b DeviceTime --show-stderr
-    [ -d reports/asv/results ] && cp -r reports/asv/results "$P/asv-results" )
+if [[ $BP == *" gate "* ]]; then
+  run gate-slow "$(cap 150)" python3 -m wkvbench gate ab --baseline-cmd "$G" \
+    --candidate-cmd "WKVBENCH_INJECT=slow:$V:10 $G" --rounds 2 --confirm --workdir "$P/ab-slow" \
+    --markdown "$P/gate-slow.md" --json "$P/gate-slow.json"
+  run gate-aa "$(cap 120)" python3 -m wkvbench gate ab --baseline-cmd "$G" --candidate-cmd "$G" --rounds 2 --confirm \
+    --workdir "$P/ab-aa" --markdown "$P/gate-aa.md" --json "$P/gate-aa.json"
 fi
 B="python3 -m wkvbench bench --time-cap 0.3"
-run bench-fp32 "$(cap 80)" $B --set standard --dtype fp32 --variant '*.ggml.cuda' --output "$P/bench-fp32.json"
 # resume the committed partial bench of this GPU model (rows of another identity are refused by bench)
 prev=${WKVBENCH_BENCH_RESUME:-reports/gpu/h100-2026-11-23/bench-bf16.json}
 [[ "$GPU" == *H100* ]] && [ -f "$prev" ] && cp "$prev" "$P/bench-bf16.json"
-run bench-bf16 "$(cap 600 140)" $B --set standard --dtype bf16 --exclude '*.ggml.*' --exclude gdn.rwkv_ops.triton_chunk \
-  --resume --output "$P/bench-bf16.json"
+if [[ $BP == *" bf16 "* ]]; then
+  run bench-bf16 "$(cap ${WKVBENCH_BF16_S:-600} 140)" $B --set standard --dtype bf16 --exclude '*.ggml.*' \
+    --exclude gdn.rwkv_ops.triton_chunk --resume --output "$P/bench-bf16.json"
+fi
+asv_part() {  # asv history: device-time samples of this commit, quick set
+  [ -d "$WH/asv" ] && [ -d .git ] || { echo "asv: no wheels or no commit (repo.bundle)"; return 0; }
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/asv-site "$WH"/asv/*.whl
+  SLUG=$(python3 -m wkvbench.bench_merge --slug)
+  ( export PYTHONPATH="/tmp/asv-site:$PYTHONPATH" WKVBENCH_ASV_SETS=${WKVBENCH_ASV_SETS:-quick} WKVBENCH_SYS_PATH="$SITE:$GGML_SITE"
+    python3 -m asv machine --yes --machine "$SLUG" > /dev/null
+    run asv "$(cap "${WKVBENCH_ASV_S:-100}")" python3 -m asv run --python=same --set-commit-hash "$(git rev-parse HEAD)" \
+      --machine "$SLUG" --record-samples -b DeviceTime --show-stderr
+    [ -d reports/asv/results ] && cp -r reports/asv/results "$P/asv-results" )
+}
+[[ $BP == *" asv "* ]] && asv_part
+[[ $BP == *" fp32ggml "* ]] && run bench-fp32 "$(cap 80)" $B --set standard --dtype fp32 --variant '*.ggml.cuda' \
+  --output "$P/bench-fp32.json"
 # ~2.5 s a call at every shape (H100, 2026-11-22 and -23): its quick row alone
-run bench-gdnchunk "$(cap 60 80)" $B --set quick --dtype bf16 --variant gdn.rwkv_ops.triton_chunk --output "$P/bench-gdnchunk.json"
-run bench-repeat "$(cap 120)" $B --set quick --set prefill --dtype bf16 --exclude '*.ggml.*' --output "$P/bench-repeat.json"
-# offline gate decisions (no GPU needed)
-python3 -m wkvbench gate --baseline "$P/bench-bf16.json" --candidate "$P/bench-repeat.json" \
-  --markdown "$P/gate-repeat.md" --json "$P/gate-repeat.json" > "$P/gate-repeat.log" 2>&1
-echo "gate repeat exit $?" | tee -a "$P/gate-repeat.log"
-for f in "$P"/gate-*.log; do echo "--- $(basename "$f")"; tail -n 4 "$f"; done
+[[ $BP == *" gdnchunk "* ]] && run bench-gdnchunk "$(cap 60 80)" $B --set quick --dtype bf16 \
+  --variant gdn.rwkv_ops.triton_chunk --output "$P/bench-gdnchunk.json"
+if [[ $BP == *" repeat2 "* ]]; then  # two more runs of quick/prefill in this hold: the same machine's repeat
+  for i in a b; do
+    run "bench-repeat-$i" "$(cap 150)" $B --set quick --set prefill --dtype bf16 --exclude '*.ggml.*' \
+      --exclude gdn.rwkv_ops.triton_chunk --output "$P/bench-repeat-$i.json"
+  done
+  python3 -m wkvbench gate --baseline "$P/bench-repeat-a.json" --candidate "$P/bench-repeat-b.json" \
+    --markdown "$P/gate-repeat2.md" --json "$P/gate-repeat2.json" > "$P/gate-repeat2.log" 2>&1
+  echo "gate repeat2 exit $?" | tee -a "$P/gate-repeat2.log"
+fi
+if [[ $BP == *" sweep "* ]]; then  # the other dtypes of the standard matrix, resumable across holds
+  for dt in ${WKVBENCH_SWEEP_DTYPES:-fp32 fp16}; do
+    prev="reports/gpu/h100-2026-11-23/bench-sweep-$dt.json"
+    [[ "$GPU" == *H100* ]] && [ -f "$prev" ] && cp "$prev" "$P/bench-sweep-$dt.json"
+    run "bench-sweep-$dt" "$(cap "${WKVBENCH_SWEEP_S:-400}" 20)" $B --set standard --dtype "$dt" --exclude '*.ggml.*' \
+      --exclude gdn.rwkv_ops.triton_chunk --resume --output "$P/bench-sweep-$dt.json"
+  done
+fi
+if [[ $BP == *" repeat "* ]]; then
+  run bench-repeat "$(cap 120)" $B --set quick --set prefill --dtype bf16 --exclude '*.ggml.*' --output "$P/bench-repeat.json"
+  # offline gate decision (no GPU needed)
+  python3 -m wkvbench gate --baseline "$P/bench-bf16.json" --candidate "$P/bench-repeat.json" \
+    --markdown "$P/gate-repeat.md" --json "$P/gate-repeat.json" > "$P/gate-repeat.log" 2>&1
+  echo "gate repeat exit $?" | tee -a "$P/gate-repeat.log"
+fi
+for f in "$P"/gate-*.log; do [ -f "$f" ] && { echo "--- $(basename "$f")"; tail -n 4 "$f"; }; done
 echo "$(el) stage B done"

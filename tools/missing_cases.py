@@ -4,6 +4,9 @@ GPU run verifies only what is missing, one process per case (``tools/gpu_full.sh
 ``WKVBENCH_TRITON``):
 
     python tools/missing_cases.py reports/gpu/h100-2026-11-23/verify-h100.json --variant '*.fla.chunk'
+
+``--group`` prints one ``variant@case,case,...`` line per (variant, shape, dtype) instead: the domains of
+one shape share a process, so an autotuned kernel tunes that shape once (gpu_full.sh splits at commas).
 """
 
 from __future__ import annotations
@@ -35,18 +38,30 @@ def missing(doc: dict, globs: list[str], case_set: str = "gpu", kind: str = "for
     return out
 
 
+def group(lines: list[str]) -> list[str]:
+    """``variant@case`` lines joined per (variant, shape, dtype), in first-seen order."""
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for line in lines:
+        variant, case = line.split("@", 1)
+        op, _domain, shape, dtype, _seed = case.split("/")
+        groups.setdefault((variant, shape, dtype), []).append(case)
+    return [f"{v}@{','.join(cases)}" for (v, _s, _d), cases in groups.items()]
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", type=Path, help="a wkvbench.verify/1 file")
     ap.add_argument("--variant", action="append", default=[], help="variant glob (repeatable)")
     ap.add_argument("--set", default="gpu", choices=CASE_SETS)
     ap.add_argument("--backward", action="store_true", help="missing backward rows instead")
+    ap.add_argument("--group", action="store_true", help="one line per (variant, shape, dtype): variant@id,id,...")
     args = ap.parse_args(argv)
     doc = json.loads(args.results.read_text())
     if doc.get("schema") != "wkvbench.verify/1":
         print(f"{args.results}: not a wkvbench.verify/1 file", file=sys.stderr)
         return 2
-    for line in missing(doc, args.variant, args.set, "backward" if args.backward else "forward"):
+    lines = missing(doc, args.variant, args.set, "backward" if args.backward else "forward")
+    for line in group(lines) if args.group else lines:
         print(line)
     return 0
 

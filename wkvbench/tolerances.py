@@ -296,6 +296,13 @@ KNOWN_FAILURES: dict[tuple[str, str], str | None] = {
     # (reports/gpu/h100-2026-11-23/verify-edge-backward-run2.json), gla/lwneg bf16, T = 1..65: grad_lw
     # 275 to 6560 relative (1e10-3e11x floor; limits 1.2e-3..1.1e-2); the other gradients pass. The same
     # mechanism in fp32 on gla/model/B2-T64-H1-N64: grad_lw 6.2e-7 (25.8x floor) vs limit 5.7e-7.
+    # FLA chunk_rwkv6's backward, bf16, one token with an initial state: H100, 2026-11-23
+    # (reports/gpu/h100-2026-11-23/verify-backward-run1b.partial.jsonl), wkv6/model/B1-T1-H2-N64-h0/bf16:
+    # grad_lw 9.1e-5 relative (3.6e3x the floor of the fp32 gradient it returns; limit 3.7e-7 from the
+    # step baseline's bf16 run); grad_r/k/v/u 1.2-1.8x their bf16 floors; T = 37 passes. Where the extra
+    # rounding enters is not pinned down (its inter-chunk dq/dk dots cast h and dh to bf16).
+    ("wkv6.fla.chunk", "backward:wkv6/model/B1-T1-*/bf16/*"): "FLA chunk_rwkv6 bf16 decay gradient at T = 1 "
+        "carries bf16-level error (9.1e-5 relative, 3.6e3x the fp32 floor)",
     ("gla.fla.fused_recurrent*", "backward:gla/lwneg/*/bf16/*"): "FLA fused_recurrent GLA gate gradient "
         "(running sum of q*dq - k*dk) is cancellation noise when decays -> 0",
     ("gla.fla.fused_recurrent*", "backward:gla/model/B2-T64-H1-N64/fp32/*"): "FLA fused_recurrent GLA gate "
