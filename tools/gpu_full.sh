@@ -229,7 +229,7 @@ asv_part() {  # asv history: device-time samples of this commit, quick set
   --variant gdn.rwkv_ops.triton_chunk --output "$P/bench-gdnchunk.json"
 if [[ $BP == *" repeat2 "* ]]; then  # two more runs of quick/prefill in this hold: the same machine's repeat
   for i in a b; do
-    run "bench-repeat-$i" "$(cap 150)" $B --set quick --set prefill --dtype bf16 --exclude '*.ggml.*' \
+    run "bench-repeat-$i" "$(cap ${WKVBENCH_REPEAT_S:-150})" $B --set quick --set prefill --dtype bf16 --exclude '*.ggml.*' \
       --exclude gdn.rwkv_ops.triton_chunk --output "$P/bench-repeat-$i.json"
   done
   python3 -m wkvbench gate --baseline "$P/bench-repeat-a.json" --candidate "$P/bench-repeat-b.json" \
