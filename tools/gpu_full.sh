@@ -5,6 +5,7 @@
 # engine's own GPU tests and an asv history entry (issue 4), and the gate demos (issue 7).
 #
 #     setsid nohup tools/gpu_full.sh WHEELHOUSE RESULTS_DIR > RESULTS_DIR.log 2>&1 &   # start, detached
+#     tools/gpu_full.sh --snapshot RESULTS_DIR OUT    # end of every call: its parts so far, OUT/snapN.tar.gz
 #     tools/gpu_full.sh --collect RESULTS_DIR OUT     # later: wait for it, copy its files into OUT
 #
 # Detached, it outlives the 10-minute limit of one command on a lent GPU box; the --collect call
@@ -33,6 +34,10 @@
 # Environment: V_END (540), B_END (1480), WKVBENCH_GATE_VARIANT (wkv7.fla.fused_recurrent),
 # WHEELHOUSE/repo.bundle (optional: the commit, so that provenance and asv record it).
 set -uo pipefail
+if [ "${1:-}" = "--snapshot" ]; then  # what the run has so far, into OUT/snapN.tar.gz: call it at the end of every call
+  R=${2:?results dir}; O=${3:?out dir}; n=1; while [ -e "$O/snap$n.tar.gz" ]; do n=$((n + 1)); done
+  tar czf "$O/snap$n.tar.gz" -C "$R" parts run.log 2>/dev/null; grep -v "^ " "$R/run.log" | tail -n 30 | cut -c1-200; exit 0
+fi
 if [ "${1:-}" = "--collect" ]; then
   R=${2:?results dir}; O=${3:?out dir}; waited=0
   while [ ! -f "$R/done" ] && [ "$waited" -lt "${WKVBENCH_COLLECT_WAIT:-500}" ]; do sleep 5; waited=$((waited + 5)); done
