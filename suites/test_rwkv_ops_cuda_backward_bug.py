@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wkvbench.check import Checker, upstream_gradients
 from wkvbench.cases import Case
+from wkvbench.check import Checker, backward_problem
+from wkvbench.kernels.base import get
 from wkvbench.metrics import tensor_error
-from wkvbench.ops import default_state
 from wkvbench.references import BACKWARDS
 
 RESULTS = Path(__file__).resolve().parent.parent / "reports/gpu/h100-2026-11-23/verify-backward-h100.json"
@@ -37,14 +37,12 @@ def _measured() -> dict[str, float]:
 
 
 def _oracle_with(dstate_of):
-    from wkvbench.kernels.wkv7.rwkv_ops_cuda import effective_inputs
-    case = Case.parse(CASE)
-    checker = Checker()
-    effective = effective_inputs(checker.inputs(case), "bf16")
-    full = {**default_state("wkv7", effective), **effective}
-    up = upstream_gradients(case, checker.oracle("wkv7", full))
-    ref = BACKWARDS["wkv7"](**full, dy=up["y"], dstate=up["state"])
-    return ref, BACKWARDS["wkv7"](**full, dy=up["y"], dstate=dstate_of(up["state"]))
+    """The float64 gradients the check compares against, and those with ``dstate_of(dS)`` as the
+    final-state gradient, on the inputs the CUDA kernel sees."""
+    case, checker, variant = Case.parse(CASE), Checker(), get("wkv7.rwkv_ops.cuda")
+    full, up, state_up = backward_problem(checker, case, variant.effective_inputs(checker.inputs(case), case.dtype))
+    ref = BACKWARDS["wkv7"](**full, dy=up["y"], **state_up)
+    return ref, BACKWARDS["wkv7"](**full, dy=up["y"], dstate=dstate_of(state_up["dstate"]))
 
 
 def test_transposed_final_state_gradient_reproduces_the_h100_errors():

@@ -32,6 +32,7 @@
 #   it twice more in this hold, so the repeat compares two runs of one machine).
 # Every part is time-boxed; one cut short leaves its *.partial.jsonl or partial JSON, never nothing.
 # Environment: V_END (540), B_END (1480), WKVBENCH_GATE_VARIANT (wkv7.fla.fused_recurrent),
+# WKVBENCH_BENCH_RESUME_DIR (reports/gpu/h100-2026-11-23: the committed bench files an H100 run goes on with),
 # WHEELHOUSE/repo.bundle (optional: the commit, so that provenance and asv record it).
 set -uo pipefail
 if [ "${1:-}" = "--snapshot" ]; then  # what the run has so far, into OUT/snapN.tar.gz: call it at the end of every call
@@ -209,9 +210,15 @@ if [[ $BP == *" gate "* ]]; then
     --workdir "$P/ab-aa" --markdown "$P/gate-aa.md" --json "$P/gate-aa.json"
 fi
 B="python3 -m wkvbench bench --time-cap 0.3"
-# resume the committed partial bench of this GPU model (rows of another identity are refused by bench)
-prev=${WKVBENCH_BENCH_RESUME:-reports/gpu/h100-2026-11-23/bench-bf16.json}
-[[ "$GPU" == *H100* ]] && [ -f "$prev" ] && cp "$prev" "$P/bench-bf16.json"
+resume_from() {  # the committed partial bench NAME.json of this GPU model, to go on with (bench refuses rows of another identity)
+  local prev=${WKVBENCH_BENCH_RESUME_DIR:-reports/gpu/h100-2026-11-23}/$1.json
+  if [[ "$GPU" == *H100* ]] && [ -f "$prev" ]; then cp "$prev" "$P/$1.json"; fi
+}
+repeat_gate() {  # repeat_gate BASELINE CANDIDATE NAME: the offline gate decision of two bench files (no GPU needed)
+  python3 -m wkvbench gate --baseline "$1" --candidate "$2" --markdown "$P/$3.md" --json "$P/$3.json" > "$P/$3.log" 2>&1
+  echo "$3 exit $?" | tee -a "$P/$3.log"
+}
+resume_from bench-bf16  # also the baseline of the "repeat" part
 if [[ $BP == *" bf16 "* ]]; then
   run bench-bf16 "$(cap ${WKVBENCH_BF16_S:-600} 140)" $B --set standard --dtype bf16 --exclude '*.ggml.*' \
     --exclude gdn.rwkv_ops.triton_chunk --resume --output "$P/bench-bf16.json"
@@ -237,24 +244,18 @@ if [[ $BP == *" repeat2 "* ]]; then  # two more runs of quick/prefill in this ho
     run "bench-repeat-$i" "$(cap ${WKVBENCH_REPEAT_S:-150})" $B --set quick --set prefill --dtype bf16 --exclude '*.ggml.*' \
       --exclude gdn.rwkv_ops.triton_chunk --output "$P/bench-repeat-$i.json"
   done
-  python3 -m wkvbench gate --baseline "$P/bench-repeat-a.json" --candidate "$P/bench-repeat-b.json" \
-    --markdown "$P/gate-repeat2.md" --json "$P/gate-repeat2.json" > "$P/gate-repeat2.log" 2>&1
-  echo "gate repeat2 exit $?" | tee -a "$P/gate-repeat2.log"
+  repeat_gate "$P/bench-repeat-a.json" "$P/bench-repeat-b.json" gate-repeat2
 fi
 if [[ $BP == *" sweep "* ]]; then  # the other dtypes of the standard matrix, resumable across holds
   for dt in ${WKVBENCH_SWEEP_DTYPES:-fp32 fp16}; do
-    prev="reports/gpu/h100-2026-11-23/bench-sweep-$dt.json"
-    [[ "$GPU" == *H100* ]] && [ -f "$prev" ] && cp "$prev" "$P/bench-sweep-$dt.json"
+    resume_from "bench-sweep-$dt"
     run "bench-sweep-$dt" "$(cap "${WKVBENCH_SWEEP_S:-400}" 20)" $B --set standard --dtype "$dt" --exclude '*.ggml.*' \
       --exclude gdn.rwkv_ops.triton_chunk --resume --output "$P/bench-sweep-$dt.json"
   done
 fi
 if [[ $BP == *" repeat "* ]]; then
   run bench-repeat "$(cap 120)" $B --set quick --set prefill --dtype bf16 --exclude '*.ggml.*' --output "$P/bench-repeat.json"
-  # offline gate decision (no GPU needed)
-  python3 -m wkvbench gate --baseline "$P/bench-bf16.json" --candidate "$P/bench-repeat.json" \
-    --markdown "$P/gate-repeat.md" --json "$P/gate-repeat.json" > "$P/gate-repeat.log" 2>&1
-  echo "gate repeat exit $?" | tee -a "$P/gate-repeat.log"
+  repeat_gate "$P/bench-bf16.json" "$P/bench-repeat.json" gate-repeat
 fi
 for f in "$P"/gate-*.log; do [ -f "$f" ] && { echo "--- $(basename "$f")"; tail -n 4 "$f"; }; done
 echo "$(el) stage B done"

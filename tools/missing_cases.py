@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from wkvbench.cases import CASE_SETS, default_cases  # noqa: E402
+from wkvbench.cases import CASE_SETS, Case, default_cases  # noqa: E402
 
 
 def missing(doc: dict, globs: list[str], case_set: str = "gpu", kind: str = "forward") -> list[str]:
@@ -40,11 +40,11 @@ def missing(doc: dict, globs: list[str], case_set: str = "gpu", kind: str = "for
 
 def group(lines: list[str]) -> list[str]:
     """``variant@case`` lines joined per (variant, shape, dtype), in first-seen order."""
-    groups: dict[tuple[str, str, str], list[str]] = {}
+    groups: dict[tuple, list[str]] = {}
     for line in lines:
         variant, case = line.split("@", 1)
-        op, _domain, shape, dtype, _seed = case.split("/")
-        groups.setdefault((variant, shape, dtype), []).append(case)
+        c = Case.parse(case)
+        groups.setdefault((variant, c.shape, c.dtype), []).append(case)
     return [f"{v}@{','.join(cases)}" for (v, _s, _d), cases in groups.items()]
 
 

@@ -254,6 +254,18 @@ def upstream_gradients(case: Case, ref_outputs: dict) -> dict:
     return {n: rng.standard_normal(np.shape(v)) for n, v in ref_outputs.items()}
 
 
+def backward_problem(checker: Checker, case: Case, effective: dict) -> tuple[dict, dict, dict]:
+    """The oracle side of a backward check on the inputs a variant sees (``effective``): the full
+    inputs (default state added), the upstream gradients drawn for them, and the upstream-state
+    keyword arguments of ``references.BACKWARDS[case.op]`` (``dstate``; wkv4: ``daa``, ``dbb``, ``dpp``)."""
+    spec = op_spec(case.op)
+    full = {**default_state(case.op, effective), **effective}
+    up = upstream_gradients(case, checker.oracle(case.op, full))
+    state_up = {f"d{n}": up[n] for n in spec.state} if case.op == "wkv4" else (
+        {"dstate": up["state"]} if spec.state else {})
+    return full, up, state_up
+
+
 def check_backward(checker: Checker, variant: KernelVariant, case: Case) -> CheckResult:
     """Gradients of ``variant`` vs the float64 backward oracle (``references.BACKWARDS``), judged
     with the ``grad_<input>`` entries of the tolerance table (baseline: autograd through
@@ -273,12 +285,7 @@ def check_backward(checker: Checker, variant: KernelVariant, case: Case) -> Chec
         return CheckResult(variant.name, case, SKIP, why, kind="backward")
     spec = op_spec(case.op)
     inputs = checker.inputs(case)
-    effective = variant.effective_inputs(inputs, case.dtype)
-    full = {**default_state(case.op, effective), **effective}
-    fwd = checker.oracle(case.op, full)
-    up = upstream_gradients(case, fwd)
-    state_up = {f"d{n}": up[n] for n in spec.state} if case.op == "wkv4" else (
-        {"dstate": up["state"]} if spec.state else {})
+    full, up, state_up = backward_problem(checker, case, variant.effective_inputs(inputs, case.dtype))
     ref = BACKWARDS[case.op](**full, dy=up["y"], **state_up)
     try:
         got = variant.backward(dict(inputs), case, up)
