@@ -104,9 +104,10 @@ def bench(session: nox.Session) -> None:
 
     ``nox -s bench -- [wkvbench bench arguments]`` (default ``--set standard``). One worker process per
     visible GPU (``CUDA_VISIBLE_DEVICES=i ... --shard i/n``; never two timed runs on one GPU), shards
-    merged into ``reports/bench/<machine>/bench-<stamp>.json``; then ``asv run`` in this environment
-    records the same commit's device-time samples under ``reports/asv/results/<machine>`` (quick set;
-    ``WKVBENCH_ASV_SETS`` for more), and pytest-benchmark times the CPU side (oracle, ggml CPU, torch
+    merged into ``reports/bench/<machine>/bench-<stamp>.json``; then asv in this environment records the
+    same commit's device-time samples under ``reports/asv/results/<machine>`` (quick set;
+    ``WKVBENCH_ASV_SETS`` for more), one time-boxed ``asv run`` per ``WKVBENCH_ASV_GROUP`` variants
+    (``python -m wkvbench.asv_run``, ``WKVBENCH_ASV_S`` seconds in all), and pytest-benchmark times the CPU side (oracle, ggml CPU, torch
     CPU) into ``reports/bench/cpu-<stamp>.json``. On a box without a GPU only the CPU part runs.
     Offline GPU boxes: ``tools/gpu_bench.sh WHEELHOUSE`` (README "Benchmarks").
     """
@@ -135,11 +136,10 @@ def bench(session: nox.Session) -> None:
         os.remove(sh)
     if failed:
         session.error(f"bench workers for GPUs {failed} failed (their rows so far are in the merged file)")
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    session.run("python", "-m", "asv", "machine", "--yes", "--machine", slug)
-    session.run("python", "-m", "asv", "run", "--python=same", "--set-commit-hash", commit, "--machine", slug,
-                "--record-samples", "-b", "DeviceTime",
-                env={"WKVBENCH_ASV_SETS": os.environ.get("WKVBENCH_ASV_SETS", "quick")})
+    # one `asv run` per group of variants, each time-boxed: a group cut short loses itself only
+    session.run("python", "-m", "wkvbench.asv_run", "--machine", slug, "--group", os.environ.get("WKVBENCH_ASV_GROUP", "3"),
+                "--budget", os.environ.get("WKVBENCH_ASV_S", "900"), "--summary", f"{outdir}/asv-run-{stamp}.json",
+                env={"WKVBENCH_ASV_SETS": os.environ.get("WKVBENCH_ASV_SETS", "quick")}, success_codes=[0, 1])
 
 
 @nox.session(default=False)

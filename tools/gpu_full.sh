@@ -6,6 +6,10 @@
 #
 #     setsid nohup tools/gpu_full.sh WHEELHOUSE RESULTS_DIR > RESULTS_DIR.log 2>&1 &   # start, detached
 #     tools/gpu_full.sh --snapshot RESULTS_DIR OUT    # end of every call: its parts so far, OUT/snapN.tar.gz
+#     tools/gpu_full.sh --wait RESULTS_DIR SECONDS OUT   # a later call: until done or SECONDS, then --snapshot;
+#                                                        # exits 9 at once when the machine is a fresh one
+# --snapshot also leaves OUT/triton-autotune.tar.gz (Triton's autotuning choices); put it in the next
+# session's WHEELHOUSE and the run restores it when the GPU model is the same (--restore-autotune).
 #     tools/gpu_full.sh --collect RESULTS_DIR OUT     # later: wait for it, copy its files into OUT
 #
 # Detached, it outlives the 10-minute limit of one command on a lent GPU box; the --collect call
@@ -21,13 +25,17 @@
 #   WKVBENCH_TRITON (FLA chunk and rwkv-ops Triton dtypes): "variant:dtype" or "variant@case[,case...]"
 #     (tools/missing_cases.py --group prints those), WKVBENCH_TRITON_JOBS at a time (12).
 #   WKVBENCH_WARM: bench --warm-only of these variants (fills Triton's autotune cache).
-#   After the CUDA extensions are compiled (tools/gpu_prebuild.py), side by side:
+#   WKVBENCH_BACKWARD ("all": one --backward run over every variant; else "variant:dtype" or
+#   "variant@case[,case...]" entries) and WKVBENCH_PROPS ("all", or "variant glob[@property,...]"
+#   entries), from the start.
+#   After the CUDA extensions are compiled (tools/gpu_prebuild.py; WKVBENCH_PREBUILD="" skips that), side by side:
 #   WKVBENCH_CUDA_VERIFY (verify arguments; "" skips), WKVBENCH_SANITIZE (variant globs, one
-#   tools/sanitize.sh each, WKVBENCH_SANITIZE_JOBS at a time, 4), WKVBENCH_BACKWARD ("all": one
-#   --backward run over every variant; else "variant:dtype" entries), WKVBENCH_PROPS ("all" or
-#   variant globs), WKVBENCH_EDGE (1: the edge set with --backward; "" skips).
+#   tools/sanitize.sh each, WKVBENCH_SANITIZE_JOBS at a time, 4), WKVBENCH_EDGE (1: the edge set
+#   with --backward; "" skips).
 # Stage B (alone on the GPU, most needed first, until B_END), parts in WKVBENCH_B_PARTS ("tests gate
-#   asv fp32ggml bf16 gdnchunk repeat"; "sweep": bench fp32/fp16 (WKVBENCH_SWEEP_DTYPES) over the
+#   asv fp32ggml bf16 gdnchunk repeat"; "asv": python -m wkvbench.asv_run, one asv run per WKVBENCH_ASV_GROUP
+#   (2) variants, each at most WKVBENCH_ASV_GROUP_S (150) s, WKVBENCH_ASV_S (300) s in all; "sweep": bench
+#   fp32/fp16 (WKVBENCH_SWEEP_DTYPES) over the
 #   standard sets; "repeat" times quick/prefill again and gates it against bench-bf16; "repeat2" times
 #   it twice more in this hold, so the repeat compares two runs of one machine).
 # Every part is time-boxed; one cut short leaves its *.partial.jsonl or partial JSON, never nothing.
@@ -35,9 +43,31 @@
 # WKVBENCH_BENCH_RESUME_DIR (reports/gpu/h100-2026-11-23: the committed bench files an H100 run goes on with),
 # WHEELHOUSE/repo.bundle (optional: the commit, so that provenance and asv record it).
 set -uo pipefail
+if [ "${1:-}" = "--wait" ]; then  # the body of every later call: --wait RESULTS_DIR SECONDS OUT
+  # a machine that went back between calls comes back bare: say so at once instead of sleeping on nothing
+  R=${2:?results dir}; S=${3:?seconds}; O=${4:?out dir}
+  [ -f "$R/run.log" ] || { echo "no run at $R: this is a fresh machine (the earlier one went back); nothing to wait for"; exit 9; }
+  waited=0; while [ ! -f "$R/done" ] && [ "$waited" -lt "$S" ]; do sleep 5; waited=$((waited + 5)); done
+  exec bash "$0" --snapshot "$R" "$O"
+fi
+TC=${TRITON_CACHE_DIR:-${HOME:-/root}/.triton/cache}
+gpu_name() { echo "${WKVBENCH_GPU_NAME:-$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)}"; }
 if [ "${1:-}" = "--snapshot" ]; then  # what the run has so far, into OUT/snapN.tar.gz: call it at the end of every call
   R=${2:?results dir}; O=${3:?out dir}; n=1; while [ -e "$O/snap$n.tar.gz" ]; do n=$((n + 1)); done
-  tar czf "$O/snap$n.tar.gz" -C "$R" parts run.log 2>/dev/null; grep -v "^ " "$R/run.log" | tail -n 30 | cut -c1-200; exit 0
+  tar czf "$O/snap$n.tar.gz" -C "$R" parts run.log 2>/dev/null
+  # Triton's autotuning choices of this machine (TRITON_CACHE_AUTOTUNING=1: <cache>/<hash>/<kernel>.autotune.json,
+  # a few kB each), for the next session to carry in WHEELHOUSE/triton-autotune.tar.gz
+  if [ -d "$TC" ] && (cd "$TC" && find . -name '*.autotune.json' | grep -q .); then
+    gpu_name > "$TC/GPU"; (cd "$TC" && { echo ./GPU; find . -name '*.autotune.json'; } | tar czf "$O/triton-autotune.tar.gz" -T -)
+  fi
+  grep -v "^ " "$R/run.log" 2>/dev/null | tail -n 30 | cut -c1-200; exit 0
+fi
+if [ "${1:-}" = "--restore-autotune" ]; then  # --restore-autotune WHEELHOUSE: an earlier session's choices, same GPU only
+  A="${2:?wheelhouse}/triton-autotune.tar.gz"; [ -f "$A" ] || { echo "autotune cache: none carried"; exit 0; }
+  g=$(tar xzf "$A" -O ./GPU 2>/dev/null); here=$(gpu_name)
+  [ -n "$here" ] && [ "$g" = "$here" ] || { echo "autotune cache: made on '$g', this is '$here': not used"; exit 0; }
+  mkdir -p "$TC" && tar xzf "$A" -C "$TC" && echo "autotune cache: $(tar tzf "$A" | grep -c autotune.json) choices of '$g' restored"
+  exit 0
 fi
 if [ "${1:-}" = "--collect" ]; then
   R=${2:?results dir}; O=${3:?out dir}; waited=0
@@ -63,9 +93,14 @@ fi
 SITE=/tmp/wkvbench-site; GGML_SITE=/tmp/wkvbench-ggml-site
 V=${WKVBENCH_GATE_VARIANT:-wkv7.fla.fused_recurrent}
 export PYTHONUNBUFFERED=1 FLA_DISABLE_BACKEND_DISPATCH=1 WKVBENCH_TIMEOUT=600
+# autotune timings cached on disk, and an earlier session's restored: later processes of this hold and
+# later holds on the same GPU model reuse the choices instead of benchmarking every config again
+export TRITON_CACHE_AUTOTUNING=1 TRITON_CACHE_DIR="$TC"
 # one BLAS/OpenMP thread per process: run 1 had a load of 70 on 16 cores (each NumPy oracle spawning 16)
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 exec > >(tee -a "$R/run.log") 2>&1
+# recorded in every result's provenance (env): compile times then leave out autotuning
+r=$(bash "$0" --restore-autotune "$WH0"); echo "$r"; [[ $r == *restored* ]] && export WKVBENCH_AUTOTUNE_RESTORED="$r"
 t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 ))s]"; }
 V_END=$(( t0 + ${V_END:-540} )); B_END=$(( t0 + ${B_END:-1480} ))
 left() { local n=$(( ${2:-$B_END} - $(date +%s) - ${1:-0} )); echo $(( n > 5 ? n : 5 )); }
@@ -109,14 +144,18 @@ triton_one() {  # "variant:dtype", or "variant@case id[,case id...]" (tools/miss
     --output "$P/verify-triton-$tag.json" > "$P/triton-$tag.log" 2>&1
   local rc=$?; echo "$(el) triton $1 rc=$rc"
 }
-backward_one() {  # "variant:dtype": its --backward rows of the gpu set, model domain
-  local t; t=$(tagof "$1")
+backward_one() {  # "variant:dtype": its --backward rows of the gpu set, model domain; or "variant@case[,case...]"
+  local t sel c; t=$(tagof "$1")
+  if [[ "$1" == *@* ]]; then sel=(--variant "${1%%@*}"); IFS=, read -ra cs <<< "${1#*@}"
+    for c in "${cs[@]}"; do sel+=(--case "$c"); done
+  else sel=(--domain model --variant "${1%%:*}" --dtype "${1##*:}"); fi
   run "backward-$t" "$(left 0 "$V_END")" python3 -m wkvbench verify --set gpu --device cuda --backward --in-process \
-    --domain model --variant "${1%%:*}" --dtype "${1##*:}" --output "$P/verify-backward-$t.json"
+    "${sel[@]}" --output "$P/verify-backward-$t.json"
 }
-props_one() {
-  local t; t=$(tagof "$1")
-  run "properties-$t" "$(left 0 "$V_END")" python3 -m wkvbench properties --device cuda --dtype bf16 --variant "$1" \
+props_one() {  # "variant glob", or "variant glob@property[,property...]"
+  local t sel c; t=$(tagof "$1"); sel=(--variant "${1%%@*}")
+  if [[ "$1" == *@* ]]; then IFS=, read -ra cs <<< "${1#*@}"; for c in "${cs[@]}"; do sel+=(--property "$c"); done; fi
+  run "properties-$t" "$(left 0 "$V_END")" python3 -m wkvbench properties --device cuda --dtype bf16 "${sel[@]}" \
     --output "$P/properties-$t.json"
 }
 export -f run el left tagof sanitize_one triton_one backward_one props_one
@@ -156,29 +195,32 @@ for v in ${WKVBENCH_WARM-wkv6.fla.chunk wkv7.fla.chunk gla.fla.chunk wkv7.rwkv_o
       --output "$P/warm-$v.json" ) & vpids+=($!)
 done
 
-( run prebuild "$(left 0 "$V_END")" python3 tools/gpu_prebuild.py; grep -E "^prebuild" "$P/prebuild.log"
+# backward and properties start at once: the Triton ones need no prebuild, and a CUDA C++ extension that
+# one of them loads before the prebuild has built it is built once (torch's build lock), the others wait
+BACKWARD=${WKVBENCH_BACKWARD-all}
+if [ "$BACKWARD" = all ]; then
+  ( run verify-backward "$(left 0 "$V_END")" python3 -m wkvbench verify --set gpu --device cuda --backward --jobs 4 \
+      --domain model --dtype bf16 --dtype fp32 --exclude '*.ggml.*' --output "$P/verify-backward.json" ) & vpids+=($!)
+else
+  # shellcheck disable=SC2086
+  ( pmap 16 backward_one $BACKWARD ) & vpids+=($!)
+fi
+PROPS=${WKVBENCH_PROPS-all}
+if [ "$PROPS" = all ]; then
+  ( run properties "$(left 0 "$V_END")" python3 -m wkvbench properties --device cuda --dtype bf16 \
+      --exclude '*.ggml.*' --output "$P/properties.json" ) & vpids+=($!)
+else
+  # shellcheck disable=SC2086
+  ( pmap 8 props_one $PROPS ) & vpids+=($!)
+fi
+
+( [ -n "${WKVBENCH_PREBUILD-1}" ] && { run prebuild "$(left 0 "$V_END")" python3 tools/gpu_prebuild.py; grep -E "^prebuild" "$P/prebuild.log"; }
   CUDA_VERIFY=${WKVBENCH_CUDA_VERIFY---variant wkv7.fla.fused_recurrent --variant 'wkv6.rwkv.*'}
   # shellcheck disable=SC2086
   [ -n "$CUDA_VERIFY" ] && ( run verify-cuda "$(left 0 "$V_END")" python3 -m wkvbench verify --set gpu --device cuda \
       --jobs 3 $CUDA_VERIFY --output "$P/verify-cuda.json" ) &
   # shellcheck disable=SC2086
   ( pmap "${WKVBENCH_SANITIZE_JOBS:-4}" sanitize_one ${WKVBENCH_SANITIZE-'wkv6.rwkv.rwkv5*' wkv7.rwkv_ops.cuda gdn.rwkv_ops.cuda_recurrent} ) &
-  BACKWARD=${WKVBENCH_BACKWARD-all}
-  if [ "$BACKWARD" = all ]; then
-    ( run verify-backward "$(left 0 "$V_END")" python3 -m wkvbench verify --set gpu --device cuda --backward --jobs 4 \
-        --domain model --dtype bf16 --dtype fp32 --exclude '*.ggml.*' --output "$P/verify-backward.json" ) &
-  else
-    # shellcheck disable=SC2086
-    ( pmap 16 backward_one $BACKWARD ) &
-  fi
-  PROPS=${WKVBENCH_PROPS-all}
-  if [ "$PROPS" = all ]; then
-    ( run properties "$(left 0 "$V_END")" python3 -m wkvbench properties --device cuda --dtype bf16 \
-        --exclude '*.ggml.*' --output "$P/properties.json" ) &
-  else
-    # shellcheck disable=SC2086
-    ( pmap 8 props_one $PROPS ) &
-  fi
   [ -n "${WKVBENCH_EDGE-1}" ] && ( run verify-edge "$(left 0 "$V_END")" python3 -m wkvbench verify --set edge --device cuda \
       --backward --jobs 3 --dtype bf16 --exclude '*.ggml.*' --exclude '*.fla.chunk' --output "$P/verify-edge.json" ) &
   wait ) & vpids+=($!)
@@ -194,8 +236,6 @@ fi
 pkill -f "python3 -m wkvbench" 2>/dev/null; pkill -f compute-sanitizer 2>/dev/null; sleep 2
 [ -d "$GGML_SITE" ] && export PYTHONPATH="$GGML_SITE:$PYTHONPATH"
 BP=" ${WKVBENCH_B_PARTS:-tests gate asv fp32ggml bf16 gdnchunk repeat} "
-# autotune timings cached on disk: later processes of this hold (asv, repeats) reuse the bench's choices
-export TRITON_CACHE_AUTOTUNING=1
 if [[ $BP == *" tests "* ]]; then
   run gpu-tests-bench "$(cap 60)" python3 -m pytest -q -rs -s -p no:cacheprovider suites/test_gpu_bench.py \
     --junitxml="$P/gpu-tests-bench.xml"
@@ -228,9 +268,10 @@ asv_part() {  # asv history: device-time samples of this commit, quick set
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/asv-site "$WH"/asv/*.whl
   SLUG=$(python3 -m wkvbench.bench_merge --slug)
   ( export PYTHONPATH="/tmp/asv-site:$PYTHONPATH" WKVBENCH_ASV_SETS=${WKVBENCH_ASV_SETS:-quick} WKVBENCH_SYS_PATH="$SITE:$GGML_SITE"
-    python3 -m asv machine --yes --machine "$SLUG" > /dev/null
-    run asv "$(cap "${WKVBENCH_ASV_S:-100}")" python3 -m asv run --python=same --set-commit-hash "$(git rev-parse HEAD)" \
-      --machine "$SLUG" --record-samples -b DeviceTime --show-stderr
+    # one asv run per WKVBENCH_ASV_GROUP variants, each capped: a group cut short loses itself only
+    c=$(cap "${WKVBENCH_ASV_S:-300}")
+    run asv $(( c + 30 )) python3 -m wkvbench.asv_run --machine "$SLUG" --commit "$(git rev-parse HEAD)" \
+      --group "${WKVBENCH_ASV_GROUP:-2}" --budget "$c" --group-budget "${WKVBENCH_ASV_GROUP_S:-150}" --summary "$P/asv-run.json"
     [ -d reports/asv/results ] && cp -r reports/asv/results "$P/asv-results" )
 }
 [[ $BP == *" asv "* ]] && asv_part

@@ -19,6 +19,7 @@ runs on one GPU), and ``merge`` joins the shards.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import time
@@ -28,7 +29,7 @@ from pathlib import Path
 
 from .cases import Case, Shape
 from .check import PASS, Checker
-from .kernels.base import KernelVariant, availability
+from .kernels.base import KernelVariant, availability, variants
 from .provenance import provenance
 from .roofline import Ceilings, flops, measure_ceilings, min_bytes
 
@@ -44,6 +45,15 @@ SHAPE_SETS: dict[str, dict[str, Shape]] = {
     "head128": {"*": Shape(8, 4096, 16, 128)},
 }
 STANDARD_SETS = ("quick", "decode", "prefill", "long", "head128")
+
+
+def asv_variants(globs: tuple[str, ...] = ("*",), device: str = "cuda") -> list[str]:
+    """The variants the asv benchmarks time on ``device``: the benchmarked operators' variants matching
+    ``globs``. On CUDA ggml is left out: it runs on its own stream, which CUDA events on torch's
+    stream do not see (``wkvbench bench`` times it with the CUPTI clock)."""
+    return [v.name for v in variants() if v.device == device and v.operator in BENCH_OPS
+            and not (device == "cuda" and v.backend == "ggml")
+            and any(fnmatch.fnmatchcase(v.name, g) for g in globs)]
 
 
 def set_shape(set_name: str, op: str) -> Shape | None:

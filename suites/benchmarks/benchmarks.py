@@ -8,7 +8,11 @@ time, the same quantity ``wkvbench bench`` reports, and the regression statistic
 
 Selection (read at discovery): ``WKVBENCH_ASV_SETS`` (default ``quick``), ``WKVBENCH_ASV_DTYPES``
 (default ``bf16``), ``WKVBENCH_ASV_VARIANTS`` (globs, default every CUDA variant of the benchmarked
-operators). A row that its small verification case does not PASS (``wkvbench.bench.gate_case``),
+operators), ``WKVBENCH_ASV_DEVICE`` (``cuda``; ``cpu`` times the CPU variants with the host clock,
+which is their execution time since a CPU call returns when it is done: the CPU history, and the
+check of this pipeline on a machine without a GPU). ``python -m wkvbench.asv_run`` runs asv once
+per group of variants with this grid fixed, so a time box that ends loses one group only.
+A row that its small verification case does not PASS (``wkvbench.bench.gate_case``),
 or that the variant does not support, raises ``NotImplementedError`` in ``setup``: asv records it as
 skipped ("n/a"), never as a number. ggml runs on its own CUDA stream, which events on torch's
 stream do not see: its rows are left to ``wkvbench bench`` (CUPTI clock).
@@ -16,9 +20,9 @@ stream do not see: its rows are left to ``wkvbench bench`` (CUPTI clock).
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import sys
+import time
 from pathlib import Path
 
 # asv runs benchmarks with PYTHONPATH removed: the repository, and any folders named in
@@ -27,28 +31,31 @@ for _p in [*os.environ.get("WKVBENCH_SYS_PATH", "").split(os.pathsep)[::-1], str
     if _p and _p not in sys.path:
         sys.path.insert(0, _p)
 
+from wkvbench.kernels.base import availability, get  # noqa: E402
+
 from wkvbench import kernels  # noqa: E402, F401  (registers the variants)
-from wkvbench.bench import BENCH_OPS, SHAPE_SETS, bench_inputs, gate_case, set_shape  # noqa: E402
+from wkvbench.bench import SHAPE_SETS, asv_variants, bench_inputs, gate_case, set_shape  # noqa: E402
 from wkvbench.cases import Case  # noqa: E402
 from wkvbench.check import PASS, Checker  # noqa: E402
-from wkvbench.kernels.base import availability, get, variants  # noqa: E402
 
 SETS = tuple(os.environ.get("WKVBENCH_ASV_SETS", "quick").split())
 DTYPES = tuple(os.environ.get("WKVBENCH_ASV_DTYPES", "bf16").split())
-GLOBS = tuple(os.environ.get("WKVBENCH_ASV_VARIANTS", "*").split())
-VARIANTS = [v.name for v in variants() if v.device == "cuda" and v.operator in BENCH_OPS
-            and v.backend != "ggml" and any(fnmatch.fnmatchcase(v.name, g) for g in GLOBS)]
+DEVICE = os.environ.get("WKVBENCH_ASV_DEVICE", "cuda")
+VARIANTS = asv_variants(tuple(os.environ.get("WKVBENCH_ASV_VARIANTS", "*").split()), DEVICE)
 _checker = Checker()
 
 
 class DeviceClock:
-    """An asv timer that reads device time: the sum of the CUDA-event intervals recorded so far."""
+    """An asv timer that reads device time: the sum of the CUDA-event intervals recorded so far
+    (on ``WKVBENCH_ASV_DEVICE=cpu``: the host clock, a CPU call being synchronous)."""
 
     def __init__(self) -> None:
         self.total_s = 0.0
         self.pending: list = []
 
     def __call__(self) -> float:
+        if DEVICE == "cpu":
+            return time.perf_counter()
         if self.pending:
             self.pending[-1][1].synchronize()
             self.total_s += sum(a.elapsed_time(b) for a, b in self.pending) / 1e3
@@ -76,7 +83,7 @@ class DeviceTime:
     def setup(self, variant: str, shape_set: str, dtype: str) -> None:
         import torch
 
-        if not torch.cuda.is_available():
+        if DEVICE == "cuda" and not torch.cuda.is_available():
             raise NotImplementedError("no CUDA device")
         v = get(variant)
         shape = set_shape(shape_set, v.operator)
@@ -92,12 +99,17 @@ class DeviceTime:
             raise NotImplementedError(f"not verified: {verdict.status} {verdict.reason}")
         self.v, self.native = v, v.prepare(bench_inputs(case), case)
         v.run(self.native)  # compile / autotune outside the samples
+        if DEVICE == "cpu":
+            return
         torch.cuda.synchronize()
         l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
         self.flush = torch.empty(2 * l2 // 4, dtype=torch.int32, device="cuda")
         self.events = (torch.cuda.Event, dict(enable_timing=True))
 
     def time_run(self, variant: str, shape_set: str, dtype: str) -> None:
+        if DEVICE == "cpu":
+            self.v.run(self.native)
+            return
         make, kw = self.events
         self.flush.zero_()
         a, b = make(**kw), make(**kw)
