@@ -140,3 +140,31 @@ def test_bench_inputs_have_the_canonical_shapes(op):
     x = bench_inputs(Case(op, "model", Shape(2, 600, 2, 16), "bf16", 0))
     k = x["k"]
     assert np.array_equal(k[0], k[1]) and np.array_equal(k[0, :256], k[0, 256:512])
+
+
+def test_a_row_says_where_its_wall_time_went(tmp_path, monkeypatch):
+    """Each timed row carries phase_s (gate, inputs, prepare, timing; host clock): the H100 bf16 matrix
+    spent 150 s on one 10-sample row, and the phases are what tells the gate, the inputs, the
+    preparation and the timing apart. Run on CPU with the device timer replaced by a fake one that
+    takes 0.2 s; the CPU variant itself is really verified, prepared and called."""
+    import time as _time
+
+    from wkvbench import timing
+    from wkvbench.bench import Bench
+    from wkvbench.cases import Case
+    from wkvbench.kernels.base import get
+
+    def fake_time_call(fn, **kw):
+        fn()
+        _time.sleep(0.2)
+        return timing.Timing(samples_ms=[1.0, 1.1, 0.9], compile_s=0.0)
+
+    monkeypatch.setattr(timing, "time_call", fake_time_call)
+    b = Bench(BenchSelection(devices=("cpu",), dtypes=("fp32",)), tmp_path / "b.json")
+    v = get("wkv7.torch.recurrent")
+    case = Case("wkv7", "model", set_shape("quick", "wkv7"), "fp32", 0)
+    row = b._row(v, "quick", case)
+    assert row["status"] == "OK", row["reason"]
+    assert set(row["phase_s"]) == {"gate", "inputs", "prepare", "timing"}
+    assert row["phase_s"]["timing"] >= 0.2 and all(x >= 0 for x in row["phase_s"].values())
+    assert row["median_ms"] == 1.0

@@ -115,8 +115,11 @@ def run(machine: str, commit: str, group_size: int, budget_s: float, group_budge
     cfg = json.loads(re.sub(r"^\s*//.*$", "", config.read_text(), flags=re.M))
     results_dir = (config.parent / cfg.get("results_dir", "results")).resolve()
     asv = [sys.executable, "-m", "asv"]
-    subprocess.run([*asv, "machine", "--config", str(config), "--yes", "--machine", machine],
-                   check=True, capture_output=True, text=True)
+    p = subprocess.run([*asv, "machine", "--config", str(config), "--yes", "--machine", machine],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"asv_run: `asv machine` failed (is asv installed in this environment?):\n"
+                         f"{(p.stdout + p.stderr).strip()[-1500:]}")
     t_end = time.monotonic() + budget_s
     out: dict = {"schema": SCHEMA, "machine": machine, "commit": commit, "grid": {
         "variants": variants, "sets": sets, "dtypes": dtypes}, "groups": []}

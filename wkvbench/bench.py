@@ -215,7 +215,12 @@ class Bench:
         av = v.supports(case) if av else av
         if not av:
             return {**row, "status": "SKIP", "reason": av.reason}
+        # where a row's wall time goes (host clock; the timing part includes compile_s)
+        phase: dict[str, float] = {}
+        row["phase_s"] = phase
+        t0 = time.perf_counter()
         gate = self._gate(v, case)
+        phase["gate"] = round(time.perf_counter() - t0, 3)
         row["verify"] = gate
         if gate["status"] != PASS:
             return {**row, "status": "UNVERIFIED" if gate["status"] != "SKIP" else "SKIP",
@@ -223,12 +228,19 @@ class Bench:
         from .timing import time_call
 
         try:
-            native = v.prepare(dict(self._canonical(case)), case)
+            t0 = time.perf_counter()
+            canonical = self._canonical(case)
+            phase["inputs"] = round(time.perf_counter() - t0, 3)
+            t0 = time.perf_counter()
+            native = v.prepare(dict(canonical), case)
+            phase["prepare"] = round(time.perf_counter() - t0, 3)
             sync = getattr(native, "synchronize", None)
             clock = "profiler" if v.backend == "ggml" else "events"
+            t0 = time.perf_counter()
             t = time_call(lambda: v.run(native), l2=self.sel.l2, graph=self.sel.graph and clock == "events",
                           clock=clock, sem_bound=self.sel.sem_bound, min_reps=self.sel.min_reps,
                           max_reps=self.sel.max_reps, time_cap_s=self.sel.time_cap_s, sync=sync)
+            phase["timing"] = round(time.perf_counter() - t0, 3)
         except Exception as exc:
             tb = traceback.extract_tb(exc.__traceback__)[-1]
             return {**row, "status": "ERROR",
