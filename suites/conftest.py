@@ -4,6 +4,13 @@
 from __future__ import annotations
 
 import collections
+import os
+import tempfile
+
+
+def pytest_configure(config):  # noqa: ARG001
+    # CLI runs without --output write here, not into the checkout's reports/results
+    os.environ.setdefault("WKVBENCH_RESULTS_DIR", tempfile.mkdtemp(prefix="wkvbench-test-results-"))
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -15,6 +16,11 @@ from .console import make_console
 from .ops import DTYPES, OPS
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def results_dir() -> Path:
+    """Where results go when no --output is given: WKVBENCH_RESULTS_DIR, else reports/results."""
+    return Path(os.environ.get("WKVBENCH_RESULTS_DIR") or REPO / "reports" / "results")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -181,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
         plugins = [str(Path(p).resolve()) for p in args.plugin]
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        out = out or REPO / "reports" / "results" / f"verify-{stamp}.json"
+        out = out or results_dir() / f"verify-{stamp}.json"
         extra = {"plugins": plugins, "entry_points": not args.no_entry_points, "mutants": bool(args.mutants)}
         writer = ResultsWriter(out, sel, extra, prior)
         isolate = None if args.in_process else WorkerConfig(
@@ -224,7 +230,7 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
         console.print(f"[red]no benchmarkable variant matches {args.variant or args.op} on {sel.devices}[/red]")
         return 2
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out = args.output or REPO / "reports" / "results" / f"bench-{stamp}.json"
+    out = args.output or results_dir() / f"bench-{stamp}.json"
     bench = Bench(sel, out, resume=args.resume, console=make_console(stderr=True))
     try:
         rows = bench.run(warm_only=args.warm_only)
@@ -308,7 +314,7 @@ def _drift(args: argparse.Namespace, console: Console) -> int:
                        f"first block {p.rel[0]:.3g}, last {p.rel[-1]:.3g}, growth x{p.growth:.3g}")
                 console.print(f"{v.name} {dt} T={args.T}: {msg}")
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out = args.output or REPO / "reports" / "results" / f"drift-{stamp}.json"
+    out = args.output or results_dir() / f"drift-{stamp}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps([p.as_dict() for p in profiles], indent=1))
     ops = "/".join(args.op or ["wkv7"])
@@ -327,7 +333,7 @@ def _properties(args: argparse.Namespace, console: Console) -> int:
         console.print(f"[red]no registered variant matches {args.variant or args.op}[/red]")
         return 2
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out = args.output or REPO / "reports" / "results" / f"properties-{stamp}.json"
+    out = args.output or results_dir() / f"properties-{stamp}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     return run_properties(args, console, sel.variants(), out)
 
