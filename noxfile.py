@@ -107,8 +107,8 @@ def bench(session: nox.Session) -> None:
     merged into ``reports/bench/<machine>/bench-<stamp>.json``; then asv in this environment records the
     same commit's device-time samples under ``reports/asv/results/<machine>`` (quick set;
     ``WKVBENCH_ASV_SETS`` for more), one time-boxed ``asv run`` per ``WKVBENCH_ASV_GROUP`` variants
-    (``python -m wkvbench.asv_run``, ``WKVBENCH_ASV_S`` seconds in all), and pytest-benchmark times the CPU side (oracle, ggml CPU, torch
-    CPU) into ``reports/bench/cpu-<stamp>.json``. On a box without a GPU only the CPU part runs.
+    (``python -m wkvbench.asv_run``, ``WKVBENCH_ASV_S`` seconds in all), and pytest-benchmark times the
+    CPU side (oracle, ggml CPU, torch CPU) into ``reports/bench/cpu-<stamp>.json``. On a box without a GPU only the CPU part runs.
     Offline GPU boxes: ``tools/gpu_bench.sh WHEELHOUSE`` (README "Benchmarks").
     """
     import datetime
@@ -137,8 +137,10 @@ def bench(session: nox.Session) -> None:
     if failed:
         session.error(f"bench workers for GPUs {failed} failed (their rows so far are in the merged file)")
     # one `asv run` per group of variants, each time-boxed: a group cut short loses itself only
-    session.run("python", "-m", "wkvbench.asv_run", "--machine", slug, "--group", os.environ.get("WKVBENCH_ASV_GROUP", "3"),
-                "--budget", os.environ.get("WKVBENCH_ASV_S", "900"), "--summary", f"{outdir}/asv-run-{stamp}.json",
+    session.run("python", "-m", "wkvbench.asv_run", "--machine", slug,
+                "--group", os.environ.get("WKVBENCH_ASV_GROUP", "3"),
+                "--budget", os.environ.get("WKVBENCH_ASV_S", "900"),
+                "--summary", f"{outdir}/asv-run-{stamp}.json",
                 env={"WKVBENCH_ASV_SETS": os.environ.get("WKVBENCH_ASV_SETS", "quick")}, success_codes=[0, 1])
 
 

@@ -134,21 +134,23 @@ sanitize_one() {  # one tools/sanitize.sh per variant glob, its own folder
   OUT="$P/san-$t" WKVBENCH_SANITIZE_TIMEOUT=${WKVBENCH_SANITIZE_TIMEOUT:-150} \
     run "sanitize-$t" "$(left 0 "$V_END")" bash tools/sanitize.sh "$1"
 }
-triton_one() {  # "variant:dtype", or "variant@case id[,case id...]" (tools/missing_cases.py --group)
-  local sel tag c
-  if [[ "$1" == *@* ]]; then sel=(--variant "${1%%@*}"); IFS=, read -ra cs <<< "${1#*@}"
-    for c in "${cs[@]}"; do sel+=(--case "$c"); done
-  else sel=(--variant "${1%%:*}" --dtype "${1##*:}"); fi
+selof() {  # verify arguments of an entry, one a line: "variant:dtype", or "variant@case id[,case id...]"
+  local c cs
+  if [[ "$1" == *@* ]]; then printf '%s\n' --variant "${1%%@*}"; IFS=, read -ra cs <<< "${1#*@}"
+    for c in "${cs[@]}"; do printf '%s\n' --case "$c"; done
+  else printf '%s\n' --variant "${1%%:*}" --dtype "${1##*:}"; fi
+}
+triton_one() {  # a selof entry (tools/missing_cases.py --group prints "variant@case,..." ones)
+  local sel tag
+  mapfile -t sel < <(selof "$1")
   tag=$(tagof "$1")
   timeout -k 10 "$(left 0 "$V_END")" python3 -m wkvbench verify --set gpu --device cuda "${sel[@]}" \
     --output "$P/verify-triton-$tag.json" > "$P/triton-$tag.log" 2>&1
   local rc=$?; echo "$(el) triton $1 rc=$rc"
 }
-backward_one() {  # "variant:dtype": its --backward rows of the gpu set, model domain; or "variant@case[,case...]"
-  local t sel c; t=$(tagof "$1")
-  if [[ "$1" == *@* ]]; then sel=(--variant "${1%%@*}"); IFS=, read -ra cs <<< "${1#*@}"
-    for c in "${cs[@]}"; do sel+=(--case "$c"); done
-  else sel=(--domain model --variant "${1%%:*}" --dtype "${1##*:}"); fi
+backward_one() {  # a selof entry: its --backward rows of the gpu set ("variant:dtype": the model domain)
+  local t sel; t=$(tagof "$1")
+  mapfile -t sel < <(selof "$1"); [[ "$1" == *@* ]] || sel+=(--domain model)
   run "backward-$t" "$(left 0 "$V_END")" python3 -m wkvbench verify --set gpu --device cuda --backward --in-process \
     "${sel[@]}" --output "$P/verify-backward-$t.json"
 }
@@ -158,7 +160,7 @@ props_one() {  # "variant glob", or "variant glob@property[,property...]"
   run "properties-$t" "$(left 0 "$V_END")" python3 -m wkvbench properties --device cuda --dtype bf16 "${sel[@]}" \
     --output "$P/properties-$t.json"
 }
-export -f run el left tagof sanitize_one triton_one backward_one props_one
+export -f run el left tagof selof sanitize_one triton_one backward_one props_one
 export t0 V_END B_END P
 
 if [[ " $STAGES " == *" V "* ]]; then

@@ -32,13 +32,14 @@ SCHEMA = "wkvbench.asv_run/1"
 BENCHMARK = "benchmarks.DeviceTime.time_run"
 
 
-def grid() -> tuple[list[str], list[str], list[str]]:
-    """(variants, shape sets, dtypes) of the asv benchmark, from the same environment variables."""
+def grid() -> tuple[str, list[str], list[str], list[str]]:
+    """(device, variants, shape sets, dtypes) of the asv benchmark (``suites/benchmarks`` reads its
+    parameters here), from ``WKVBENCH_ASV_DEVICE``/``_VARIANTS``/``_SETS``/``_DTYPES``."""
+    device = os.environ.get("WKVBENCH_ASV_DEVICE", "cuda")
     sets = [s for s in os.environ.get("WKVBENCH_ASV_SETS", "quick").split() if s in SHAPE_SETS]
     dtypes = os.environ.get("WKVBENCH_ASV_DTYPES", "bf16").split()
-    variants = asv_variants(tuple(os.environ.get("WKVBENCH_ASV_VARIANTS", "*").split()),
-                            os.environ.get("WKVBENCH_ASV_DEVICE", "cuda"))
-    return variants, sets, dtypes
+    variants = asv_variants(tuple(os.environ.get("WKVBENCH_ASV_VARIANTS", "*").split()), device)
+    return device, variants, sets, dtypes
 
 
 def group_regex(variants: list[str]) -> str:
@@ -108,7 +109,7 @@ def _run_capped(cmd: list[str], cap: float) -> tuple[str, int | None, str]:
 
 def run(machine: str, commit: str, group_size: int, budget_s: float, group_budget_s: float,
         config: Path, extra: list[str], log=print) -> dict:
-    variants, sets, dtypes = grid()
+    _, variants, sets, dtypes = grid()
     if not variants or not sets or not dtypes:
         raise SystemExit(f"asv_run: empty grid (variants {variants}, sets {sets}, dtypes {dtypes}): "
                          "check WKVBENCH_ASV_VARIANTS / _SETS / _DTYPES / _DEVICE")

@@ -31,17 +31,14 @@ for _p in [*os.environ.get("WKVBENCH_SYS_PATH", "").split(os.pathsep)[::-1], str
     if _p and _p not in sys.path:
         sys.path.insert(0, _p)
 
-from wkvbench.kernels.base import availability, get  # noqa: E402
-
 from wkvbench import kernels  # noqa: E402, F401  (registers the variants)
-from wkvbench.bench import SHAPE_SETS, asv_variants, bench_inputs, gate_case, set_shape  # noqa: E402
+from wkvbench.asv_run import grid  # noqa: E402
+from wkvbench.bench import bench_inputs, gate_case, set_shape  # noqa: E402
 from wkvbench.cases import Case  # noqa: E402
 from wkvbench.check import PASS, Checker  # noqa: E402
+from wkvbench.kernels.base import availability, get  # noqa: E402
 
-SETS = tuple(os.environ.get("WKVBENCH_ASV_SETS", "quick").split())
-DTYPES = tuple(os.environ.get("WKVBENCH_ASV_DTYPES", "bf16").split())
-DEVICE = os.environ.get("WKVBENCH_ASV_DEVICE", "cuda")
-VARIANTS = asv_variants(tuple(os.environ.get("WKVBENCH_ASV_VARIANTS", "*").split()), DEVICE)
+DEVICE, VARIANTS, SETS, DTYPES = grid()
 _checker = Checker()
 
 
@@ -69,7 +66,7 @@ clock = DeviceClock()
 class DeviceTime:
     """``time_run``: one call of ``variant.run`` on the set's shape, cold L2, device time."""
 
-    params = (VARIANTS, [s for s in SETS if s in SHAPE_SETS], list(DTYPES))
+    params = (VARIANTS, SETS, DTYPES)
     param_names = ["variant", "shape_set", "dtype"]
     timer = clock
     number = 1
