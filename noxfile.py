@@ -169,6 +169,10 @@ def wheelhouse(session: nox.Session) -> None:
     for tool in ("nox", "virtualenv", "colorlog", "argcomplete", "dependency-groups", "distlib",
                  "filelock", "platformdirs", "packaging", "attrs"):
         session.run(*common, *binary, tool)
+    # asv with its dependencies in a folder of their own: tools/gpu_full.sh installs them apart
+    # (/tmp/asv-site) for the history part (python -m wkvbench.asv_run)
+    asv_dir = os.path.join(a.dest, "asv")
+    session.run("python", "-m", "pip", "download", "-d", asv_dir, *binary, *GROUPS["bench"][:1])
 
 
 @nox.session(default=False)
