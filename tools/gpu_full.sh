@@ -57,7 +57,9 @@ if [ "${1:-}" = "--snapshot" ]; then  # what the run has so far, into OUT/snapN.
   tar czf "$O/snap$n.tar.gz" -C "$R" parts run.log 2>/dev/null
   # Triton's autotuning choices of this machine (TRITON_CACHE_AUTOTUNING=1: <cache>/<hash>/<kernel>.autotune.json,
   # a few kB each), for the next session to carry in WHEELHOUSE/triton-autotune.tar.gz
-  if [ -d "$TC" ] && (cd "$TC" && find . -name '*.autotune.json' | grep -q .); then
+  # -print -quit: under pipefail, `find | grep -q` fails with SIGPIPE (141) once the cache holds more names than
+  # grep reads before it exits (2026-11-23 run 5: no choices came back from a full hold)
+  if [ -d "$TC" ] && (cd "$TC" && find . -name '*.autotune.json' -print -quit | grep -q .); then
     gpu_name > "$TC/GPU"; (cd "$TC" && { echo ./GPU; find . -name '*.autotune.json'; } | tar czf "$O/triton-autotune.tar.gz" -T -)
   fi
   grep -v "^ " "$R/run.log" 2>/dev/null | tail -n 30 | cut -c1-200; exit 0

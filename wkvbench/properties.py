@@ -22,6 +22,8 @@ decay) makes the property SKIP with that reason. State passing and packing consu
 from __future__ import annotations
 
 import functools
+import logging
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
@@ -32,6 +34,19 @@ from .check import FAIL, PASS, SKIP, Checker, mark_known, validate_case_inputs
 from .kernels.base import KernelVariant, Unsupported, availability
 from .metrics import UNIT_ROUNDOFF, tensor_error
 from .ops import default_state, op_spec
+
+# progress of the long properties (a first call of an autotuned kernel can take minutes on a GPU):
+# ``python -m wkvbench properties`` shows these lines on stderr
+log = logging.getLogger("wkvbench.properties")
+
+
+@contextmanager
+def step(what: str):
+    """Log ``what`` when it starts and when it ends, with its seconds."""
+    t0 = time.perf_counter()
+    log.info("%s ...", what)
+    yield
+    log.info("%s: done in %.1f s", what, time.perf_counter() - t0)
 from .validate import InvalidInput
 
 BATCH_ULPS = 16  # allowed alone-vs-batched difference, in units of roundoff of the output dtype
@@ -298,7 +313,8 @@ def _packing(variant, case, packed_case, alone_cases, lengths, slack, checker, b
     spec = op_spec(case.op)
     inputs = checker.inputs(case)
     packed, cu = pack_inputs(inputs, lengths, slack)
-    out = variant.to_canonical(variant.run(variant.prepare_packed(dict(packed), packed_case, cu)))
+    with step(f"{variant.name} packing: packed forward {packed_case.id}"):
+        out = variant.to_canonical(variant.run(variant.prepare_packed(dict(packed), packed_case, cu)))
     failures: list[str] = []
     per: dict = {}
     same_all, worst = True, 0.0
@@ -319,7 +335,8 @@ def _packing(variant, case, packed_case, alone_cases, lengths, slack, checker, b
             per[f"s{i}-T0"] = d
             continue
         ref = checker.oracle(case.op, full)
-        alone = _run(variant, seq, alone_cases[L])
+        with step(f"{variant.name} packing: sequence {i} alone (T={L})"):
+            alone = _run(variant, seq, alone_cases[L])
         same, w, d = _compare(got, alone, spec.outputs, alone_cases[L])
         same_all &= same
         worst = max(worst, w)
@@ -351,7 +368,8 @@ def _packed_gradients(variant, case, packed_case, inputs, packed, cu, lengths, s
     spec = op_spec(case.op)
     used = int(cu[-1])
     up["y"][:, used:] = 0.0  # the loss does not depend on the slack rows
-    got = variant.packed_backward(dict(packed), packed_case, cu, up)
+    with step(f"{variant.name} packing: packed backward"):
+        got = variant.packed_backward(dict(packed), packed_case, cu, up)
     names = _token_names(packed)
     failures, details = [], {}
     for n in names:
@@ -374,9 +392,10 @@ def _packed_gradients(variant, case, packed_case, inputs, packed, cu, lengths, s
         if spec.state:
             ups["dstate"] = up["state"][i : i + 1]
         r = BACKWARDS[case.op](**full, **ups)
-        a = (variant.backward(seq, replace(case, shape=replace(case.shape, B=1, T=L)),
-                              {"y": ups["dy"], "state": ups.get("dstate")}) if L else
-             {state_name: ups.get("dstate")} if state_name else {})
+        with step(f"{variant.name} packing: sequence {i} backward alone (T={L})"):
+            a = (variant.backward(seq, replace(case, shape=replace(case.shape, B=1, T=L)),
+                                  {"y": ups["dy"], "state": ups.get("dstate")}) if L else
+                 {state_name: ups.get("dstate")} if state_name else {})
         for n in ref:
             if n in names:
                 ref[n][:, cu[i] : cu[i + 1]] = r[n] if L else 0.0

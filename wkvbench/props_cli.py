@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
+import sys
 import time
 import traceback
 from dataclasses import replace
@@ -35,6 +37,7 @@ from .properties import (
     PropertyResult,
     batch_invariance,
     determinism,
+    log,
     packing_invariance,
     state_passing,
 )
@@ -140,27 +143,16 @@ def run_properties(args: argparse.Namespace, console: Console, variants: list[Ke
     # chunked (autotuned) kernels last: a time-boxed GPU run keeps every other result
     variants = sorted(variants, key=lambda v: ("chunk" in v.algorithm, v.name))
     table = Table("variant", "property", "case", "status", "bitwise", "max rel diff", "reason / details")
-    for v in variants:
-        if v.operator == "gdn_wy":
-            continue
-        for prop, case, job in _jobs(v, args, checker):
-            t0 = time.perf_counter()
-            try:
-                r: PropertyResult | None = job(checker)
-                row = r.as_dict()
-            except Exception as exc:  # noqa: BLE001 - one crashing kernel must not end the run
-                tb = traceback.extract_tb(exc.__traceback__)[-1]
-                row = {"property": prop, "variant": v.name, "case": case.id, "status": ERROR,
-                       "reason": f"{type(exc).__name__}: {exc} "
-                                 f"(at {tb.filename.rsplit('/', 1)[-1]}:{tb.lineno})",
-                       "bitwise": None, "max_rel_diff": None, "details": {}}
-            row["seconds"] = round(time.perf_counter() - t0, 3)
-            results.append(row)
-            out.write_text(json.dumps({**head, "results": results}, indent=1, default=str))
-            extra = row["details"].get("slack_outputs", "")
-            table.add_row(v.name, row["property"], row["case"], row["status"], str(row["bitwise"]),
-                          f"{row['max_rel_diff']:.3g}" if isinstance(row["max_rel_diff"], float) else "",
-                          (row["reason"] or (f"slack outputs: {extra}" if extra else ""))[:160])
+    progress = logging.StreamHandler(sys.stderr)  # one line per property and per long step, with the time
+    progress.setFormatter(logging.Formatter("[properties %(asctime)s] %(message)s", "%H:%M:%S"))
+    log.addHandler(progress)
+    log.setLevel(logging.INFO)
+    try:
+        for v in variants:
+            if v.operator != "gdn_wy":
+                _run_variant(v, args, checker, head, results, table, out)
+    finally:
+        log.removeHandler(progress)
     console.print(table)
     bad = [r for r in results if r["status"] in (FAIL, ERROR)]
     counts: dict[str, int] = {}
@@ -169,3 +161,28 @@ def run_properties(args: argparse.Namespace, console: Console, variants: list[Ke
     console.print(f"{len(results)} results: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     console.print(f"results: {out}")
     return 1 if bad else 0
+
+
+def _run_variant(v: KernelVariant, args: argparse.Namespace, checker: Checker, head: dict, results: list[dict],
+                 table: Table, out: Path) -> None:
+    """Every property job of ``v``: a row each in ``results`` and ``table``, the JSON rewritten after each."""
+    for prop, case, job in _jobs(v, args, checker):
+        log.info("%s %s %s ...", v.name, prop, case.id)
+        t0 = time.perf_counter()
+        try:
+            r: PropertyResult | None = job(checker)
+            row = r.as_dict()
+        except Exception as exc:  # noqa: BLE001 - one crashing kernel must not end the run
+            tb = traceback.extract_tb(exc.__traceback__)[-1]
+            row = {"property": prop, "variant": v.name, "case": case.id, "status": ERROR,
+                   "reason": f"{type(exc).__name__}: {exc} "
+                             f"(at {tb.filename.rsplit('/', 1)[-1]}:{tb.lineno})",
+                   "bitwise": None, "max_rel_diff": None, "details": {}}
+        row["seconds"] = round(time.perf_counter() - t0, 3)
+        log.info("%s %s %s: %s in %.1f s", v.name, prop, case.id, row["status"], row["seconds"])
+        results.append(row)
+        out.write_text(json.dumps({**head, "results": results}, indent=1, default=str))
+        extra = row["details"].get("slack_outputs", "")
+        table.add_row(v.name, row["property"], row["case"], row["status"], str(row["bitwise"]),
+                      f"{row['max_rel_diff']:.3g}" if isinstance(row["max_rel_diff"], float) else "",
+                      (row["reason"] or (f"slack outputs: {extra}" if extra else ""))[:160])
