@@ -125,3 +125,49 @@ def test_a_group_cut_short_loses_only_itself(tmp_path):
     assert p.returncode == 1
     assert [g["status"] for g in s["groups"]] == ["timeout"]
     assert s["combinations"] == {"with_number": 1, "without": 0}
+
+
+def _benchmarks_module(monkeypatch, device: str):
+    """``suites/benchmarks/benchmarks.py`` loaded afresh with ``WKVBENCH_ASV_DEVICE=device``."""
+    monkeypatch.setenv("WKVBENCH_ASV_DEVICE", device)
+    spec = importlib.util.spec_from_file_location(f"wkvbench_asv_benchmarks_{device}",
+                                                  REPO / "suites" / "benchmarks" / "benchmarks.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_asv_samples_a_batch_between_two_clock_readings(monkeypatch):
+    """On CUDA an asv sample is ``timing.BATCH`` calls enqueued back to back (the engine's batches):
+    the device clock synchronizes once per reading, not per call, and returns the sum of the calls'
+    event intervals, so asv's per-call time is the batch mean. (One call per reading made every call
+    start on an idle GPU: on the H100 asv read 1.2-1.9x the engine's medians for the quick set.)"""
+    import timeit
+
+    from wkvbench.timing import BATCH
+
+    mod = _benchmarks_module(monkeypatch, "cuda")
+    assert mod.DeviceTime.number == BATCH > 1
+    assert _benchmarks_module(monkeypatch, "cpu").DeviceTime.number == 1  # a CPU call is synchronous
+    syncs: list[int] = []
+
+    class Event:  # stands in for torch.cuda.Event: a timestamp in ms
+        def __init__(self, t: float) -> None:
+            self.t = t
+
+        def elapsed_time(self, end: Event) -> float:
+            return end.t - self.t
+
+        def synchronize(self) -> None:
+            syncs.append(1)
+
+    clock = mod.DeviceClock()
+    durations = iter(range(1, 100))
+
+    def time_run() -> None:  # what DeviceTime.time_run does on CUDA: one event pair, no host sync
+        d = next(durations)
+        clock.pending.append((Event(0.0), Event(float(d))))
+
+    per_call = timeit.Timer(time_run, timer=clock).timeit(mod.DeviceTime.number) / mod.DeviceTime.number
+    assert len(syncs) == 1
+    assert per_call == pytest.approx(sum(range(1, BATCH + 1)) / BATCH / 1e3)

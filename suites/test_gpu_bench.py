@@ -59,11 +59,12 @@ def test_a_quick_bench_row(tmp_path):
 def test_injected_slowdown_is_the_stated_share_of_device_time():
     """``WKVBENCH_INJECT=slow:<glob>:10`` (the gate demo's slowdown) adds 10 % of the kernel's own
     device time, as the engine's event clock sees it (within 3 points)."""
+    from wkvbench.kernels.base import availability, get
+
     from wkvbench import kernels  # noqa: F401
     from wkvbench.cases import Case
     from wkvbench.check import Checker
     from wkvbench.inject import Injected, Injection
-    from wkvbench.kernels.base import availability, get
     from wkvbench.timing import time_call
 
     name = "wkv7.fla.fused_recurrent"
@@ -77,3 +78,33 @@ def test_injected_slowdown_is_the_stated_share_of_device_time():
     more = time_call(lambda: slow.run(native), l2="warm", sem_bound=0.002).stats()["median_ms"]
     print(f"slow:10 on {name}: {base:.3f} -> {more:.3f} ms ({100 * (more / base - 1):+.1f} %)")
     assert 0.07 < more / base - 1 < 0.13
+
+
+def test_asv_samples_agree_with_the_engine(monkeypatch):
+    """asv's device-clock samples (suites/benchmarks, batches of ``timing.BATCH`` calls) of a quick row
+    agree with the engine's median for the same call within 15 %: asv's history and ``bench`` report
+    the same quantity. (Run 5 on the H100, one call per asv sample: asv 1.2-1.9x the engine's medians.)"""
+    import importlib.util
+    import statistics
+    import timeit
+    from pathlib import Path
+
+    from wkvbench.timing import time_call
+
+    monkeypatch.setenv("WKVBENCH_ASV_DEVICE", "cuda")
+    path = Path(__file__).resolve().parent / "benchmarks" / "benchmarks.py"
+    spec = importlib.util.spec_from_file_location("wkvbench_asv_benchmarks_gpu", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    params = ("wkv7.fla.fused_recurrent", "quick", "bf16")
+    b = mod.DeviceTime()
+    try:
+        b.setup(*params)
+    except NotImplementedError as e:
+        pytest.skip(f"variant unavailable here: {e}")
+    n = mod.DeviceTime.number
+    asv = statistics.median(timeit.Timer(lambda: b.time_run(*params), timer=mod.clock).timeit(n) / n * 1e3
+                            for _ in range(30))
+    engine = time_call(lambda: b.v.run(b.native)).stats()["median_ms"]
+    print(f"asv {asv:.4f} ms a call, engine {engine:.4f} ms ({asv / engine:.2f}x)")
+    assert abs(asv / engine - 1) < 0.15, (asv, engine)

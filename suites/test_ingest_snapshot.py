@@ -72,10 +72,12 @@ def test_a_run_is_filed_and_merged(tmp_path):
         "parts/asv-results/m/abc-env.json": "{}",
         "parts/asv-run.json": "{}",
     })
-    (out / "triton-autotune.tar.gz").write_bytes(b"tune")
+    _snapshot(out / "triton-autotune.tar.gz", {"GPU": "NVIDIA H100 80GB HBM3\n", "h/k.autotune.json": "{}"})
+    tune = (out / "triton-autotune.tar.gz").read_bytes()
     asv = tmp_path / "asv"
     rep = ingest_snapshot.ingest([snap1, snap2], dest, "run2", verify_merged="verify-box.json",
-                                 wheelhouse=tmp_path / "whl", asv_results=asv, roots=[gpu])
+                                 wheelhouse=tmp_path / "whl", asv_results=asv, roots=[gpu],
+                                 autotune_store=tmp_path / "tune")
 
     run = json.loads((dest / "parts" / "verify-run2.json").read_text())
     assert sorted(r["case"] for r in run["results"]) == ["c1", "c3"]  # the later snapshot; edge left out
@@ -87,7 +89,9 @@ def test_a_run_is_filed_and_merged(tmp_path):
     assert (asv / "m" / "abc-env.json").exists() and (dest / "asv-run2.json").exists()
     assert (dest / "run2.log").read_text().endswith("late\n")
     assert (dest / "run2-parts.tar.gz").read_bytes() == snap2.read_bytes()
-    assert (tmp_path / "whl" / "triton-autotune.tar.gz").read_bytes() == b"tune"
+    assert (tmp_path / "whl" / "triton-autotune.tar.gz").read_bytes() == tune
+    # committed too, one archive per GPU model
+    assert (tmp_path / "tune" / "NVIDIA-H100-80GB-HBM3.tar.gz").read_bytes() == tune
     box = json.loads((dest / "verify-box.json").read_text())
     assert {r["case"]: r["status"] for r in box["results"]} == {"c1": "PASS", "c2": "PASS", "c3": "PASS"}
     assert [p["file"] for p in box["parts"]] == ["verify-run1.json", "verify-run2.json"]

@@ -109,3 +109,12 @@ def test_gpu_full_autotune_cache_round_trip(tmp_path):
         assert p.returncode == 0, p.stderr
         assert (fresh / "abc" / "chunk_fwd.autotune.json").exists() == restored, p.stdout
         assert ("2001 choices" in p.stdout) == restored and ("not used" in p.stdout) != restored
+    # a new checkout has no wheelhouse archive: the one committed for its GPU model is restored
+    store = tmp_path / "store"
+    store.mkdir()
+    (wh / "triton-autotune.tar.gz").rename(store / "NVIDIA-H100-80GB-HBM3.tar.gz")
+    fresh = tmp_path / "fresh-store"
+    p = subprocess.run(["bash", str(script), "--restore-autotune", str(wh)], capture_output=True, text=True,
+                       env={**env, "TRITON_CACHE_DIR": str(fresh), "WKVBENCH_AUTOTUNE_STORE": str(store)})
+    assert p.returncode == 0, p.stderr
+    assert (fresh / "abc" / "chunk_fwd.autotune.json").exists() and "2001 choices" in p.stdout, p.stdout

@@ -65,11 +65,21 @@ if [ "${1:-}" = "--snapshot" ]; then  # what the run has so far, into OUT/snapN.
   grep -v "^ " "$R/run.log" 2>/dev/null | tail -n 30 | cut -c1-200; exit 0
 fi
 if [ "${1:-}" = "--restore-autotune" ]; then  # --restore-autotune WHEELHOUSE: an earlier session's choices, same GPU only
-  A="${2:?wheelhouse}/triton-autotune.tar.gz"; [ -f "$A" ] || { echo "autotune cache: none carried"; exit 0; }
-  g=$(tar xzf "$A" -O ./GPU 2>/dev/null); here=$(gpu_name)
-  [ -n "$here" ] && [ "$g" = "$here" ] || { echo "autotune cache: made on '$g', this is '$here': not used"; exit 0; }
-  mkdir -p "$TC" && tar xzf "$A" -C "$TC" && echo "autotune cache: $(tar tzf "$A" | grep -c autotune.json) choices of '$g' restored"
-  exit 0
+  # the wheelhouse's first, then the ones committed under reports/gpu/triton-autotune/ (one per GPU model: a new
+  # checkout has no wheelhouse of its own; tools/ingest_snapshot.py files both)
+  here=$(gpu_name)
+  for A in "${2:?wheelhouse}/triton-autotune.tar.gz" \
+      "${WKVBENCH_AUTOTUNE_STORE:-$(dirname "$0")/../reports/gpu/triton-autotune}"/*.tar.gz; do
+    [ -f "$A" ] || continue
+    g=$(tar xzf "$A" -O ./GPU 2>/dev/null)
+    if [ -n "$here" ] && [ "$g" = "$here" ]; then
+      mkdir -p "$TC" && tar xzf "$A" -C "$TC" \
+        && echo "autotune cache: $(tar tzf "$A" | grep -c autotune.json) choices of '$g' restored from ${A#*/../}"
+      exit 0
+    fi
+    echo "autotune cache: ${A#*/../} made on '$g', this is '$here': not used"
+  done
+  echo "autotune cache: none carried for '$here'"; exit 0
 fi
 if [ "${1:-}" = "--collect" ]; then
   R=${2:?results dir}; O=${3:?out dir}; waited=0

@@ -15,7 +15,9 @@ Snapshots are unpacked in the order given (a later one holds more of the same ru
   they hold at least as many rows; asv's ``asv-results/`` is copied into ``reports/asv/results``
   and the ``asv-run.json`` summary to ``asv-RUN.json``;
 * ``run.log`` becomes ``RUN.log`` and the last snapshot ``RUN-parts.tar.gz``;
-  ``triton-autotune.tar.gz`` goes into the wheelhouse for the next session.
+  ``triton-autotune.tar.gz`` goes into the wheelhouse for the next session and, committed, to
+  ``reports/gpu/triton-autotune/<GPU model>.tar.gz`` (``tools/gpu_full.sh`` restores the one of its
+  GPU model from there when the wheelhouse has none: a new checkout has no wheelhouse).
 
 ``--verify-merged``/``--backward-merged`` name merged files in DEST: their recorded parts (found by
 name under ``reports/gpu``; of two files of one name, the one measured on the merged file's GPU
@@ -86,9 +88,25 @@ def remerge(merged: Path, new_parts: list[Path], roots: list[Path]) -> dict:
     return {"before": old.get("counts"), "after": doc["counts"], "rows": len(doc["results"])}
 
 
+def autotune_gpu(tune: Path) -> str | None:
+    """The GPU model an autotune archive of ``gpu_full.sh --snapshot`` was made on (its ``./GPU``)."""
+    try:
+        with tarfile.open(tune) as tf:
+            m = next((m for m in tf.getmembers() if m.name.removeprefix("./") == "GPU"), None)
+            f = tf.extractfile(m) if m else None
+            return (f.read().decode().strip() or None) if f else None
+    except (tarfile.TarError, OSError, UnicodeDecodeError):
+        return None
+
+
+def slug(name: str) -> str:
+    return "-".join("".join(c if c.isalnum() or c in "._" else " " for c in name).split())
+
+
 def ingest(snaps: list[Path], dest: Path, run: str, verify_merged: str | None = None,
            backward_merged: str | None = None, wheelhouse: Path | None = None,
-           asv_results: Path = REPO / "reports" / "asv" / "results", roots: list[Path] | None = None) -> dict:
+           asv_results: Path = REPO / "reports" / "asv" / "results", roots: list[Path] | None = None,
+           autotune_store: Path = REPO / "reports" / "gpu" / "triton-autotune") -> dict:
     roots = roots or [REPO / "reports" / "gpu"]
     report: dict = {"run": run, "dest": str(dest)}
     with tempfile.TemporaryDirectory() as tmp:
@@ -131,10 +149,16 @@ def ingest(snaps: list[Path], dest: Path, run: str, verify_merged: str | None = 
         shutil.copy2(snaps[-1], dest / f"{run}-parts.tar.gz")
         for s in snaps:  # --snapshot leaves it beside the snapshot
             tune = s.parent / "triton-autotune.tar.gz"
-            if wheelhouse and tune.exists():
+            if not tune.exists():
+                continue
+            if wheelhouse:
                 wheelhouse.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(tune, wheelhouse / tune.name)
                 report["autotune"] = str(wheelhouse / tune.name)
+            if gpu := autotune_gpu(tune):
+                autotune_store.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(tune, autotune_store / f"{slug(gpu)}.tar.gz")
+                report["autotune_committed"] = str(autotune_store / f"{slug(gpu)}.tar.gz")
     if verify_merged and fwd:
         report["verify_merged"] = remerge(dest / verify_merged, [dest / "parts" / f"verify-{run}.json"],
                                           roots)

@@ -34,6 +34,7 @@ from .check import FAIL, PASS, SKIP, Checker, mark_known, validate_case_inputs
 from .kernels.base import KernelVariant, Unsupported, availability
 from .metrics import UNIT_ROUNDOFF, tensor_error
 from .ops import default_state, op_spec
+from .validate import InvalidInput
 
 # progress of the long properties (a first call of an autotuned kernel can take minutes on a GPU):
 # ``python -m wkvbench properties`` shows these lines on stderr
@@ -47,7 +48,6 @@ def step(what: str):
     log.info("%s ...", what)
     yield
     log.info("%s: done in %.1f s", what, time.perf_counter() - t0)
-from .validate import InvalidInput
 
 BATCH_ULPS = 16  # allowed alone-vs-batched difference, in units of roundoff of the output dtype
 TIME_INPUTS_NDIM = 3  # per-token inputs have a time axis at position 1 ([B, T, ...])

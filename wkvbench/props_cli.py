@@ -163,8 +163,8 @@ def run_properties(args: argparse.Namespace, console: Console, variants: list[Ke
     return 1 if bad else 0
 
 
-def _run_variant(v: KernelVariant, args: argparse.Namespace, checker: Checker, head: dict, results: list[dict],
-                 table: Table, out: Path) -> None:
+def _run_variant(v: KernelVariant, args: argparse.Namespace, checker: Checker, head: dict,
+                 results: list[dict], table: Table, out: Path) -> None:
     """Every property job of ``v``: a row each in ``results`` and ``table``, the JSON rewritten after each."""
     for prop, case, job in _jobs(v, args, checker):
         log.info("%s %s %s ...", v.name, prop, case.id)

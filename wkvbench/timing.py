@@ -12,7 +12,10 @@
    launch-bound cases such as decode, T = 1). ``clock="profiler"`` sums the kernel times that
    CUPTI (``torch.profiler``) records during each repetition instead: for work that runs on a
    stream the events cannot see (ggml launches on its own stream).
-3. **Adaptive repetition.** Samples come in batches; after ``min_reps`` the engine stops once the
+3. **Adaptive repetition.** Samples come in batches of ``BATCH`` calls enqueued back to back with
+   no host synchronization between them (so the host launches the next call while the GPU runs the
+   last, and a launch-bound call's host overhead does not sit inside its events); after
+   ``min_reps`` the engine stops once the
    standard error of the median (``1.2533 * std / sqrt(n)``, the asymptotic normal value) is under
    ``sem_bound`` of the median, or at ``max_reps``, or when ``time_cap_s`` of wall time is spent.
 4. **Statistics.** Median, quartiles, IQR, and outliers (outside 1.5 IQR of the quartiles) over
@@ -30,6 +33,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+
+BATCH = 10  # calls enqueued between two host synchronizations (the engine's and asv's samples)
 
 
 @dataclass
@@ -99,7 +104,7 @@ def _profiler_ms(fn: Callable[[], object]) -> float:
 
 def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool = False, clock: str = "events",
               sem_bound: float = 0.005, min_reps: int = 10, max_reps: int = 500, time_cap_s: float = 3.0,
-              batch: int = 10, sync: Callable[[], object] | None = None) -> Timing:
+              batch: int = BATCH, sync: Callable[[], object] | None = None) -> Timing:
     """Device time of ``fn`` (see the module docstring). ``sync`` waits for ``fn``'s work when it runs
     outside torch's current stream (called after each call in warm-up and profiler mode)."""
     import torch

@@ -4,7 +4,12 @@ asv's own timer would read the host clock; here ``timer`` is a *device clock*: e
 bracketed by CUDA events (after an L2 flush outside them), and the clock returns the accumulated
 event time, synchronizing first. asv's samples (``asv run --record-samples``) are therefore device
 time, the same quantity ``wkvbench bench`` reports, and the regression statistics asv applies
-(Mann-Whitney on the samples) work on device time.
+(Mann-Whitney on the samples) work on device time. On CUDA asv times ``number = timing.BATCH`` calls
+between two readings of the clock, and the clock synchronizes only when read: each asv sample is the
+mean device time of a batch enqueued back to back, as the engine takes its samples. With one call
+per reading (until 2026-11-23) every call started on an idle GPU and its events held the host's
+launch overhead: the quick set read 1.2-1.9x the engine's medians on the H100 for every
+single-launch-path kernel, while the host-bound looped B = 1 kernels agreed (1.01-1.02x).
 
 Selection (read at discovery): ``WKVBENCH_ASV_SETS`` (default ``quick``), ``WKVBENCH_ASV_DTYPES``
 (default ``bf16``), ``WKVBENCH_ASV_VARIANTS`` (globs, default every CUDA variant of the benchmarked
@@ -37,6 +42,7 @@ from wkvbench.bench import bench_inputs, gate_case, set_shape  # noqa: E402
 from wkvbench.cases import Case  # noqa: E402
 from wkvbench.check import PASS, Checker  # noqa: E402
 from wkvbench.kernels.base import availability, get  # noqa: E402
+from wkvbench.timing import BATCH  # noqa: E402
 
 DEVICE, VARIANTS, SETS, DTYPES = grid()
 _checker = Checker()
@@ -69,7 +75,8 @@ class DeviceTime:
     params = (VARIANTS, SETS, DTYPES)
     param_names = ["variant", "shape_set", "dtype"]
     timer = clock
-    number = 1
+    # CUDA: a batch of calls between two clock readings (module docstring); CPU calls are synchronous
+    number = 1 if DEVICE == "cpu" else BATCH
     # asv's defaults (2 rounds, up to 10 s of samples per parameter set, each set's setup verifying and
     # autotuning again) did not finish the quick set's ~30 rows in 215 s on the H100 (2026-11-23)
     rounds = 1
