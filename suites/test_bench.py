@@ -168,3 +168,33 @@ def test_a_row_says_where_its_wall_time_went(tmp_path, monkeypatch):
     assert set(row["phase_s"]) == {"gate", "inputs", "prepare", "timing"}
     assert row["phase_s"]["timing"] >= 0.2 and all(x >= 0 for x in row["phase_s"].values())
     assert row["median_ms"] == 1.0
+
+
+def test_warm_up_runs_the_gate_and_only_shapes_that_will_be_timed(tmp_path, monkeypatch):
+    """``bench --warm-only`` fills the caches a timed row needs: the verification gate (whose first
+    call autotunes at the small case's shape; 11-87 s of a row on the H100) and then the benchmark
+    shape, but only when the gate passes (a row whose gate fails is never timed). On CPU, with the
+    variant's ``run`` recorded."""
+    from wkvbench.bench import Bench
+    from wkvbench.cases import Case
+    from wkvbench.kernels.base import get
+
+    v = get("wkv7.torch.recurrent")
+    seen: list[tuple] = []
+    real_run = type(v).run
+
+    def run(self, native):
+        out = real_run(self, native)
+        seen.append(tuple(np.shape(out["y"] if isinstance(out, dict) else out[0])))
+        return out
+
+    monkeypatch.setattr(type(v), "run", run)
+    b = Bench(BenchSelection(devices=("cpu",), dtypes=("fp32",)), tmp_path / "b.json")
+    case = Case("wkv7", "model", set_shape("quick", "wkv7"), "fp32", 0)
+    b._warm(v, case)
+    assert b._gates and next(iter(b._gates.values()))["status"] == "PASS"
+    assert len(seen) >= 2 and seen[-1][:2] == (case.shape.B, case.shape.T)  # the gate's call(s), then the shape
+    n = len(seen)
+    b._gates = {k: {**g, "status": "FAIL"} for k, g in b._gates.items()}  # the same gate, failed
+    b._warm(v, case)
+    assert len(seen) == n  # no call at the benchmark shape

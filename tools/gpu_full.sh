@@ -24,7 +24,8 @@
 #     probe; WKVBENCH_GGML_SANITIZE ('*.ggml.cuda'): sanitizer variant globs, one process each.
 #   WKVBENCH_TRITON (FLA chunk and rwkv-ops Triton dtypes): "variant:dtype" or "variant@case[,case...]"
 #     (tools/missing_cases.py --group prints those), WKVBENCH_TRITON_JOBS at a time (12).
-#   WKVBENCH_WARM: bench --warm-only of these variants (fills Triton's autotune cache).
+#   WKVBENCH_WARM: bench --warm-only of these variants, "variant" (bf16) or "variant:dtype", WKVBENCH_WARM_JOBS at
+#     a time (each row's gate and shape: fills Triton's autotune cache).
 #   WKVBENCH_BACKWARD ("all": one --backward run over every variant; else "variant:dtype" or
 #   "variant@case[,case...]" entries) and WKVBENCH_PROPS ("all", or "variant glob[@property,...]"
 #   entries), from the start.
@@ -172,7 +173,12 @@ props_one() {  # "variant glob", or "variant glob@property[,property...]"
   run "properties-$t" "$(left 0 "$V_END")" python3 -m wkvbench properties --device cuda --dtype bf16 "${sel[@]}" \
     --output "$P/properties-$t.json"
 }
-export -f run el left tagof selof sanitize_one triton_one backward_one props_one
+warm_one() {  # "variant" (bf16) or "variant:dtype"
+  local v=${1%%:*} dt=bf16; [[ "$1" == *:* ]] && dt=${1##*:}
+  run "warm-$(tagof "$1")" "$(left 0 "$V_END")" python3 -m wkvbench bench --warm-only --variant "$v" --set standard \
+    --dtype "$dt" --output "$P/warm-$(tagof "$1").json"
+}
+export -f run el left tagof selof sanitize_one triton_one backward_one props_one warm_one
 export t0 V_END B_END P
 
 if [[ " $STAGES " == *" V "* ]]; then
@@ -203,11 +209,12 @@ TRITON=${WKVBENCH_TRITON-"wkv6.fla.chunk:bf16 wkv6.fla.chunk:fp32 wkv6.fla.chunk
   gdn.rwkv_ops.triton_recurrent_inference:fp16"}
 # shellcheck disable=SC2086
 ( pmap "${WKVBENCH_TRITON_JOBS:-12}" triton_one $TRITON ) & vpids+=($!)
-# bench warm-up of the autotuned kernels (fills Triton's autotune cache for stage B)
-for v in ${WKVBENCH_WARM-wkv6.fla.chunk wkv7.fla.chunk gla.fla.chunk wkv7.rwkv_ops.triton}; do
-  ( run "warm-$v" "$(left 0 "$V_END")" python3 -m wkvbench bench --warm-only --variant "$v" --set standard --dtype bf16 \
-      --output "$P/warm-$v.json" ) & vpids+=($!)
-done
+# bench warm-up of the autotuned kernels (each row's gate and shape: fills Triton's autotune cache for stage B),
+# "variant" (bf16) or "variant:dtype", WKVBENCH_WARM_JOBS at a time. Their autotuning shares the GPU with the
+# rest of stage V (as the bf16 matrix's did): the price of timing a sweep's rows in one hold
+# shellcheck disable=SC2086
+( pmap "${WKVBENCH_WARM_JOBS:-8}" warm_one ${WKVBENCH_WARM-wkv6.fla.chunk wkv7.fla.chunk gla.fla.chunk wkv7.rwkv_ops.triton} ) \
+  & vpids+=($!)
 
 # backward and properties start at once: the Triton ones need no prebuild, and a CUDA C++ extension that
 # one of them loads before the prebuild has built it is built once (torch's build lock), the others wait
