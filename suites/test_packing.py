@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -220,6 +221,10 @@ def test_fla_packing_under_the_triton_interpreter(interp_env, tmp_path):
         assert "nonzero gradient rows after the last packed sequence" in res[name]["reason"]
         assert res[name]["bitwise"], "the packed forward must still equal the runs alone"
     assert res["wkv4.fla.fused_recurrent.interp"]["status"] == SKIP
+    # progress on stderr: each step of a packing run with its seconds (what located the slow GPU runs)
+    for step in ("packed forward", "sequence 4 alone (T=63)", "packed backward", "sequence 0 backward alone (T=5)"):
+        assert re.search(rf"gla\.fla\.fused_recurrent\.interp packing: {re.escape(step)}.*: done in [0-9.]+ s",
+                         proc.stderr), step
 
 
 @pytest.mark.thirdparty
@@ -237,7 +242,7 @@ def test_fla_backward_under_the_triton_interpreter(interp_env):
     assert floors["grad_r"] < 50 and floors["grad_k"] > 1e5  # r does not feel dht, k does
 
 
-def test_properties_cli_on_a_cpu_variant(tmp_path):
+def test_properties_cli_on_a_cpu_variant(tmp_path, capsys):
     from wkvbench.cli import main
 
     out = tmp_path / "p.json"
@@ -247,4 +252,7 @@ def test_properties_cli_on_a_cpu_variant(tmp_path):
     assert rc == 0 and [r["property"] for r in rows] == ["packing_invariance", "determinism"]
     assert rows[0]["status"] == SKIP and "cu_seqlens" in rows[0]["reason"]  # no packed form: said so
     assert rows[1]["status"] == PASS and rows[1]["bitwise"] is True
+    err = capsys.readouterr().err  # one progress line as each property starts and as it ends
+    assert re.search(r"\[properties [0-9:]+\] gla\.torch\.recurrent determinism \S+ \.\.\.", err), err
+    assert re.search(r"gla\.torch\.recurrent determinism \S+: PASS in [0-9.]+ s", err), err
     assert main(["properties", "--variant", "nope.*", "--no-entry-points"]) == 2
