@@ -140,7 +140,8 @@ def _benchmarks_module(monkeypatch, device: str):
 def test_asv_samples_a_batch_between_two_clock_readings(monkeypatch):
     """On CUDA an asv sample is ``timing.BATCH`` calls enqueued back to back (the engine's batches):
     the device clock synchronizes once per reading, not per call, and returns the sum of the calls'
-    event intervals, so asv's per-call time is the batch mean. (One call per reading made every call
+    event intervals, so asv's per-call time is the batch mean; the reading that starts a sample
+    enqueues a GPU busy-wait first, so that the first call's events hold no host launch gap either. (One call per reading made every call
     start on an idle GPU: on the H100 asv read 1.2-1.9x the engine's medians for the quick set.)"""
     import timeit
 
@@ -161,13 +162,17 @@ def test_asv_samples_a_batch_between_two_clock_readings(monkeypatch):
         def synchronize(self) -> None:
             syncs.append(1)
 
-    clock = mod.DeviceClock()
+    order: list[str] = []
+    clock = mod.DeviceClock(spin=lambda: order.append("spin"))
     durations = iter(range(1, 100))
 
     def time_run() -> None:  # what DeviceTime.time_run does on CUDA: one event pair, no host sync
         d = next(durations)
+        order.append("call")
         clock.pending.append((Event(0.0), Event(float(d))))
 
     per_call = timeit.Timer(time_run, timer=clock).timeit(mod.DeviceTime.number) / mod.DeviceTime.number
     assert len(syncs) == 1
     assert per_call == pytest.approx(sum(range(1, BATCH + 1)) / BATCH / 1e3)
+    # the GPU is kept busy (outside the events) before the batch's first call is enqueued, once a sample
+    assert order == ["spin"] + ["call"] * BATCH

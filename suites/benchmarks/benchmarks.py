@@ -6,7 +6,8 @@ event time, synchronizing first. asv's samples (``asv run --record-samples``) ar
 time, the same quantity ``wkvbench bench`` reports, and the regression statistics asv applies
 (Mann-Whitney on the samples) work on device time. On CUDA asv times ``number = timing.BATCH`` calls
 between two readings of the clock, and the clock synchronizes only when read: each asv sample is the
-mean device time of a batch enqueued back to back, as the engine takes its samples. With one call
+mean device time of a batch enqueued back to back, as the engine takes its samples (the clock keeps
+the GPU busy while the host enqueues a batch's first call: ``DeviceClock``). With one call
 per reading (until 2026-11-23) every call started on an idle GPU and its events held the host's
 launch overhead: the quick set read 1.2-1.9x the engine's medians on the H100 for every
 single-launch-path kernel, while the host-bound looped B = 1 kernels agreed (1.01-1.02x).
@@ -48,13 +49,28 @@ DEVICE, VARIANTS, SETS, DTYPES = grid()
 _checker = Checker()
 
 
+SPIN_CYCLES = 1_000_000  # GPU clock cycles of busy-wait at a sample's start: ~0.5 ms at the H100's 1.98 GHz
+
+
+def _spin() -> None:
+    import torch
+
+    torch.cuda._sleep(SPIN_CYCLES)
+
+
 class DeviceClock:
     """An asv timer that reads device time: the sum of the CUDA-event intervals recorded so far
-    (on ``WKVBENCH_ASV_DEVICE=cpu``: the host clock, a CPU call being synchronous)."""
+    (on ``WKVBENCH_ASV_DEVICE=cpu``: the host clock, a CPU call being synchronous).
 
-    def __init__(self) -> None:
+    A reading with events pending ends a sample: it synchronizes and adds their intervals. A reading
+    without ends nothing and starts a sample: it enqueues ``spin`` (a GPU busy-wait, outside every
+    event) so that the GPU, idle after the last synchronization, is still busy while the host enqueues
+    the sample's first call, whose events then hold no host launch overhead either."""
+
+    def __init__(self, spin=_spin) -> None:
         self.total_s = 0.0
         self.pending: list = []
+        self.spin = spin
 
     def __call__(self) -> float:
         if DEVICE == "cpu":
@@ -63,6 +79,8 @@ class DeviceClock:
             self.pending[-1][1].synchronize()
             self.total_s += sum(a.elapsed_time(b) for a, b in self.pending) / 1e3
             self.pending.clear()
+        else:
+            self.spin()
         return self.total_s
 
 
