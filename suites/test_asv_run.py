@@ -127,17 +127,7 @@ def test_a_group_cut_short_loses_only_itself(tmp_path):
     assert s["combinations"] == {"with_number": 1, "without": 0}
 
 
-def _benchmarks_module(monkeypatch, device: str):
-    """``suites/benchmarks/benchmarks.py`` loaded afresh with ``WKVBENCH_ASV_DEVICE=device``."""
-    monkeypatch.setenv("WKVBENCH_ASV_DEVICE", device)
-    spec = importlib.util.spec_from_file_location(f"wkvbench_asv_benchmarks_{device}",
-                                                  REPO / "suites" / "benchmarks" / "benchmarks.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_asv_samples_a_batch_between_two_clock_readings(monkeypatch):
+def test_asv_samples_a_batch_between_two_clock_readings(asv_benchmarks):
     """On CUDA an asv sample is ``timing.BATCH`` calls enqueued back to back (the engine's batches):
     the device clock synchronizes once per reading, not per call, and returns the sum of the calls'
     event intervals, so asv's per-call time is the batch mean; the reading that starts a sample
@@ -147,9 +137,9 @@ def test_asv_samples_a_batch_between_two_clock_readings(monkeypatch):
 
     from wkvbench.timing import BATCH
 
-    mod = _benchmarks_module(monkeypatch, "cuda")
+    mod = asv_benchmarks("cuda")
     assert mod.DeviceTime.number == BATCH > 1
-    assert _benchmarks_module(monkeypatch, "cpu").DeviceTime.number == 1  # a CPU call is synchronous
+    assert asv_benchmarks("cpu").DeviceTime.number == 1  # a CPU call is synchronous
     syncs: list[int] = []
 
     class Event:  # stands in for torch.cuda.Event: a timestamp in ms

@@ -80,22 +80,16 @@ def test_injected_slowdown_is_the_stated_share_of_device_time():
     assert 0.07 < more / base - 1 < 0.13
 
 
-def test_asv_samples_agree_with_the_engine(monkeypatch):
+def test_asv_samples_agree_with_the_engine(asv_benchmarks):
     """asv's device-clock samples (suites/benchmarks, batches of ``timing.BATCH`` calls) of a quick row
     agree with the engine's median for the same call within 15 %: asv's history and ``bench`` report
     the same quantity. (Run 5 on the H100, one call per asv sample: asv 1.2-1.9x the engine's medians.)"""
-    import importlib.util
     import statistics
     import timeit
-    from pathlib import Path
 
     from wkvbench.timing import time_call
 
-    monkeypatch.setenv("WKVBENCH_ASV_DEVICE", "cuda")
-    path = Path(__file__).resolve().parent / "benchmarks" / "benchmarks.py"
-    spec = importlib.util.spec_from_file_location("wkvbench_asv_benchmarks_gpu", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = asv_benchmarks("cuda")
     params = ("wkv7.fla.fused_recurrent", "quick", "bf16")
     b = mod.DeviceTime()
     try:

@@ -174,9 +174,9 @@ props_one() {  # "variant glob", or "variant glob@property[,property...]"
     --output "$P/properties-$t.json"
 }
 warm_one() {  # "variant" (bf16) or "variant:dtype"
-  local v=${1%%:*} dt=bf16; [[ "$1" == *:* ]] && dt=${1##*:}
-  run "warm-$(tagof "$1")" "$(left 0 "$V_END")" python3 -m wkvbench bench --warm-only --variant "$v" --set standard \
-    --dtype "$dt" --output "$P/warm-$(tagof "$1").json"
+  local v=${1%%:*} dt=bf16 t; [[ "$1" == *:* ]] && dt=${1##*:}; t=$(tagof "$1")
+  run "warm-$t" "$(left 0 "$V_END")" python3 -m wkvbench bench --warm-only --variant "$v" --set standard \
+    --dtype "$dt" --output "$P/warm-$t.json"
 }
 export -f run el left tagof selof sanitize_one triton_one backward_one props_one warm_one
 export t0 V_END B_END P

@@ -36,8 +36,11 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 
 import merge_results  # noqa: E402
+
+from wkvbench.bench import file_slug  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -99,10 +102,6 @@ def autotune_gpu(tune: Path) -> str | None:
         return None
 
 
-def slug(name: str) -> str:
-    return "-".join("".join(c if c.isalnum() or c in "._" else " " for c in name).split())
-
-
 def ingest(snaps: list[Path], dest: Path, run: str, verify_merged: str | None = None,
            backward_merged: str | None = None, wheelhouse: Path | None = None,
            asv_results: Path = REPO / "reports" / "asv" / "results", roots: list[Path] | None = None,
@@ -157,8 +156,8 @@ def ingest(snaps: list[Path], dest: Path, run: str, verify_merged: str | None = 
                 report["autotune"] = str(wheelhouse / tune.name)
             if gpu := autotune_gpu(tune):
                 autotune_store.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(tune, autotune_store / f"{slug(gpu)}.tar.gz")
-                report["autotune_committed"] = str(autotune_store / f"{slug(gpu)}.tar.gz")
+                kept = Path(shutil.copy2(tune, autotune_store / f"{file_slug(gpu)}.tar.gz"))
+                report["autotune_committed"] = str(kept)
     if verify_merged and fwd:
         report["verify_merged"] = remerge(dest / verify_merged, [dest / "parts" / f"verify-{run}.json"],
                                           roots)

@@ -152,14 +152,19 @@ def identity(prov: dict) -> str:
     return f"{g.get('name')}|driver {g.get('driver')}|cuda {g.get('cuda')}|torch {v.get('torch')}|triton {v.get('triton')}"
 
 
-def machine_slug(prov: dict) -> str:
-    """The asv machine name and results folder: the identity, in file-name characters."""
+def file_slug(text: str) -> str:
+    """``text`` in file-name characters: each run of other characters becomes one ``-``."""
     import re
 
+    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")
+
+
+def machine_slug(prov: dict) -> str:
+    """The asv machine name and results folder: the identity, in file-name characters."""
     g = prov.get("gpu") or {}
     v = prov.get("versions") or {}
-    raw = f"{g.get('name') or 'cpu'}-drv{g.get('driver')}-cuda{g.get('cuda')}-torch{v.get('torch')}-triton{v.get('triton')}"
-    return re.sub(r"[^A-Za-z0-9.]+", "-", raw).strip("-")
+    return file_slug(f"{g.get('name') or 'cpu'}-drv{g.get('driver')}-cuda{g.get('cuda')}-torch{v.get('torch')}"
+                     f"-triton{v.get('triton')}")
 
 
 def _key(row: dict) -> tuple:
