@@ -112,12 +112,10 @@ def bench(session: nox.Session) -> None:
     Offline GPU boxes: ``tools/gpu_bench.sh WHEELHOUSE`` (README "Benchmarks").
     """
     import datetime
-    import subprocess
 
     gpu = ("gpu-kernels",) if TORCH == "system" or WHEELHOUSE else ()
     _install_runtime(session, "test", "cpu-kernels", "bench", *gpu)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    py = session.run("python", "-c", "import sys; print(sys.executable)", silent=True).strip()
     ngpu = int(session.run("python", "-c", "import torch; print(torch.cuda.device_count())", silent=True).split()[-1])
     session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "suites/test_cpu_timings.py",
                 "--benchmark-only", f"--benchmark-json=reports/bench/cpu-{stamp}.json")
@@ -127,15 +125,11 @@ def bench(session: nox.Session) -> None:
     slug = session.run("python", "-m", "wkvbench.bench_merge", "--slug", silent=True).strip().splitlines()[-1]
     args = session.posargs or ["--set", "standard"]
     outdir = f"reports/bench/{slug}"
-    shards = [f"{outdir}/bench-{stamp}.shard{i}.json" for i in range(ngpu)]
-    workers = [subprocess.Popen([py, "-m", "wkvbench", "bench", *args, "--shard", f"{i}/{ngpu}", "--output", shards[i]],
-                                env={**os.environ, "CUDA_VISIBLE_DEVICES": str(i)}) for i in range(ngpu)]
-    failed = [i for i, w in enumerate(workers) if w.wait() not in (0, 1)]
-    session.run("python", "-m", "wkvbench.bench_merge", "--output", f"{outdir}/bench-{stamp}.json", *shards)
-    for sh in shards:
-        os.remove(sh)
-    if failed:
-        session.error(f"bench workers for GPUs {failed} failed (their rows so far are in the merged file)")
+    os.makedirs(outdir, exist_ok=True)
+    # one worker per GPU (CUDA_VISIBLE_DEVICES=i, --shard i/n), shards merged (wkvbench.bench_merge.run_on_gpus);
+    # exit 1 when a worker failed, after merging the rows it wrote
+    session.run("python", "-m", "wkvbench.bench_merge", "--gpus", str(ngpu), "--output",
+                f"{outdir}/bench-{stamp}.json", "--", *args)
     # one `asv run` per group of variants, each time-boxed: a group cut short loses itself only
     session.run("python", "-m", "wkvbench.asv_run", "--machine", slug,
                 "--group", os.environ.get("WKVBENCH_ASV_GROUP", "3"),

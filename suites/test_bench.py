@@ -4,6 +4,7 @@ verification gate cases, sharding, merging and the CLI's refusals. (The timed pa
 from __future__ import annotations
 
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -198,3 +199,54 @@ def test_warm_up_runs_the_gate_and_only_shapes_that_will_be_timed(tmp_path, monk
     b._gates = {k: {**g, "status": "FAIL"} for k, g in b._gates.items()}  # the same gate, failed
     b._warm(v, case)
     assert len(seen) == n  # no call at the benchmark shape
+
+
+_FAKE_WORKER = r"""
+import json, os, sys, time
+args = sys.argv[1:]
+i, n = map(int, args[args.index("--shard") + 1].split("/"))
+out = args[args.index("--output") + 1]
+start = time.time()
+time.sleep(0.5)  # long enough that workers started together overlap
+if os.environ.get("FAIL_GPU") == str(i):
+    sys.exit(3)
+row = {"variant": f"v{i}", "shape_set": "quick", "dtype": "bf16", "gpu": os.environ["CUDA_VISIBLE_DEVICES"],
+       "args": args, "start": start, "end": time.time()}
+doc = {"schema": "wkvbench.bench/1", "complete": True, "provenance": {"identity": "box"}, "ceilings": None,
+       "settings": {"shard": [i, n]}, "rows": [row]}
+open(out, "w").write(json.dumps(doc))
+sys.exit(1 if i == 0 else 0)  # 1 = some row not OK: still a finished worker
+"""
+
+
+def test_one_worker_per_gpu_all_at_once(tmp_path, monkeypatch):
+    """``nox -s bench`` on N GPUs (``bench_merge --gpus N``): N workers at once, worker i sees only GPU i
+    and takes shard i/N, the shards merge into one file and are removed; a failed worker is reported
+    with the other workers' rows kept."""
+    from wkvbench.bench_merge import run_on_gpus
+
+    worker = [sys.executable, "-c", _FAKE_WORKER]
+    out = tmp_path / "bench.json"
+    doc, failed = run_on_gpus(["--set", "quick"], 3, out, worker=worker)
+    rows = doc["rows"]
+    assert failed == [] and [r["gpu"] for r in rows] == ["0", "1", "2"], rows
+    for r in rows:
+        i = r["gpu"]
+        assert r["args"][:2] == ["--set", "quick"] and r["args"][r["args"].index("--shard") + 1] == f"{i}/3"
+    assert max(r["start"] for r in rows) < min(r["end"] for r in rows), "the workers did not run together"
+    assert json.loads(out.read_text())["settings"]["shards"] == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.json"], "shard files left behind"
+    monkeypatch.setenv("FAIL_GPU", "1")
+    doc, failed = run_on_gpus([], 2, out, worker=worker)
+    assert failed == [1] and [r["gpu"] for r in doc["rows"]] == ["0"]
+    with pytest.raises(ValueError, match="at least one GPU"):
+        run_on_gpus([], 0, out, worker=worker)
+
+
+def test_bench_merge_gpus_cli_refuses_bad_input(capsys):
+    from wkvbench.bench_merge import main as merge_main
+
+    with pytest.raises(SystemExit):
+        merge_main(["--gpus", "2", "--", "--set", "quick"])
+    assert "--gpus needs --output" in capsys.readouterr().err
+    assert merge_main(["--gpus", "0", "--output", "/tmp/x.json", "--", "--set", "quick"]) == 2

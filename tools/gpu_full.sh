@@ -37,7 +37,8 @@
 #   asv fp32ggml bf16 gdnchunk repeat"; "asv": python -m wkvbench.asv_run, one asv run per WKVBENCH_ASV_GROUP
 #   (2) variants, each at most WKVBENCH_ASV_GROUP_S (150) s, WKVBENCH_ASV_S (300) s in all; "sweep": bench
 #   fp32/fp16 (WKVBENCH_SWEEP_DTYPES) over the
-#   standard sets; "repeat" times quick/prefill again and gates it against bench-bf16; "repeat2" times
+#   standard sets; "shards": bench_merge --gpus (one worker per GPU, as nox -s bench) on the quick set,
+#   WKVBENCH_SHARDS_ARGS (variant filters); "repeat" times quick/prefill again and gates it against bench-bf16; "repeat2" times
 #   it twice more in this hold, so the repeat compares two runs of one machine).
 # Every part is time-boxed; one cut short leaves its *.partial.jsonl or partial JSON, never nothing.
 # Environment: V_END (540), B_END (1480), WKVBENCH_GATE_VARIANT (wkv7.fla.fused_recurrent),
@@ -298,6 +299,10 @@ asv_part() {  # asv history: device-time samples of this commit, quick set
 [[ $BP == *" asv "* ]] && asv_part
 [[ $BP == *" fp32ggml "* ]] && run bench-fp32 "$(cap 80)" $B --set standard --dtype fp32 --variant '*.ggml.cuda' \
   --output "$P/bench-fp32.json"
+# nox -s bench's one-worker-per-GPU runner (bench_merge --gpus: CUDA_VISIBLE_DEVICES=i, --shard i/n) on every GPU here
+[[ $BP == *" shards "* ]] && ( set -f; run bench-shards "$(cap ${WKVBENCH_SHARDS_S:-120})" python3 -m wkvbench.bench_merge \
+  --gpus "$(nvidia-smi -L | grep -c '^GPU')" --output "$P/bench-shards.json" -- --time-cap 0.3 --set quick --dtype bf16 \
+  ${WKVBENCH_SHARDS_ARGS:---variant *.fused_recurrent --variant *.rwkv_ops.cuda*} )
 # ~2.5 s a call at every shape (H100, 2026-11-22 and -23): its quick row alone
 [[ $BP == *" gdnchunk "* ]] && run bench-gdnchunk "$(cap 60 80)" $B --set quick --dtype bf16 \
   --variant gdn.rwkv_ops.triton_chunk --output "$P/bench-gdnchunk.json"
