@@ -194,7 +194,8 @@ def test_warm_up_runs_the_gate_and_only_shapes_that_will_be_timed(tmp_path, monk
     case = Case("wkv7", "model", set_shape("quick", "wkv7"), "fp32", 0)
     b._warm(v, case)
     assert b._gates and next(iter(b._gates.values()))["status"] == "PASS"
-    assert len(seen) >= 2 and seen[-1][:2] == (case.shape.B, case.shape.T)  # the gate's call(s), then the shape
+    # the gate's call(s), then the shape
+    assert len(seen) >= 2 and seen[-1][:2] == (case.shape.B, case.shape.T)
     n = len(seen)
     b._gates = {k: {**g, "status": "FAIL"} for k, g in b._gates.items()}  # the same gate, failed
     b._warm(v, case)

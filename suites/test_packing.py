@@ -222,9 +222,10 @@ def test_fla_packing_under_the_triton_interpreter(interp_env, tmp_path):
         assert res[name]["bitwise"], "the packed forward must still equal the runs alone"
     assert res["wkv4.fla.fused_recurrent.interp"]["status"] == SKIP
     # progress on stderr: each step of a packing run with its seconds (what located the slow GPU runs)
-    for step in ("packed forward", "sequence 4 alone (T=63)", "packed backward", "sequence 0 backward alone (T=5)"):
-        assert re.search(rf"gla\.fla\.fused_recurrent\.interp packing: {re.escape(step)}.*: done in [0-9.]+ s",
-                         proc.stderr), step
+    for step in ("packed forward", "sequence 4 alone (T=63)", "packed backward",
+                 "sequence 0 backward alone (T=5)"):
+        line = rf"gla\.fla\.fused_recurrent\.interp packing: {re.escape(step)}.*: done in [0-9.]+ s"
+        assert re.search(line, proc.stderr), step
 
 
 @pytest.mark.thirdparty
@@ -269,16 +270,20 @@ def test_fla_chunk_packing_finding_on_the_h100(variant, run):
     ``KNOWN_FAILURES`` lists for them (so a rerun reports XFAIL, and an upstream fix shows as XPASS)."""
     from wkvbench.tolerances import known_failure
 
-    doc = json.loads((H100_PARTS / f"properties-{run}" / f"{run}-properties-{variant}_packing.json").read_text())
+    path = H100_PARTS / f"properties-{run}" / f"{run}-properties-{variant}_packing.json"
+    doc = json.loads(path.read_text())
     (row,) = [r for r in doc["results"] if r["variant"] == variant and r["property"] == "packing_invariance"]
     assert row["status"] == FAIL, row["reason"]
     per_token = sorted(set(row["details"]["gradients"]) - {"state", "u"})  # u and the state have no rows
     for name in per_token:
-        assert f"grad_{name}: nonzero gradient rows after the last packed sequence (896 NaN" in row["reason"], name
+        want = f"grad_{name}: nonzero gradient rows after the last packed sequence (896 NaN"
+        assert want in row["reason"], name
     seqs = row["details"]["sequences"]
     assert all(e["rel"] == 0.0 for s in seqs.values() for t, e in s.items() if t == "y"), "packed y != alone"
     assert max(e["rel"] for s in seqs.values() for e in s.values()) <= 2e-8
-    assert all(g["floor_x"] < 3 for n, g in row["details"]["gradients"].items() if n in per_token and n != "lw")
-    assert known_failure(variant, "packing:" + row["case"]), "the measured FAIL must be listed"
-    assert known_failure(variant, "packing:" + row["case"]).startswith("FLA chunked backward never writes")
-    assert known_failure(variant, row["case"]) is None and known_failure(variant, "state:" + row["case"]) is None
+    grads = row["details"]["gradients"]
+    assert all(g["floor_x"] < 3 for n, g in grads.items() if n in per_token and n != "lw")
+    why = known_failure(variant, "packing:" + row["case"])
+    assert why and why.startswith("FLA chunked backward never writes"), f"the FAIL must be listed: {why}"
+    assert known_failure(variant, row["case"]) is None
+    assert known_failure(variant, "state:" + row["case"]) is None

@@ -17,7 +17,8 @@ from pathlib import Path
 from .bench import merge
 
 
-def run_on_gpus(bench_args: list[str], ngpu: int, out: Path, worker: list[str] | None = None) -> tuple[dict | None, list[int]]:
+def run_on_gpus(bench_args: list[str], ngpu: int, out: Path,
+                worker: list[str] | None = None) -> tuple[dict | None, list[int]]:
     """One ``wkvbench bench`` worker per GPU (``CUDA_VISIBLE_DEVICES=i``, ``--shard i/ngpu``), started
     together; their shard files are merged into ``out`` and removed. Returns the merged document
     (None when no worker wrote a shard) and the GPU indices whose worker failed (exit status other
@@ -54,10 +55,12 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             print(f"bench_merge: {exc}", file=sys.stderr)
             return 2
-        merged = f"{len(doc['rows'])} rows -> {args.output}" if doc else "no worker wrote a shard, nothing merged"
-        print(f"bench_merge: {args.gpus} workers, {merged}"
-              + (f"; workers for GPUs {failed} failed (their rows so far are merged)" if failed and doc else "")
-              + (f"; workers for GPUs {failed} failed" if failed and not doc else ""))
+        merged = (f"{len(doc['rows'])} rows -> {args.output}" if doc
+                  else "no worker wrote a shard, nothing merged")
+        if failed:
+            kept = " (their rows so far are merged)" if doc else ""
+            merged += f"; workers for GPUs {failed} failed{kept}"
+        print(f"bench_merge: {args.gpus} workers, {merged}")
         return 1 if failed or doc is None else 0
     if args.slug:
         from .bench import machine_slug
