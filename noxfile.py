@@ -6,6 +6,7 @@
 
     nox -s verify   # the verification matrix on whatever hardware is present (CPU by default)
     nox -s tests    # the project's own tests (what CI runs)
+    nox -s gpu      # the whole GPU evidence of a box: verify (all dtypes, backward, properties), bench, asv, report
     nox -s bench    # GPU benchmarks (device time, roofline, asv history) and CPU timings
     nox -s report   # the static HTML report from the committed results (reports/html/index.html)
     nox -s gate -- --baseline B.json --candidate C.json   # the CI regression gate (README)
@@ -38,40 +39,56 @@ TORCH = os.environ.get("WKVBENCH_TORCH", "torch==2.13.0")
 WHEELHOUSE = os.environ.get("WKVBENCH_WHEELHOUSE")  # offline: install only from this folder
 
 
-def _install_runtime(session: nox.Session, *groups: str) -> None:
-    """torch first (so nothing pulls a different build), then numpy/rich and the named groups.
+GGML = "ggml-python==0.0.45"
+
+
+def _offline() -> list[str]:
+    return ["--no-index", "--find-links", WHEELHOUSE] if WHEELHOUSE else []
+
+
+def _install_runtime(session: nox.Session, *groups: str, ggml: bool = True) -> None:
+    """torch first (so nothing pulls a different build), then the named groups.
 
     With ``WKVBENCH_WHEELHOUSE`` set (a folder made by ``nox -s wheelhouse``), nothing is fetched:
-    every package comes from that folder, on top of the interpreter's own torch/triton.
+    every package comes from that folder, on top of the interpreter's own torch/triton. ``ggml=False``
+    leaves ggml-python out (``gpu`` builds it itself, in the background).
     """
-    offline = ["--no-index", "--find-links", WHEELHOUSE] if WHEELHOUSE else []
     if TORCH != "system":
-        session.install(*offline, TORCH)
-    reqs = [r for g in groups for r in GROUPS[g]]
+        session.install(*_offline(), TORCH)
+    reqs = [r for g in groups for r in GROUPS[g] if ggml or not r.startswith("ggml-python")]
     jobs = {"CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)}
-    if "-dggml_cuda=on" in os.environ.get("CMAKE_ARGS", "").lower():
-        # ggml-python 0.0.45's CUDA build needs one binding patched before it imports (README Findings)
+    if ggml and "-dggml_cuda=on" in os.environ.get("CMAKE_ARGS", "").lower():
+        # ggml-python 0.0.45's CUDA build needs one binding patched before it imports (FINDINGS.md)
         reqs = [r for r in reqs if not r.startswith("ggml-python")]
-        _install_ggml_cuda(session, offline, jobs)
+        session.install(*_offline(), "scikit-build-core>=0.9", "pathspec")
+        session.install(*_offline(), "--no-build-isolation", "--no-deps", _ggml_source(session), env=jobs)
     # ggml-python compiles ggml's CPU backend from its sdist
-    session.install(*offline, *reqs, env=jobs)
+    session.install(*_offline(), *reqs, env=jobs)
     session.run("python", "-c", "import sys, numpy, torch; print(sys.version.split()[0], 'numpy', numpy.__version__, 'torch', torch.__version__)")
 
 
-def _install_ggml_cuda(session: nox.Session, offline: list[str], env: dict[str, str]) -> None:
-    """ggml-python from its sdist, patched by ``tools/patch_ggml_python.py``, built with ``CMAKE_ARGS``."""
+def _ggml_source(session: nox.Session) -> str:
+    """ggml-python's source, unpacked and patched by ``tools/patch_ggml_python.py`` (its CUDA build)."""
     import glob
+    import shutil
     import tarfile
 
     tmp = session.create_tmp()
-    session.run("python", "-m", "pip", "download", "--no-deps", "--no-binary=:all:", *offline,
-                "ggml-python==0.0.45", "-d", tmp)
-    sdist = glob.glob(os.path.join(tmp, "ggml_python-*.tar.gz"))[0]
-    with tarfile.open(sdist) as tar:
-        tar.extractall(tmp, filter="data")
+    version = GGML.split("==")[1]
+    found = glob.glob(os.path.join(WHEELHOUSE or "", f"ggml_python-{version}.tar.gz")) if WHEELHOUSE else []
+    if found:  # offline: the wheelhouse holds it (pip download would prepare its metadata in an isolated env)
+        sdist = os.path.join(tmp, os.path.basename(found[0]))
+        shutil.copyfile(found[0], sdist)
+    else:
+        session.run("python", "-m", "pip", "download", "--no-deps", "--no-binary=:all:", "--no-build-isolation",
+                    GGML, "-d", tmp, silent=True)
+        sdist = glob.glob(os.path.join(tmp, f"ggml_python-{version}.tar.gz"))[0]
     src = sdist[: -len(".tar.gz")]
+    if not os.path.isdir(src):
+        with tarfile.open(sdist) as tar:
+            tar.extractall(tmp, filter="data")
     session.run("python", "tools/patch_ggml_python.py", src)
-    session.install(*offline, src, env=env)
+    return src
 
 
 def _venv_params() -> dict:
@@ -104,12 +121,10 @@ def bench(session: nox.Session) -> None:
 
     ``nox -s bench -- [wkvbench bench arguments]`` (default ``--set standard``). One worker process per
     visible GPU (``CUDA_VISIBLE_DEVICES=i ... --shard i/n``; never two timed runs on one GPU), shards
-    merged into ``reports/bench/<machine>/bench-<stamp>.json``; then asv in this environment records the
-    same commit's device-time samples under ``reports/asv/results/<machine>`` (quick set;
-    ``WKVBENCH_ASV_SETS`` for more), one time-boxed ``asv run`` per ``WKVBENCH_ASV_GROUP`` variants
-    (``python -m wkvbench.asv_run``, ``WKVBENCH_ASV_S`` seconds in all), and pytest-benchmark times the
-    CPU side (oracle, ggml CPU, torch CPU) into ``reports/bench/cpu-<stamp>.json``. On a box without a GPU only the CPU part runs.
-    Offline GPU boxes: ``tools/gpu_bench.sh WHEELHOUSE`` (README "Benchmarks").
+    merged into ``reports/bench/<machine>/bench-<stamp>.json``; the same samples recorded in asv's history
+    (``reports/asv/results/<machine>``, ``python -m wkvbench.asv_record``); pytest-benchmark times the CPU
+    side (oracle, ggml CPU, torch CPU) into ``reports/bench/cpu-<stamp>.json``. On a box without a GPU
+    only the CPU part runs. The whole GPU evidence (verification too) is ``nox -s gpu``.
     """
     import datetime
 
@@ -130,22 +145,52 @@ def bench(session: nox.Session) -> None:
     # exit 1 when a worker failed, after merging the rows it wrote
     session.run("python", "-m", "wkvbench.bench_merge", "--gpus", str(ngpu), "--output",
                 f"{outdir}/bench-{stamp}.json", "--", *args)
-    # one `asv run` per group of variants, each time-boxed: a group cut short loses itself only
-    session.run("python", "-m", "wkvbench.asv_run", "--machine", slug,
-                "--group", os.environ.get("WKVBENCH_ASV_GROUP", "3"),
-                "--budget", os.environ.get("WKVBENCH_ASV_S", "900"),
-                "--summary", f"{outdir}/asv-run-{stamp}.json",
-                env={"WKVBENCH_ASV_SETS": os.environ.get("WKVBENCH_ASV_SETS", "quick")}, success_codes=[0, 1])
+    # the same samples into asv's history (reports/asv/results/<machine>), through asv's results API
+    session.run("python", "-m", "wkvbench.asv_record", f"{outdir}/bench-{stamp}.json")
+
+
+@nox.session(default=False, **_venv_params())
+def gpu(session: nox.Session) -> None:
+    """The whole GPU evidence of this box in one command: ``python -m wkvbench gpu`` (docs/gpu.md).
+
+    Verification of every variant on the gpu set in every dtype, forward and backward, with the
+    properties; the standard bench sets in every dtype with the roofline; the asv record and the HTML
+    report. One results set in ``reports/gpu/<machine>/`` (verify.json, bench.json, run.json); running
+    it again resumes a run that was stopped. ggml-python is built with CUDA in the background while the
+    rest runs (``CMAKE_ARGS``; default: CUDA for this GPU's architecture). Online: ``WKVBENCH_TORCH=system
+    nox -s gpu``; offline: add ``WKVBENCH_WHEELHOUSE=<folder of nox -s wheelhouse>``. Arguments after
+    ``--`` go to ``wkvbench gpu`` (``--dtype``, ``--variant``, ``--fresh``, ``--only``, ...).
+    """
+    import time
+
+    t0 = os.environ.get("WKVBENCH_T0") or str(time.time())
+    _install_runtime(session, "gpu-kernels", "report", "bench", ggml=False)
+    session.install(*_offline(), "scikit-build-core>=0.9", "pathspec", "typing_extensions")
+    env = {"WKVBENCH_T0": t0, "TRITON_CACHE_AUTOTUNING": "1"}
+    if "CMAKE_ARGS" not in os.environ:
+        arch = session.run("python", "-c", "import torch; c = torch.cuda.get_device_capability() "
+                           "if torch.cuda.is_available() else None; print(f'{c[0]}{c[1]}' if c else '')",
+                           silent=True).strip().splitlines()[-1:]
+        if arch and arch[0]:
+            env["CMAKE_ARGS"] = f"-DGGML_CUDA=on -DCMAKE_CUDA_ARCHITECTURES={arch[0]} -DGGML_CUDA_FA=OFF"
+    session.run("python", "-m", "wkvbench", "gpu", "--ggml-src", _ggml_source(session),
+                f"--ggml-pip={' '.join(_offline())}", *session.posargs, env=env)
 
 
 @nox.session(default=False)
 def wheelhouse(session: nox.Session) -> None:
-    """Download every package the GPU sessions need into a folder, for a GPU box without network.
+    """Every package a GPU box needs, in one flat folder, for a box without network.
 
-    ``nox -s wheelhouse -- [--dest wheelhouse] [--python-version 3.12] [--platform manylinux_2_28_x86_64]``.
-    On the box: ``WKVBENCH_WHEELHOUSE=$PWD/wheelhouse WKVBENCH_TORCH=system nox -s verify -- --set gpu``
-    (nox itself from the folder: ``pip install --no-index --find-links wheelhouse nox``), or without
-    nox, ``tools/gpu_verify.sh wheelhouse`` (README "Offline GPU boxes").
+    ``nox -s wheelhouse -- [--dest wheelhouse] [--python-version 3.12] [--platform TAG ...] [--cpu]``.
+    Binary wheels for the target Python and platform (default: CPython 3.12, manylinux x86_64), with
+    their dependencies resolved: nox (its own dependencies included), the kernel packages, asv, the
+    build backend of ggml-python (scikit-build-core), and ggml-python's source (built on the box, with
+    CUDA). torch and triton are not included: the box's CUDA build is used (``WKVBENCH_TORCH=system``).
+    ``--cpu`` adds torch 2.13.0 and the CPU kernel packages (triton) for a machine without a GPU, e.g.
+    CI's own check of this path (``--here``: for this interpreter and platform).
+
+    On the box: ``python3 -m pip install --no-index --find-links wheelhouse nox`` and then
+    ``WKVBENCH_WHEELHOUSE=$PWD/wheelhouse WKVBENCH_TORCH=system python3 -m nox -s gpu`` (docs/gpu.md).
     """
     import argparse
 
@@ -153,20 +198,22 @@ def wheelhouse(session: nox.Session) -> None:
     ap.add_argument("--dest", default="wheelhouse")
     ap.add_argument("--python-version", default="3.12")
     ap.add_argument("--platform", action="append", default=[])
+    ap.add_argument("--here", action="store_true", help="for this interpreter and platform")
+    ap.add_argument("--cpu", action="store_true", help="add torch 2.13.0 and the CPU kernel packages")
     a = ap.parse_args(session.posargs)
-    plats = a.platform or [f"manylinux_2_{n}_x86_64" for n in (17, 27, 28, 34)] + ["manylinux2014_x86_64"]
-    common = ["python", "-m", "pip", "download", "--no-deps", "-d", a.dest]
-    binary = ["--only-binary=:all:", "--python-version", a.python_version, "--implementation", "cp"]
-    binary += [x for p in plats for x in ("--platform", p)]
-    session.run(*common, *binary, *GROUPS["wheelhouse"])
-    session.run(*common, "--no-binary=:all:", "ggml-python==0.0.45")  # built on the box, with CUDA
-    for tool in ("nox", "virtualenv", "colorlog", "argcomplete", "dependency-groups", "distlib",
-                 "filelock", "platformdirs", "packaging", "attrs"):
-        session.run(*common, *binary, tool)
-    # asv with its dependencies in a folder of their own: tools/gpu_full.sh installs them apart
-    # (/tmp/asv-site) for the history part (python -m wkvbench.asv_run)
-    asv_dir = os.path.join(a.dest, "asv")
-    session.run("python", "-m", "pip", "download", "-d", asv_dir, *binary, *GROUPS["bench"][:1])
+    if a.here:
+        target: list[str] = []
+    else:
+        plats = a.platform or [f"manylinux_2_{n}_x86_64" for n in (17, 27, 28, 34)] + ["manylinux2014_x86_64"]
+        target = ["--only-binary=:all:", "--python-version", a.python_version, "--implementation", "cp",
+                  *(x for p in plats for x in ("--platform", p))]
+    reqs = [*GROUPS["gpu-kernels"], *GROUPS["bench"], *GROUPS["report"], *GROUPS["wheelhouse"]]
+    if a.cpu:
+        reqs += [TORCH, *(r for r in GROUPS["cpu-kernels"] if not r.startswith("ggml-python")), *GROUPS["test"]]
+    reqs = list(dict.fromkeys(reqs))
+    session.run("python", "-m", "pip", "download", "-d", a.dest, *target, *reqs)
+    # ggml-python as its source: built on the box (with CUDA there), by pip without build isolation
+    session.run("python", "-m", "pip", "download", "-d", a.dest, "--no-deps", "--no-binary=:all:", GGML)
 
 
 @nox.session(default=False)

@@ -20,7 +20,7 @@ from wkvbench.kernels import get
 
 from wkvbench.cases import Case
 from wkvbench.check import CRASH, PASS, TIMEOUT, Checker, CheckResult
-from wkvbench.isolate import _describe_exit, default_jobs, default_timeout, headline
+from wkvbench.isolate import THREAD_VARS, _describe_exit, default_jobs, default_timeout, headline, worker_env
 from wkvbench.verify import load_previous, row_key
 
 REPO = Path(__file__).resolve().parent.parent
@@ -28,9 +28,9 @@ PLUGINS = REPO / "suites" / "plugins"
 T1 = "gla/model/B1-T1-H2-N64-h0/fp32/s0"  # the case the crash plug-ins misbehave on
 
 
-def _verify(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+def _verify(*args: str, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "wkvbench", "verify", "--no-entry-points", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +88,10 @@ def test_in_process_mode_gives_the_same_rows_as_workers(tmp_path):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     args = ("--variant", "wkv7.torch.*", "--variant", "wkv7.fla.naive_dplr_recurrent", "--dtype", "bf16",
             "--domain", "model")
-    pa, pb = _verify(*args, "--output", str(a)), _verify(*args, "--in-process", "--output", str(b))
+    # one BLAS/OpenMP thread in both (workers get cores / workers threads by default; a reduction
+    # over another thread count rounds differently in the last bit)
+    one = {v: "1" for v in THREAD_VARS}
+    pa, pb = _verify(*args, "--output", str(a), env=one), _verify(*args, "--in-process", "--output", str(b), env=one)
     assert pa.returncode == pb.returncode == 0, pa.stdout + pb.stdout
     ra = {(r["variant"], r["case"]): r for r in json.loads(a.read_text())["results"]}
     rb = {(r["variant"], r["case"]): r for r in json.loads(b.read_text())["results"]}
@@ -108,12 +111,13 @@ def test_sigkill_mid_run_leaves_a_valid_file_and_resume_completes_it(tmp_path):
     args = ["--variant", "gdn.torch.recurrent", "--variant", "gdn.fla.naive_recurrent", "--op", "gdn",
             "--dtype", "fp32", "--dtype", "bf16", "--jobs", "1"]
     clean = tmp_path / "clean.json"
-    assert _verify(*args, "--in-process", "--output", str(clean)).returncode == 0
+    one = {v: "1" for v in THREAD_VARS}  # the same thread count in every run: bitwise comparable numbers
+    assert _verify(*args, "--in-process", "--output", str(clean), env=one).returncode == 0
     want = _rows(clean)
     out = tmp_path / "killed.json"
     proc = subprocess.Popen([sys.executable, "-m", "wkvbench", "verify", "--no-entry-points", *args,
                              "--output", str(out)], cwd=REPO, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+                            stderr=subprocess.DEVNULL, start_new_session=True, env={**os.environ, **one})
     try:
         deadline = time.time() + 400
         n = 0
@@ -142,7 +146,7 @@ def test_sigkill_mid_run_leaves_a_valid_file_and_resume_completes_it(tmp_path):
     for k, r in have.items():
         assert r["status"] == want[k]["status"] and r["errors"] == want[k]["errors"], k
     p = subprocess.run([sys.executable, "-m", "wkvbench", "verify", "--resume", str(out)], cwd=REPO,
-                       capture_output=True, text=True, timeout=600)
+                       capture_output=True, text=True, timeout=600, env={**os.environ, **one})
     assert p.returncode == 0, p.stdout + p.stderr
     assert f"{len(have)} rows kept" in " ".join(p.stdout.split())
     done = json.loads(out.read_text())
@@ -214,3 +218,50 @@ def test_crash_statuses_count_as_failures():
     assert [r.status for r in rep.failed] == [CRASH, TIMEOUT]
     assert rep.counts()[CRASH] == 1 and rep.counts()[TIMEOUT] == 1
     assert rep.failed[0].as_dict()["reproduce"].startswith("nox -s verify -- --variant x")
+
+
+def test_default_jobs_follow_the_machine(monkeypatch):
+    monkeypatch.delenv("WKVBENCH_JOBS", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    monkeypatch.setattr("wkvbench.isolate._ram_bytes", lambda: 128 << 30)
+    assert default_jobs() == 16  # a 16-core GPU box: a worker per core
+    monkeypatch.setattr("wkvbench.isolate._ram_bytes", lambda: 8 << 30)
+    assert default_jobs() == 4  # memory bounds it: 2 GiB a worker
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr("wkvbench.isolate._ram_bytes", lambda: 24 << 30)
+    assert default_jobs() == 2  # the CI machine
+
+
+def test_worker_env_shares_the_cores_and_spreads_gpus(monkeypatch):
+    for v in THREAD_VARS:
+        monkeypatch.delenv(v, raising=False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    env = worker_env(jobs=8, slot=5, gpus=2)
+    assert env["OMP_NUM_THREADS"] == "2" and env["CUDA_VISIBLE_DEVICES"] == "1"
+    assert "CUDA_VISIBLE_DEVICES" not in worker_env(jobs=8, slot=5, gpus=0)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,6")
+    assert worker_env(jobs=8, slot=3, gpus=2)["CUDA_VISIBLE_DEVICES"] == "6"  # the box's own numbering
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert "OMP_NUM_THREADS" not in worker_env(jobs=8, slot=0, gpus=0)  # the caller's setting stands
+
+
+def test_forward_and_backward_in_one_run_one_worker_per_variant_kind_and_dtype(tmp_path):
+    """--with-backward writes both kinds into one file; each (variant, kind, dtype) had its own worker
+    (unit_seconds), so the cases of one variant ran in several processes."""
+    out = tmp_path / "fb.json"
+    p = _verify("--variant", "gla.torch.recurrent", "--variant", "gla.fla.naive_recurrent", "--dtype", "fp32",
+                "--dtype", "bf16", "--domain", "model", "--with-backward", "--jobs", "2", "--output", str(out))
+    assert p.returncode == 0, p.stdout + p.stderr
+    doc = json.loads(out.read_text())
+    kinds = {(r["variant"], r["kind"]) for r in doc["results"]}
+    assert ("gla.torch.recurrent", "backward") in kinds and ("gla.fla.naive_recurrent", "forward") in kinds
+    units = set(doc["unit_seconds"])
+    assert {"gla.torch.recurrent|forward|fp32", "gla.torch.recurrent|forward|bf16",
+            "gla.torch.recurrent|backward|fp32", "gla.fla.naive_recurrent|forward|bf16"} <= units
+    assert not any(u.startswith("gla.fla.naive_recurrent|backward") for u in units)  # it has no backward
+    assert doc["selection"]["with_backward"] is True
+    # resuming the complete file runs nothing and keeps every row
+    n = len(doc["results"])
+    p2 = _verify("--resume", str(out))
+    assert p2.returncode == 0 and len(json.loads(out.read_text())["results"]) == n

@@ -259,18 +259,17 @@ def test_properties_cli_on_a_cpu_variant(tmp_path, capsys):
     assert main(["properties", "--variant", "nope.*", "--no-entry-points"]) == 2
 
 
-H100_PARTS = REPO / "reports/gpu/h100-2026-11-23/parts"
+H100_PACKING = REPO / "reports/gpu/h100-2026-11-23/packing"
 
 
-@pytest.mark.parametrize("variant,run", [("gla.fla.chunk", "run7"), ("wkv6.fla.chunk", "run6"),
-                                         ("wkv7.fla.chunk", "run6")])
-def test_fla_chunk_packing_finding_on_the_h100(variant, run):
+@pytest.mark.parametrize("variant", ["gla.fla.chunk", "wkv6.fla.chunk", "wkv7.fla.chunk"])
+def test_fla_chunk_packing_finding_on_the_h100(variant):
     """The committed H100 packing results of FLA's chunked kernels: the packed forward equals the runs
     alone, every gradient's slack rows are never written (NaN poison survives), and that FAIL is the one
     ``KNOWN_FAILURES`` lists for them (so a rerun reports XFAIL, and an upstream fix shows as XPASS)."""
     from wkvbench.tolerances import known_failure
 
-    path = H100_PARTS / f"properties-{run}" / f"{run}-properties-{variant}_packing.json"
+    path = H100_PACKING / f"{variant}.json"
     doc = json.loads(path.read_text())
     (row,) = [r for r in doc["results"] if r["variant"] == variant and r["property"] == "packing_invariance"]
     assert row["status"] == FAIL, row["reason"]

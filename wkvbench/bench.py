@@ -109,7 +109,7 @@ class BenchSelection:
     devices: tuple[str, ...] = ("cuda",)
     shard: tuple[int, int] = (0, 1)
     l2: str = "cold"
-    graph: bool = False
+    graph: bool | None = None  # None: graph replays for launch-bound calls (wkvbench.timing)
     sem_bound: float = 0.005
     time_cap_s: float = 2.0
     min_reps: int = 10
@@ -167,6 +167,24 @@ def machine_slug(prov: dict) -> str:
                      f"-triton{v.get('triton')}")
 
 
+def gates_from(path: Path) -> dict[tuple, dict]:
+    """Gate verdicts, keyed (variant, case id), from the forward rows of a verify results file (its
+    partial rows too: ``verify.load_previous``)."""
+    from .verify import load_previous
+
+    _, rows, _ = load_previous(path)
+    return {(r.variant, r.case.id): {"case": r.case.id, "status": r.status, "reason": r.reason,
+                                     "rel": {k: e.rel for k, e in r.errors.items()},
+                                     "floor_x": {k: e.floor_x for k, e in r.errors.items()},
+                                     "from": path.name}
+            for r in rows if r.kind == "forward"}
+
+
+def gate_cases(sel: BenchSelection) -> list[str]:
+    """The gate case ids of every row of a plan (what ``gpu`` verifies besides the gpu set)."""
+    return sorted({gate_case(c.op, c.shape, c.dtype).id for _, _, _, c in sel.plan()})
+
+
 def _key(row: dict) -> tuple:
     return (row["variant"], row["shape_set"], row["dtype"])
 
@@ -174,7 +192,11 @@ def _key(row: dict) -> tuple:
 class Bench:
     """Runs a plan row by row; see the module docstring."""
 
-    def __init__(self, sel: BenchSelection, out: Path, resume: bool = False, console=None) -> None:
+    def __init__(self, sel: BenchSelection, out: Path, resume: bool = False, console=None,
+                 verified: Path | None = None) -> None:
+        """``verified``: a ``wkvbench.verify/1`` file of the same machine and build (the ``gpu`` command's
+        own): a row whose gate case has a forward result there takes that verdict instead of checking
+        the case again (416 s of a 641 s fp16 sweep on the H100 went to re-verifying gate cases)."""
         self.sel, self.out, self.console = sel, out, console
         self.checker = Checker()
         self.prov = provenance()
@@ -189,7 +211,7 @@ class Bench:
                                  f"this machine is {self.prov['identity']!r}: not resuming across machines")
             self.rows = [r for r in old["rows"] if r["status"] != "ERROR"]
         self._inputs: dict[tuple, dict] = {}
-        self._gates: dict[tuple, dict] = {}
+        self._gates: dict[tuple, dict] = gates_from(verified) if verified else {}
         self.ceilings: Ceilings | None = None
 
     # -- pieces --------------------------------------------------------------------------------
@@ -242,8 +264,7 @@ class Bench:
             sync = getattr(native, "synchronize", None)
             clock = "profiler" if v.backend == "ggml" else "events"
             t0 = time.perf_counter()
-            t = time_call(lambda: v.run(native), l2=self.sel.l2, graph=self.sel.graph and clock == "events",
-                          clock=clock, sem_bound=self.sel.sem_bound, min_reps=self.sel.min_reps,
+            t = time_call(lambda: v.run(native), l2=self.sel.l2, graph=self.sel.graph, clock=clock, sem_bound=self.sel.sem_bound, min_reps=self.sel.min_reps,
                           max_reps=self.sel.max_reps, time_cap_s=self.sel.time_cap_s, sync=sync)
             phase["timing"] = round(time.perf_counter() - t0, 3)
         except Exception as exc:
@@ -256,7 +277,8 @@ class Bench:
         med_s = st["median_ms"] * 1e-3
         floor = self.ceilings.floor_ms(row["bytes"], row["flops"], case.dtype) if self.ceilings else None
         return {**row, "status": "OK", "reason": "", "samples_ms": t.samples_ms, **st, "compile_s": t.compile_s,
-                "clock": clock, "stop": t.stop, "gbps": row["bytes"] / med_s / 1e9,
+                "clock": clock, "mode": t.mode, "mode_reason": t.mode_reason, "launch": t.launch,
+                "stop": t.stop, "gbps": row["bytes"] / med_s / 1e9,
                 "tflops": row["flops"] / med_s / 1e12, "floor_ms": floor,
                 "pct_of_floor": 100 * floor / st["median_ms"] if floor else None,
                 "x_floor": st["median_ms"] / floor if floor else None,

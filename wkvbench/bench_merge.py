@@ -17,19 +17,30 @@ from pathlib import Path
 from .bench import merge
 
 
-def run_on_gpus(bench_args: list[str], ngpu: int, out: Path,
-                worker: list[str] | None = None) -> tuple[dict | None, list[int]]:
+def run_on_gpus(bench_args: list[str], ngpu: int, out: Path, worker: list[str] | None = None,
+                log_dir: Path | None = None) -> tuple[dict | None, list[int]]:
     """One ``wkvbench bench`` worker per GPU (``CUDA_VISIBLE_DEVICES=i``, ``--shard i/ngpu``), started
     together; their shard files are merged into ``out`` and removed. Returns the merged document
     (None when no worker wrote a shard) and the GPU indices whose worker failed (exit status other
-    than 0, or 1 = some rows not OK). ``worker`` replaces ``python -m wkvbench bench`` (tests)."""
+    than 0, or 1 = some rows not OK). ``worker`` replaces ``python -m wkvbench bench`` (tests); with
+    ``log_dir`` each worker's output goes to ``bench-gpu<i>.log`` there."""
     if ngpu < 1:
         raise ValueError(f"run_on_gpus needs at least one GPU, got {ngpu}")
     cmd = worker or [sys.executable, "-m", "wkvbench", "bench"]
     shards = [out.with_name(f"{out.stem}.shard{i}.json") for i in range(ngpu)]
+    logs = []
+    if log_dir is not None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        logs = [open(log_dir / f"bench-gpu{i}.log", "ab") for i in range(ngpu)]  # noqa: SIM115
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
     procs = [subprocess.Popen([*cmd, *bench_args, "--shard", f"{i}/{ngpu}", "--output", str(shards[i])],
-                              env={**os.environ, "CUDA_VISIBLE_DEVICES": str(i)}) for i in range(ngpu)]
+                              env={**os.environ, "CUDA_VISIBLE_DEVICES": visible[i] if len(visible) == ngpu
+                                   and visible[i] else str(i)},
+                              stdout=logs[i] if logs else None, stderr=subprocess.STDOUT if logs else None)
+             for i in range(ngpu)]
     failed = [i for i, p in enumerate(procs) if p.wait() not in (0, 1)]
+    for f in logs:
+        f.close()
     written = [sh for sh in shards if sh.exists()]
     doc = merge(written, out) if written else None
     for sh in written:

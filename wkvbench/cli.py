@@ -1,4 +1,5 @@
-"""Command line: ``python -m wkvbench verify|list|case|replay|drift|bench|report|gate`` (``wkvbench`` when installed)."""
+"""Command line: ``python -m wkvbench verify|list|case|replay|drift|bench|properties|gpu|report|gate``
+(``wkvbench`` when installed)."""
 
 from __future__ import annotations
 
@@ -52,6 +53,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="run the mutant panel (deliberately wrong variants) instead; exit 0 only if every one is killed")
     v.add_argument("--backward", action="store_true",
                    help="check gradients (variants with a backward) against the float64 backward oracle")
+    v.add_argument("--extra-case", action="append", default=[], metavar="ID",
+                   help="check this case id besides the set (repeatable; forward only)")
+    v.add_argument("--gpus", type=int, default=0, metavar="N",
+                   help="spread the workers over N GPUs (CUDA_VISIBLE_DEVICES round robin; default: as set)")
+    v.add_argument("--with-backward", action="store_true",
+                   help="check the forward and the gradients in one run (one results file)")
     v.add_argument("--seed", type=int, default=None, help="seed of the default case set (default 0 or $WKVBENCH_SEED)")
     v.add_argument("--output", type=Path, default=None,
                    help="results JSON (default reports/results/verify-<timestamp>.json)")
@@ -63,7 +70,8 @@ def _parser() -> argparse.ArgumentParser:
                         "TIMEOUT "
                         "(default $WKVBENCH_TIMEOUT or 300)")
     v.add_argument("--jobs", type=int, default=None, metavar="N",
-                   help="worker processes at a time (default $WKVBENCH_JOBS or 2)")
+                   help="worker processes at a time (default $WKVBENCH_JOBS, else one per core, at most one "
+                        "per 2 GiB of memory)")
     v.add_argument("--resume", type=Path, default=None, metavar="F.json",
                    help="continue the run that wrote F.json (or F.partial.jsonl): keep its rows, run only "
                         "the missing (variant, case, kind) rows, write one complete file (F.json unless "
@@ -87,7 +95,14 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME",
                    help="shape set: quick, decode, prefill, long, head128, or 'standard' for all (repeatable)")
     b.add_argument("--warm", action="store_true", help="warm L2 (default: cold, flushed before every repetition)")
-    b.add_argument("--graph", action="store_true", help="time CUDA-graph replays (launch-bound cases)")
+    mode = b.add_mutually_exclusive_group()
+    mode.add_argument("--graph", dest="graph", action="store_const", const=True, default=None,
+                      help="time CUDA-graph replays of every row (default: only of launch-bound calls)")
+    mode.add_argument("--eager", dest="graph", action="store_const", const=False,
+                      help="time eager calls of every row, launch-bound ones too")
+    b.add_argument("--verified", type=Path, default=None, metavar="VERIFY.json",
+                   help="take the rows' gate verdicts from this verify results file of the same build "
+                        "(cases it lacks are checked here)")
     b.add_argument("--sem", type=float, default=0.005, help="stop when the median's standard error is under this "
                    "fraction of it (default 0.005)")
     b.add_argument("--time-cap", type=float, default=2.0, help="seconds of sampling per row at most (default 2)")
@@ -107,9 +122,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="also render the page in headless chromium and save a 1400x2000 PNG here")
     sub.add_parser("gate", add_help=False, help="CI regression gate: baseline vs candidate results "
                    "(gate --help, gate noise --help, gate ab --help)")
+    sub.add_parser("stability", add_help=False, help="the timing engine vs triton's do_bench over repeated "
+                   "rounds of a bench file's rows (stability --help)")
+    from .gpu import add_parser as _add_gpu
     from .props_cli import add_parser as _add_properties
 
     _add_properties(sub)
+    _add_gpu(sub)
     return ap
 
 
@@ -129,11 +148,19 @@ def main(argv: list[str] | None = None) -> int:
         from .gate_cli import main as gate_main
 
         return gate_main(argv[1:])
+    if argv[:1] == ["stability"]:  # the timing engine against triton's do_bench, on a bench file's rows
+        from .stability import main as stability_main
+
+        return stability_main(argv[1:])
     args = _parser().parse_args(argv)
     console = make_console()  # rich on a terminal, plain text (no ANSI, no live bars) in logs and pipes
     if args.command == "report":  # reads JSON only: no kernel package is imported
         return _report(args, console)
     try:
+        if args.command == "gpu":  # the whole GPU evidence: its phases run as processes of their own
+            from .gpu import main as gpu_main
+
+            return gpu_main(args)
         from . import kernels  # noqa: F401  (registers the built-in variants)
         from .verify import Selection, list_variants, print_report, run
 
@@ -157,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
                 list_variants(console, sel)
             return 0
         sel.domains, sel.case_ids, sel.seed = tuple(args.domain), tuple(args.case), args.seed
-        sel.case_set, sel.backward = args.case_set, args.backward
+        sel.case_set, sel.backward, sel.with_backward = args.case_set, args.backward, args.with_backward
+        sel.extra_cases = tuple(args.extra_case)
         prior, out = [], args.output
         if args.resume is not None:
             from .verify import load_previous
@@ -192,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         writer = ResultsWriter(out, sel, extra, prior)
         isolate = None if args.in_process else WorkerConfig(
             plugins=plugins, entry_points=not args.no_entry_points, mutants=bool(args.mutants),
-            backward=sel.backward, timeout=timeout, jobs=jobs)
+            backward=sel.backward, timeout=timeout, jobs=jobs, gpus=args.gpus)
         report = run(sel, make_console(stderr=True), shrink_dir=None if args.mutants else out.parent / "shrunk",
                      writer=writer, isolate=isolate, prior=prior)
         writer.finish(report)  # first: nothing printed below can lose the results
@@ -231,7 +259,7 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
         return 2
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = args.output or results_dir() / f"bench-{stamp}.json"
-    bench = Bench(sel, out, resume=args.resume, console=make_console(stderr=True))
+    bench = Bench(sel, out, resume=args.resume, console=make_console(stderr=True), verified=args.verified)
     try:
         rows = bench.run(warm_only=args.warm_only)
     except RuntimeError as exc:
@@ -292,7 +320,9 @@ def _selection_from(saved: dict, args: argparse.Namespace, console: Console):
                      dtypes=tuple(saved.get("dtypes", ())), domains=tuple(saved.get("domains", ())),
                      case_ids=tuple(saved.get("cases", ())), seed=saved.get("seed"),
                      case_set=saved.get("case_set", "default"), devices=tuple(saved.get("devices", ())),
-                     exclude_globs=tuple(saved.get("exclude", ())), backward=bool(saved.get("backward")))
+                     exclude_globs=tuple(saved.get("exclude", ())), backward=bool(saved.get("backward")),
+                     with_backward=bool(saved.get("with_backward")),
+                     extra_cases=tuple(saved.get("extra_cases", ())))
 
 
 def _drift(args: argparse.Namespace, console: Console) -> int:

@@ -37,11 +37,24 @@ TAIL_LINES = 20
 DEFAULT_TIMEOUT = 300.0  # seconds per case; WKVBENCH_TIMEOUT or --timeout override it
 
 
+WORKER_RAM = 2 << 30  # bytes a worker may take (torch, triton and a CUDA context: about 1-1.5 GiB seen)
+
+
+def _ram_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 def default_jobs() -> int:
-    """Workers at a time: ``WKVBENCH_JOBS``, else 2 (or 1 on a single core)."""
+    """Workers at a time: ``WKVBENCH_JOBS``, else one per core, at most one per ``WORKER_RAM`` of memory
+    (a 16-core GPU box: 16; the 2-core CI machine: 2). GPU memory is no limit here: the verification
+    cases take a few MiB each, a CUDA context about 0.5 GiB."""
     raw = os.environ.get("WKVBENCH_JOBS")
     if raw is None:
-        return min(2, os.cpu_count() or 1)
+        ram = _ram_bytes()
+        return max(1, min(os.cpu_count() or 1, ram // WORKER_RAM if ram else 2))
     if not raw.isdigit() or int(raw) < 1:
         raise ValueError(f"WKVBENCH_JOBS must be a whole number >= 1, got {raw!r}")
     return int(raw)
@@ -67,9 +80,10 @@ class WorkerConfig:
     plugins: list[str] = field(default_factory=list)
     entry_points: bool = True
     mutants: bool = False
-    backward: bool = False
+    backward: bool = False  # the kind run_variant checks when it is given none
     timeout: float = DEFAULT_TIMEOUT
     jobs: int = field(default_factory=lambda: default_jobs())  # workers at a time
+    gpus: int = 0  # GPUs to spread the workers over (CUDA_VISIBLE_DEVICES); 0: leave it as it is
     baselines: dict = field(default_factory=dict)  # case id (or "grad:" + id) -> baseline rel errors
     oracle_dir: str | None = None  # shared oracle results of this run (see Checker)
     cancel: threading.Event = field(default_factory=threading.Event, repr=False)  # set: start no more workers
@@ -127,13 +141,15 @@ def headline(tail: str) -> str:
 class _Worker:
     """One worker process with its result pipe and its stderr file."""
 
-    def __init__(self, variant: str, cases: list[Case], cfg: WorkerConfig, log_dir: Path) -> None:
+    def __init__(self, variant: str, cases: list[Case], cfg: WorkerConfig, log_dir: Path, kind: str,
+                 slot: int = 0) -> None:
         read_fd, write_fd = os.pipe()
         self.log = Path(tempfile.mkstemp(prefix=f"worker-{variant}-", suffix=".log", dir=log_dir)[1])
         job = {"variant": variant, "cases": [c.id for c in cases], "plugins": cfg.plugins,
-               "entry_points": cfg.entry_points, "mutants": cfg.mutants, "backward": cfg.backward,
+               "entry_points": cfg.entry_points, "mutants": cfg.mutants, "backward": kind == "backward",
                "baselines": cfg.baselines_now(), "oracle_dir": cfg.oracle_dir}
-        env = {**os.environ, "WKVBENCH_RESULT_FD": str(write_fd), "PYTHONFAULTHANDLER": "1"}
+        env = {**os.environ, **worker_env(cfg.jobs, slot, cfg.gpus),
+               "WKVBENCH_RESULT_FD": str(write_fd), "PYTHONFAULTHANDLER": "1"}
         with self.log.open("wb") as err:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "wkvbench._worker"], stdin=subprocess.PIPE, stdout=err, stderr=err,
@@ -179,16 +195,37 @@ class _Worker:
         return code
 
 
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def worker_env(jobs: int, slot: int, gpus: int) -> dict[str, str]:
+    """What a worker's environment adds for its share of the machine: BLAS/OpenMP threads, cores over
+    workers (unless the caller set them: ``jobs`` NumPy oracles with a thread per core each once
+    loaded a 16-core box to 70), and with ``gpus`` > 0 the one GPU it sees, round robin by ``slot``."""
+    env = {}
+    threads = str(max(1, (os.cpu_count() or 1) // max(1, jobs)))
+    for var in THREAD_VARS if jobs > 1 else ():  # one worker: the libraries' own defaults, as in-process
+        if var not in os.environ:
+            env[var] = threads
+    if gpus > 0:
+        visible = [x for x in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if x.strip()]
+        env["CUDA_VISIBLE_DEVICES"] = visible[slot % gpus] if len(visible) >= gpus else str(slot % gpus)
+    return env
+
+
 def run_variant(variant: str, cases: list[Case], cfg: WorkerConfig,
-                kind: str = "forward") -> Iterator[CheckResult]:
-    """Every case of ``variant``, each checked in a worker process; yields results in case order.
+                kind: str | None = None, slot: int = 0) -> Iterator[CheckResult]:
+    """Every case of ``variant``, each checked (``kind``: "forward" or "backward"; default from
+    ``cfg.backward``) in a worker process; yields results in case order. ``slot`` picks the worker's GPU
+    when ``cfg.gpus`` is set.
 
     Baseline errors the workers report are added to ``cfg.baselines`` for the next variants.
     """
+    kind = kind or ("backward" if cfg.backward else "forward")
     log_dir = Path(tempfile.mkdtemp(prefix="wkvbench-workers-"))
     todo = list(cases)
     while todo and not cfg.cancel.is_set():
-        w = _Worker(variant, todo, cfg, log_dir)
+        w = _Worker(variant, todo, cfg, log_dir, kind, slot)
         with cfg.lock:
             cfg.active.add(w)
         t_case, ready, timed_out, self_reported = time.perf_counter(), False, False, False
@@ -241,4 +278,5 @@ def run_variant(variant: str, cases: list[Case], cfg: WorkerConfig,
     log_dir.rmdir()
 
 
-__all__ = ["DEFAULT_TIMEOUT", "TAIL_LINES", "WorkerConfig", "default_jobs", "default_timeout", "run_variant"]
+__all__ = ["DEFAULT_TIMEOUT", "TAIL_LINES", "WorkerConfig", "default_jobs", "default_timeout", "run_variant",
+           "worker_env"]

@@ -153,6 +153,7 @@ def run_properties(args: argparse.Namespace, console: Console, variants: list[Ke
                 _run_variant(v, args, checker, head, results, table, out)
     finally:
         log.removeHandler(progress)
+    out.write_text(json.dumps({**head, "complete": True, "results": results}, indent=1, default=str))
     console.print(table)
     bad = [r for r in results if r["status"] in (FAIL, ERROR)]
     counts: dict[str, int] = {}

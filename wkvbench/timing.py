@@ -8,8 +8,15 @@
 2. **Samples.** Each repetition is bracketed by two CUDA events on the current stream: device time,
    not host time. With ``l2="cold"`` (the default) a buffer of twice the L2 size is overwritten
    before every repetition, outside the events, so every sample starts from a cold L2; ``"warm"``
-   skips that. ``graph=True`` captures ``fn`` in a CUDA graph first and times graph replays (for
-   launch-bound cases such as decode, T = 1). ``clock="profiler"`` sums the kernel times that
+   skips that. **Launch-bound calls are timed as CUDA-graph replays.** With ``graph=None`` (the
+   default) the engine first measures the host time to enqueue one call and the call's device time
+   (``launch_profile``); when the host needs at least ``LAUNCH_BOUND`` of the device time, the GPU
+   would idle inside the events waiting for the host (on the H100 the decode row
+   ``fused_recurrent_rwkv7`` B256-T1-H32-N64, 113 us of kernel behind an L2 flush and FLA's Python
+   wrapper, read 112-278 us over 5 eager runs, 0.9 % apart as graph replays), so ``fn`` is captured
+   in a CUDA graph and its replays are timed. ``graph=True`` forces replays, ``False`` forbids them;
+   a call that cannot be captured is timed eagerly and says why. ``Timing.mode`` records what was
+   used: ``eager``, ``graph`` or ``profiler``. ``clock="profiler"`` sums the kernel times that
    CUPTI (``torch.profiler``) records during each repetition instead: for work that runs on a
    stream the events cannot see (ggml launches on its own stream).
 3. **Adaptive repetition.** Samples come in batches of ``BATCH`` calls enqueued back to back with
@@ -35,6 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 BATCH = 10  # calls enqueued between two host synchronizations (the engine's and asv's samples)
+LAUNCH_BOUND = 0.5  # host enqueue time / device time at or above which a call is timed as graph replays
 
 
 @dataclass
@@ -45,6 +53,9 @@ class Timing:
     temp_c: list[float | None] = field(default_factory=list)
     throttled: bool = False
     stop: str = ""  # why sampling stopped: "sem", "max_reps", "time_cap"
+    mode: str = "eager"  # what was timed: "eager" calls, "graph" replays, or "profiler" kernel sums
+    mode_reason: str = ""  # why that mode (launch-bound, forced, capture failed, ...)
+    launch: dict = field(default_factory=dict)  # host_us (enqueue one call), device_us (one call)
 
     @property
     def n(self) -> int:
@@ -102,7 +113,73 @@ def _profiler_ms(fn: Callable[[], object]) -> float:
     return sum(e.self_device_time_total for e in prof.key_averages()) / 1e3  # us -> ms
 
 
-def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool = False, clock: str = "events",
+def launch_profile(fn: Callable[[], object], reps: int = 5) -> dict:
+    """Host time to enqueue one call (``host_us``, median of ``reps``, the GPU idle before each) and the
+    call's device time (``device_us``: events around one call enqueued while the GPU is still busy
+    with a spin kernel, so no host time can fall between them). Both in microseconds."""
+    import torch
+
+    host, dev = [], []
+    for _ in range(reps):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        fn()
+        host.append(time.perf_counter() - t)
+        torch.cuda.synchronize()
+    spin = int(max(host) * 2e9 + 2e5)  # clock cycles (at most ~2 GHz): longer than the host's enqueue
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(spin)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        dev.append(a.elapsed_time(b) * 1e3)
+    return {"host_us": round(float(np.median(host)) * 1e6, 2), "device_us": round(float(np.median(dev)), 2)}
+
+
+def _capture(fn: Callable[[], object]):
+    """``fn`` captured in a CUDA graph (its replay), after one call on a side stream."""
+    import torch
+
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn()  # warm the side stream
+    torch.cuda.current_stream().wait_stream(s)
+    with torch.cuda.graph(g):
+        fn()
+    torch.cuda.synchronize()
+    return g
+
+
+def choose_mode(fn: Callable[[], object], graph: bool | None, clock: str) -> tuple[Callable[[], object], str, str,
+                                                                                    dict]:
+    """(the call to time, mode, why, launch profile) for ``time_call``'s ``graph`` setting."""
+    import torch
+
+    if clock == "profiler":
+        return fn, "profiler", "kernel times summed by CUPTI (work on a stream events cannot see)", {}
+    launch = launch_profile(fn) if graph is None else {}
+    if graph is None:
+        ratio = launch["host_us"] / max(launch["device_us"], 1e-3)
+        if ratio < LAUNCH_BOUND:
+            return fn, "eager", f"host enqueue {ratio:.2f}x the device time", launch
+        why = f"launch-bound: host enqueue {ratio:.2f}x the device time"
+    elif graph:
+        why = "graph replays asked for"
+    else:
+        return fn, "eager", "eager calls asked for", launch
+    try:
+        g = _capture(fn)
+    except Exception as exc:  # noqa: BLE001 - a call that syncs or allocates on the host cannot be captured
+        torch.cuda.synchronize()
+        return fn, "eager", f"{why}, but CUDA-graph capture failed ({type(exc).__name__}: {str(exc)[:160]})", launch
+    return g.replay, "graph", why, launch
+
+
+def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None = None, clock: str = "events",
               sem_bound: float = 0.005, min_reps: int = 10, max_reps: int = 500, time_cap_s: float = 3.0,
               batch: int = BATCH, sync: Callable[[], object] | None = None) -> Timing:
     """Device time of ``fn`` (see the module docstring). ``sync`` waits for ``fn``'s work when it runs
@@ -124,17 +201,7 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool = False
         fn()
     wait()
     torch.cuda.synchronize()
-    call = fn
-    if graph:
-        g = torch.cuda.CUDAGraph()
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            fn()  # warm the side stream
-        torch.cuda.current_stream().wait_stream(s)
-        with torch.cuda.graph(g):
-            fn()
-        call = g.replay
+    call, mode, why, launch = choose_mode(fn, graph, clock)
     flush = _Flusher() if l2 == "cold" else None
     clk0, temp0, thr0 = gpu_clocks(torch.cuda.current_device())  # after warm-up: the clock of a busy GPU
     samples: list[float] = []
@@ -167,4 +234,5 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool = False
     clk1, temp1, thr1 = gpu_clocks(torch.cuda.current_device())
     throttled = thr0 or thr1 or (clk0 is not None and clk1 is not None and clk1 < 0.9 * clk0)
     return Timing(samples_ms=[round(s, 6) for s in samples], compile_s=round(compile_s, 3),
-                  clock_mhz=[clk0, clk1], temp_c=[temp0, temp1], throttled=bool(throttled), stop=stop)
+                  clock_mhz=[clk0, clk1], temp_c=[temp0, temp1], throttled=bool(throttled), stop=stop,
+                  mode=mode, mode_reason=why, launch=launch)

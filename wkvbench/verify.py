@@ -65,6 +65,14 @@ class Selection:
     devices: tuple[str, ...] = ()
     exclude_globs: tuple[str, ...] = ()
     backward: bool = False  # check gradients instead of the forward
+    with_backward: bool = False  # check the forward and the gradients, in one run
+    extra_cases: tuple[str, ...] = ()  # case ids checked besides the set (the benchmark gates of `gpu`)
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        if self.with_backward:
+            return ("forward", "backward")
+        return ("backward",) if self.backward else ("forward",)
 
     def variants(self) -> list[KernelVariant]:
         return select_variants(self.ops, self.devices, self.exclude_globs, self.variant_globs)
@@ -74,14 +82,19 @@ class Selection:
             cases = [Case.parse(c) for c in self.case_ids]
         else:
             cases = default_cases(self.ops or None, self.dtypes or None, self.seed, self.case_set)
-        return [c for c in cases if (not self.dtypes or c.dtype in self.dtypes)
-                and (not self.domains or c.domain in self.domains) and (not self.ops or c.op in self.ops)]
+        cases = [c for c in cases if (not self.dtypes or c.dtype in self.dtypes)
+                 and (not self.domains or c.domain in self.domains) and (not self.ops or c.op in self.ops)]
+        seen = {c.id for c in cases}
+        extra = [Case.parse(c) for c in dict.fromkeys(self.extra_cases) if c not in seen]
+        return cases + [c for c in extra if not self.ops or c.op in self.ops]
 
 
 @dataclass
 class Report:
     results: list[CheckResult] = field(default_factory=list)
     seconds: float = 0.0
+    # wall seconds of each worker ("variant|kind|dtype"), start-up and compilation included
+    unit_seconds: dict[str, float] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         c = collections.Counter(r.status for r in self.results)
@@ -99,10 +112,17 @@ class Report:
         return [r for r in self.results if r.status == XFAIL]
 
 
-def _jobs(selection: Selection) -> list[tuple[KernelVariant, Case]]:
+def _jobs(selection: Selection) -> list[tuple[KernelVariant, Case, str]]:
+    """(variant, case, kind) of every row the selection asks for; gradients only of variants with a
+    backward (and never of ``gdn_wy``, a chunk stage without one), on the set's cases only."""
     vs, cases = selection.variants(), selection.cases()
-    return [(v, c) for c in cases for v in vs if v.operator == c.op
-            and (not selection.backward or (v.supports_backward and c.op != "gdn_wy"))]
+    extra = set(selection.extra_cases) - set(selection.case_ids)
+    return [(v, c, kind) for kind in selection.kinds for c in cases for v in vs if v.operator == c.op
+            and (kind == "forward" or (v.supports_backward and c.op != "gdn_wy" and c.id not in extra))]
+
+
+def _check(checker: Checker, v: KernelVariant, c: Case, kind: str) -> CheckResult:
+    return check_backward(checker, v, c) if kind == "backward" else checker.check(v, c)
 
 
 def row_key(variant: str, case_id: str, kind: str) -> tuple[str, str, str]:
@@ -117,10 +137,9 @@ def run(selection: Selection, console: Console | None = None, partial: Path | No
     variant in its own worker process (``wkvbench.isolate``); ``prior`` rows (``--resume``) are kept
     and their (variant, case, kind) jobs are not run again."""
     console = console or make_console(stderr=True)
-    kind = "backward" if selection.backward else "forward"
     report, checker = Report(results=list(prior or [])), Checker()
     done = {row_key(r.variant, r.case.id, r.kind) for r in report.results}
-    jobs = [(v, c) for v, c in _jobs(selection) if row_key(v.name, c.id, kind) not in done]
+    jobs = [(v, c, k) for v, c, k in _jobs(selection) if row_key(v.name, c.id, k) not in done]
     t0 = time.perf_counter()
     sink = partial.open("w") if partial and writer is None else None
 
@@ -135,53 +154,69 @@ def run(selection: Selection, console: Console | None = None, partial: Path | No
     try:
         with track(console, "verify", len(jobs)) as bar:  # a live bar on terminals, 10% lines in logs
             if isolate is None:
-                for v, c in jobs:
+                for v, c, k in jobs:
                     bar.update(f"{v.name} {c.id}")
-                    record(check_backward(checker, v, c) if selection.backward else checker.check(v, c))
+                    record(_check(checker, v, c, k))
                     bar.advance()
             else:
-                _run_isolated(jobs, selection, checker, isolate, record, bar.update, bar.advance,
-                              writer.flush if writer is not None else lambda: None)
+                _run_isolated(jobs, checker, isolate, record, bar.update, bar.advance,
+                              writer.flush if writer is not None else lambda: None, report.unit_seconds)
     finally:
         if sink:
             sink.close()
-    if shrink_dir is not None and not selection.backward:
+    if shrink_dir is not None and "forward" in selection.kinds:
         _shrink_failures(report, checker, shrink_dir)
     report.seconds = time.perf_counter() - t0
     return report
 
 
-def _run_isolated(jobs: list[tuple[KernelVariant, Case]], selection: Selection, checker: Checker,
-                  cfg: WorkerConfig, record, describe, advance, flush) -> None:
-    """One worker per available variant, ``cfg.jobs`` at a time (baselines first, so that the others
-    usually receive their errors instead of measuring them again); unavailable variants are skipped
-    here without a worker (nothing of theirs runs)."""
-    by_variant: dict[str, list[Case]] = {}
+def cost_rank(v: KernelVariant) -> int:
+    """Which workers to start first, so the longest ones do not start last: Triton kernels
+    (compilation and autotuning on their first calls: 30-90 s per new shape for FLA's chunked
+    kernels on the H100), then CUDA extensions (compiled on first use), then the rest."""
+    if v.backend == "triton":
+        return 0 if "chunk" in v.algorithm else 1
+    return 2 if v.device == "cuda" else 3
+
+
+Unit = tuple[str, str, str]  # (variant, kind, dtype): the cases one worker process checks
+
+
+def _run_isolated(jobs: list[tuple[KernelVariant, Case, str]], checker: Checker, cfg: WorkerConfig,
+                  record, describe, advance, flush, unit_seconds: dict[str, float]) -> None:
+    """One worker per (variant, kind, dtype), ``cfg.jobs`` at a time: the cases of one variant are spread
+    over workers (dtypes share no compiled kernel), and its compilations run in parallel. Baselines
+    start first (the others then usually receive their errors instead of measuring them again), then
+    the slowest kinds of kernel (``cost_rank``). Unavailable variants are skipped here without a
+    worker (nothing of theirs runs)."""
+    units: dict[Unit, list[Case]] = {}
     objs: dict[str, KernelVariant] = {}
-    for v, c in jobs:
-        by_variant.setdefault(v.name, []).append(c)
+    for v, c, kind in jobs:
+        units.setdefault((v.name, kind, c.dtype), []).append(c)
         objs[v.name] = v
-    kind = "backward" if selection.backward else "forward"
     runnable = []
-    for name in sorted(by_variant, key=lambda n: (not objs[n].baseline, n)):
-        v, cases = objs[name], by_variant[name]
-        if availability(name) and (not selection.backward or v.supports_backward):
-            runnable.append(name)
+    for unit in sorted(units, key=lambda u: (not objs[u[0]].baseline, cost_rank(objs[u[0]]), u[1] == "forward", u)):
+        name, kind, _ = unit
+        v = objs[name]
+        if availability(name) and (kind == "forward" or v.supports_backward):
+            runnable.append(unit)
             continue
-        for c in cases:  # SKIP with the reason, decided before anything runs
-            record(check_backward(checker, v, c) if selection.backward else checker.check(v, c), flush=False)
+        for c in units[unit]:  # SKIP with the reason, decided before anything runs
+            record(_check(checker, v, c, kind), flush=False)
             advance()
     flush()
     done = object()
     results: queue.Queue = queue.Queue()
 
-    def one(name: str) -> None:
+    def one(unit: Unit, slot: int) -> None:
+        t0 = time.perf_counter()
         try:
-            for res in run_variant(name, by_variant[name], cfg, kind):
+            for res in run_variant(unit[0], units[unit], cfg, unit[1], slot):
                 results.put(res)
         except BaseException as exc:  # surfaced in the main thread
             results.put(exc)
         finally:
+            unit_seconds["|".join(unit)] = round(time.perf_counter() - t0, 2)
             results.put(done)
 
     own_dir = cfg.oracle_dir is None
@@ -195,15 +230,15 @@ def _run_isolated(jobs: list[tuple[KernelVariant, Case]], selection: Selection, 
             cfg.oracle_dir = None
 
 
-def _drain(runnable: list[str], one, cfg: WorkerConfig, results: queue.Queue, done: object, record, describe,
+def _drain(runnable: list, one, cfg: WorkerConfig, results: queue.Queue, done: object, record, describe,
            advance) -> None:
-    """Run ``one(name)`` for every variant, ``cfg.jobs`` at a time; record what they put on ``results``.
+    """Run ``one(unit, slot)`` for every unit, ``cfg.jobs`` at a time; record what they put on ``results``.
     Ctrl-C or an error stops the run and kills the live workers before the threads are joined."""
     running: list[str] = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, cfg.jobs)) as pool:
         try:
-            for name in runnable:
-                pool.submit(one, name)
+            for slot, unit in enumerate(runnable):
+                pool.submit(one, unit, slot)
             left = len(runnable)
             while left:
                 item = results.get()
@@ -315,7 +350,7 @@ def _shrink_failures(report: Report, checker: Checker, out_dir: Path) -> None:
     from .kernels.base import get
     from .shrink import shrink
 
-    for r in [r for r in report.failed if r.status in (FAIL, ERROR)][:MAX_SHRINK]:
+    for r in [r for r in report.failed if r.status in (FAIL, ERROR) and r.kind == "forward"][:MAX_SHRINK]:
         try:
             found = shrink(checker, get(r.variant), r.case, out_dir)
         except Exception as exc:  # shrinking is a convenience: never lose the report over it
@@ -333,8 +368,8 @@ def _fmt(x: float) -> str:
 def summary_table(report: Report) -> Table:
     """One row per (variant, dtype): PASS/FAIL/SKIP counts and the worst error per tensor."""
     groups: dict[tuple[str, str, str], list[CheckResult]] = collections.defaultdict(list)
-    for r in report.results:
-        groups[(r.case.op, r.variant, r.case.dtype)].append(r)
+    for r in report.results:  # gradients in rows of their own: "<variant> (backward)"
+        groups[(r.case.op, r.variant + (f" ({r.kind})" if r.kind != "forward" else ""), r.case.dtype)].append(r)
     t = Table(title="wkvbench verify: errors vs the float64 oracle (worst case; x = multiple of the rounding floor)")
     t.add_column("variant", no_wrap=True)
     t.add_column("dtype")
@@ -410,6 +445,7 @@ def _document(selection: Selection, prov: dict, counts: dict, skips: dict, secon
                       "dtypes": list(selection.dtypes), "domains": list(selection.domains),
                       "cases": list(selection.case_ids), "case_set": selection.case_set,
                       "devices": list(selection.devices), "backward": selection.backward,
+                      "with_backward": selection.with_backward, "extra_cases": list(selection.extra_cases),
                       "seed": selection.seed if selection.seed is not None
                       else int(os.environ.get("WKVBENCH_SEED", "0")),
                       "exclude": list(selection.exclude_globs), **(extra or {})},
@@ -429,6 +465,8 @@ def write_json(report: Report, path: Path, selection: Selection, prov: dict | No
     path.parent.mkdir(parents=True, exist_ok=True)
     doc = _document(selection, prov or provenance(), report.counts(), report.skips_by_reason(),
                     report.seconds, True, extra)
+    if report.unit_seconds:
+        doc["unit_seconds"] = dict(sorted(report.unit_seconds.items()))
     doc["results"] = [r.as_dict() for r in report.results]
     _atomic_write(path, json.dumps(doc, indent=1))
 

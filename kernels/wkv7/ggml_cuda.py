@@ -9,7 +9,7 @@ from wkvbench.kernels.base import register
 class Wkv7GgmlCuda(Wkv7Op, GgmlBackendVariant):
     """``ggml_rwkv_wkv7`` on ggml's CUDA backend (``ggml-cuda/wkv.cu``), fp32 only.
 
-    Needs ggml-python built with ``CMAKE_ARGS="-DGGML_CUDA=on"`` (``tools/build_ggml_cuda.sh``);
+    Needs ggml-python built with ``CMAKE_ARGS="-DGGML_CUDA=on"`` (``nox -s gpu`` builds it so);
     ``available()`` says which part is missing. The graph and its conventions are ``Wkv7Op``'s in
     ``kernels/_ggml.py``, the same code as the CPU adapter; inputs are copied to the device once
     in ``prepare``, ``run`` launches on ggml's own stream without synchronizing, and

@@ -1,0 +1,618 @@
+"""``python -m wkvbench gpu``: the whole GPU evidence of one box, in one command, as one results set.
+
+What ``nox -s gpu`` runs after installing (online, or offline from a wheelhouse). Into ``--output``
+(default ``reports/gpu/<machine>/``) it writes::
+
+    verify.json   every variant x gpu-set case x dtype, forward and backward, plus the benchmark gate
+                  cases; the properties of every CUDA variant under "properties" (wkvbench.verify/1)
+    bench.json    the standard shape sets in every dtype, device time vs the roofline (wkvbench.bench/1)
+    run.json      provenance, the wall time of every phase and of every variant (wkvbench.run/1)
+
+and records the bench samples in asv's history (``reports/asv/results``) and rebuilds the HTML report.
+
+Phases, in the order they start::
+
+    ggml        ggml-python built with CUDA in the background (``--ggml-src``), while the rest runs
+    verify      one ``wkvbench verify`` process, one worker per (variant, kind, dtype), a worker per core
+    side        beside it: ``properties`` per CUDA variant and ``bench --warm-only`` per (variant, dtype)
+                (compiles and autotunes the benchmark shapes), half as many processes as cores
+    ggml-verify the ggml variants (verify and properties), once their build is in
+    bench       alone on the GPUs: one ``bench`` worker per GPU, gates taken from verify.json
+    asv, report the bench samples into asv's results; the static HTML report
+
+A run that is stopped (Ctrl-C, a lost machine, a killed process) resumes where it stopped when the
+same command runs again: finished phases are kept (``run.json``), verify and bench resume their rows.
+Logs of the processes go to ``<output>/logs/`` (not committed); ``--fresh`` starts over.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import shlex
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SCHEMA = "wkvbench.run/1"
+DTYPES_ALL = ("bf16", "fp16", "fp32")
+HEARTBEAT_S = 30.0
+
+
+@dataclass
+class Options:
+    out: Path
+    dtypes: tuple[str, ...] = DTYPES_ALL
+    sets: tuple[str, ...] = ("standard",)
+    variants: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    jobs: int = 0  # verify workers (0: one per core, at most one per 2 GiB)
+    side_jobs: int = 0  # properties / warm processes beside them (0: half the cores)
+    gpus: int = 0  # 0: every GPU torch sees
+    ggml_src: Path | None = None  # patched ggml-python source to build with CUDA (CMAKE_ARGS)
+    ggml_pip: tuple[str, ...] = ()  # extra pip arguments for that build (offline: --no-index ...)
+    phases: tuple[str, ...] = ("verify", "side", "bench", "asv", "report")
+    time_cap_s: float = 1.0
+    timeout_s: float = 900.0
+    t0: float | None = None  # when the install began (nox): the run's wall time counts from there
+    results_root: Path = Path("reports")
+
+
+@dataclass
+class Phase:
+    name: str
+    status: str = "pending"  # running, done, failed
+    seconds: float = 0.0
+    started: float | None = None
+    detail: str = ""
+
+
+@dataclass
+class State:
+    """``run.json``: what has run, how long it took, and the per-variant breakdown (rewritten atomically
+    after every change, so a stopped run knows where it was)."""
+
+    path: Path
+    phases: dict[str, Phase] = field(default_factory=dict)
+    variant_seconds: dict[str, dict[str, float]] = field(default_factory=dict)
+    provenance: dict = field(default_factory=dict)
+    options: dict = field(default_factory=dict)
+    started_at: float = field(default_factory=time.time)
+    install_s: float | None = None
+    runs: int = 0  # how many times the command ran on this folder (resumes + 1)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def load(cls, path: Path) -> State:
+        st = cls(path)
+        if path.is_file():
+            doc = json.loads(path.read_text())
+            if doc.get("schema") != SCHEMA:
+                raise ValueError(f"{path}: schema {doc.get('schema')!r}, expected {SCHEMA!r}")
+            st.phases = {k: Phase(k, **{f: v for f, v in p.items() if f != "started"}) for k, p in doc["phases"].items()}
+            st.variant_seconds = doc.get("variant_seconds", {})
+            st.started_at = doc.get("started_at", st.started_at)
+            st.install_s = doc.get("install_s")
+            st.runs = doc.get("runs", 0)
+        return st
+
+    def phase(self, name: str) -> Phase:
+        return self.phases.setdefault(name, Phase(name))
+
+    def add_variant(self, variant: str, what: str, seconds: float) -> None:
+        with self.lock:
+            d = self.variant_seconds.setdefault(variant, {})
+            d[what] = round(d.get(what, 0.0) + seconds, 2)
+
+    def save(self, complete: bool = False) -> None:
+        with self.lock:
+            doc = {"schema": SCHEMA, "complete": complete, "provenance": self.provenance, "options": self.options,
+                   "started_at": self.started_at, "runs": self.runs, "install_s": self.install_s,
+                   "wall_s": round(sum(p.seconds for p in self.phases.values() if p.name in SERIAL)
+                                   + (self.install_s or 0.0), 1),
+                   "phases": {k: {"status": p.status, "seconds": round(p.seconds, 1), "detail": p.detail}
+                              for k, p in self.phases.items()},
+                   "variant_seconds": dict(sorted(self.variant_seconds.items()))}
+            tmp = self.path.with_name(self.path.name + ".tmp")
+            tmp.write_text(json.dumps(doc, indent=1))
+            os.replace(tmp, self.path)
+
+
+# phases on the critical path, one after the other (the wall time is their sum plus the install);
+# "side" and "ggml" run beside "verify" and are reported, not added
+SERIAL = ("verify", "ggml-verify", "bench", "asv", "report")
+
+
+def _say(msg: str) -> None:
+    print(f"[wkvbench gpu {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def _py(*args: str) -> list[str]:
+    return [sys.executable, "-m", "wkvbench", *args]
+
+
+class Procs:
+    """Subprocesses started by the run, each with its log file; all killed when the run stops."""
+
+    def __init__(self, logs: Path) -> None:
+        self.logs = logs
+        self.live: list[subprocess.Popen] = []
+
+    def start(self, name: str, cmd: list[str], env: dict | None = None) -> subprocess.Popen:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process below
+        log.write(f"$ {shlex.join(cmd)}\n".encode())
+        log.flush()
+        p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+                             start_new_session=True)
+        p.log = log  # type: ignore[attr-defined]
+        self.live.append(p)
+        return p
+
+    def wait(self, p: subprocess.Popen) -> int:
+        rc = p.wait()
+        p.log.close()  # type: ignore[attr-defined]
+        self.live.remove(p)
+        return rc
+
+    def kill_all(self) -> None:
+        import signal
+
+        for p in list(self.live):
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def _tail(path: Path, n: int = 8) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return ""
+
+
+def _rows(path: Path) -> int:
+    """Rows a verify run has written so far (its partial file while it runs)."""
+    part = path.with_suffix(".partial.jsonl")
+    try:
+        if part.is_file():
+            return sum(1 for _ in part.open())
+        return len(json.loads(path.read_text()).get("results", [])) if path.is_file() else 0
+    except (OSError, ValueError):
+        return 0
+
+
+def _complete(path: Path) -> bool:
+    try:
+        return bool(json.loads(path.read_text()).get("complete"))
+    except (OSError, ValueError):
+        return False
+
+
+class GpuRun:
+    def __init__(self, opt: Options) -> None:
+        self.opt = opt
+        opt.out.mkdir(parents=True, exist_ok=True)
+        self.work = opt.out / "work"  # intermediate files, removed at the end
+        self.work.mkdir(exist_ok=True)
+        self.procs = Procs(opt.out / "logs")
+        self.state = State.load(opt.out / "run.json")
+        self.verify = opt.out / "verify.json"
+        self.bench = opt.out / "bench.json"
+
+    # -- plan --------------------------------------------------------------------------------
+    def _filters(self) -> list[str]:
+        return [*(x for g in self.opt.variants for x in ("--variant", g)),
+                *(x for g in self.opt.exclude for x in ("--exclude", g))]
+
+    def _dtype_args(self) -> list[str]:
+        return [x for d in self.opt.dtypes for x in ("--dtype", d)]
+
+    def _bench_args(self) -> list[str]:
+        return [*(x for s in self.opt.sets for x in ("--set", s)), *self._dtype_args(), *self._filters(),
+                "--time-cap", str(self.opt.time_cap_s)]
+
+    def _selected(self, device: str | None = None) -> list:
+        from .verify import select_variants
+
+        vs = select_variants((), (), self.opt.exclude, self.opt.variants)
+        return [v for v in vs if device is None or v.device == device]
+
+    def _gate_ids(self) -> list[str]:
+        from .bench import STANDARD_SETS, BenchSelection, gate_cases
+
+        sets = tuple(x for s in self.opt.sets for x in (STANDARD_SETS if s == "standard" else (s,)))
+        return gate_cases(BenchSelection(variant_globs=self.opt.variants, exclude_globs=self.opt.exclude,
+                                         dtypes=self.opt.dtypes, sets=sets))
+
+    # -- phases ------------------------------------------------------------------------------
+    def run(self) -> int:
+        from .provenance import provenance
+
+        st = self.state
+        st.runs += 1
+        st.provenance = provenance()
+        st.options = {k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v)
+                      for k, v in vars(self.opt).items() if k not in ("t0",)}
+        if self.opt.t0 is not None and st.install_s is None:
+            st.install_s = round(time.time() - self.opt.t0, 1)
+        st.save()
+        import torch
+
+        ngpu = self.opt.gpus or torch.cuda.device_count()
+        if ngpu == 0:
+            _say("no CUDA device: only the CPU variants are verified; bench, asv need a GPU")
+        self.ngpu = ngpu
+        ggml = self._start_ggml()
+        try:
+            ok = self._parallel(ngpu, ggml_pending=ggml is not None)
+            ok &= self._ggml_verify(ggml)
+            if ngpu and "bench" in self.opt.phases:
+                ok &= self._phase("bench", lambda: self._bench(ngpu))
+            if ngpu and "asv" in self.opt.phases:
+                ok &= self._phase("asv", self._asv)
+            if "report" in self.opt.phases:
+                ok &= self._phase("report", self._report)
+        except BaseException:
+            self.procs.kill_all()
+            st.save()
+            raise
+        self._finish()
+        return 0 if ok else 1
+
+    def _phase(self, name: str, fn) -> bool:
+        """Run one serial phase unless a previous run finished it; time it into run.json."""
+        ph = self.state.phase(name)
+        if ph.status == "done":
+            _say(f"{name}: done in an earlier run ({ph.seconds:.0f} s), kept")
+            return True
+        ph.status, t0 = "running", time.time()
+        self.state.save()
+        _say(f"{name}: start")
+        try:
+            ok, detail = fn()
+        except Exception as exc:  # noqa: BLE001 - one phase failing must not lose the others
+            ok, detail = False, f"{type(exc).__name__}: {exc}"
+        ph.seconds += time.time() - t0
+        ph.status, ph.detail = ("done" if ok else "failed"), detail
+        self.state.save()
+        _say(f"{name}: {ph.status} in {time.time() - t0:.0f} s{': ' + detail if detail else ''}")
+        return ok
+
+    def _start_ggml(self) -> subprocess.Popen | None:
+        """ggml-python's CUDA build, in the background (about 3 minutes on 16 cores), unless this
+        environment already has the ggml it asks for (a second run)."""
+        if self.opt.ggml_src is None or self.state.phase("ggml").status == "done":
+            return None
+        ph = self.state.phase("ggml")
+        if ggml_ready():
+            ph.status, ph.detail = "done", "already installed"
+            self.state.save()
+            _say("ggml: ggml-python with the backend CMAKE_ARGS asks for is installed already")
+            return None
+        ph.status, ph.started = "running", time.time()
+        cmd = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", *self.opt.ggml_pip,
+               str(self.opt.ggml_src)]
+        _say(f"ggml: building ggml-python with CUDA in the background (CMAKE_ARGS={os.environ.get('CMAKE_ARGS')!r})")
+        return self.procs.start("ggml-build", cmd, {"CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)})
+
+    def _verify_cmd(self, out: Path, variants: tuple[str, ...] | None = None, extra: bool = True) -> list[str]:
+        if out.exists() or out.with_suffix(".partial.jsonl").exists():
+            return _py("verify", "--resume", str(out), "--timeout", str(self.opt.timeout_s),
+                       *(["--jobs", str(self.opt.jobs)] if self.opt.jobs else []), "--gpus", str(self.ngpu))
+        filters = [x for g in variants for x in ("--variant", g)] if variants is not None else self._filters()
+        if variants is not None:
+            filters += [x for g in self.opt.exclude for x in ("--exclude", g)]
+        gates = [x for c in self._gate_ids() for x in ("--extra-case", c)] if extra else []
+        return _py("verify", "--set", "gpu", "--with-backward", *self._dtype_args(), *filters, *gates,
+                   "--output", str(out), "--timeout", str(self.opt.timeout_s),
+                   *(["--jobs", str(self.opt.jobs)] if self.opt.jobs else []), "--gpus", str(self.ngpu))
+
+    def _side_tasks(self, ggml: bool) -> list[tuple[str, list[str], str]]:
+        """(name, command, variant) of the properties and warm-up processes, slowest first."""
+        from .verify import cost_rank
+
+        tasks = []
+        for v in sorted(self._selected("cuda"), key=lambda v: (cost_rank(v), v.name)):
+            if (v.backend == "ggml") != ggml or v.operator == "gdn_wy":
+                continue
+            if "side" in self.opt.phases:
+                out = self.work / f"props-{v.name}.json"
+                if not _complete_props(out):
+                    tasks.append((f"props-{v.name}", _py("properties", "--variant", v.name, "--dtype", "bf16",
+                                                         "--dtype", "fp32", "--output", str(out)), v.name))
+            if "bench" in self.opt.phases and self.ngpu and v.backend != "ggml":
+                for d in self.opt.dtypes:
+                    if d in v.dtypes:
+                        tasks.append((f"warm-{v.name}-{d}", _py("bench", "--warm-only", "--variant", v.name,
+                                                                "--dtype", d, *(x for s in self.opt.sets
+                                                                                for x in ("--set", s)),
+                                                                "--output", str(self.work / f"warm-{v.name}-{d}.json")),
+                                      v.name))
+        return tasks
+
+    def _run_side(self, tasks, slots: int, stop: threading.Event, counts: collections.Counter) -> None:
+        """Run the side tasks, ``slots`` at a time; per-variant seconds into run.json."""
+        queue = list(tasks)
+        running: list[tuple[str, subprocess.Popen, float, str]] = []
+        while (queue or running) and not stop.is_set():
+            while queue and len(running) < slots:
+                name, cmd, variant = queue.pop(0)
+                running.append((name, self.procs.start(name, cmd, {"OMP_NUM_THREADS": "1"}), time.time(), variant))
+            for item in list(running):
+                name, p, t0, variant = item
+                if p.poll() is None:
+                    continue
+                rc = self.procs.wait(p)
+                running.remove(item)
+                self.state.add_variant(variant, "properties" if name.startswith("props") else "warm", time.time() - t0)
+                counts["ok" if rc in (0, 1) else "failed"] += 1
+                if rc not in (0, 1):
+                    _say(f"side task {name} exited with {rc}:\n{_tail(self.procs.logs / (name + '.log'))}")
+            time.sleep(0.5)
+
+    def _parallel(self, ngpu: int, ggml_pending: bool) -> bool:
+        """verify (all cores) with the side tasks beside it; the phase ends when both have."""
+        ph = self.state.phase("verify")
+        side_ph = self.state.phase("side")
+        if ph.status == "done" and side_ph.status == "done":
+            _say("verify and side tasks: done in an earlier run, kept")
+            return True
+        t0 = time.time()
+        verify_done, side_done = ph.status == "done", side_ph.status == "done"
+        ph.status = side_ph.status = "running"
+        self.state.save()
+        excl = ("*.ggml.*",) if ggml_pending else ()  # ggml-python is not importable before its build
+        self.opt.exclude = (*self.opt.exclude, *excl)
+        vp = None
+        if not verify_done and "verify" in self.opt.phases and not _complete(self.verify):
+            cmd = self._verify_cmd(self.verify)
+            _say(f"verify: {shlex.join(cmd[3:])[:300]}")
+            vp = self.procs.start("verify", cmd)
+        tasks = self._side_tasks(ggml=False) if not side_done else []
+        slots = self.opt.side_jobs or max(1, (os.cpu_count() or 2) // 2)
+        stop, counts = threading.Event(), collections.Counter()
+        side = threading.Thread(target=self._run_side, args=(tasks, slots, stop, counts), daemon=True)
+        side.start()
+        _say(f"side: {len(tasks)} properties/warm-up processes, {slots} at a time")
+        next_beat = time.time() + HEARTBEAT_S
+        while (vp is not None and vp.poll() is None) or side.is_alive():
+            time.sleep(1)
+            if time.time() >= next_beat:
+                next_beat += HEARTBEAT_S
+                _say(f"[{time.time() - t0:.0f} s] verify {_rows(self.verify)} rows"
+                     f"{' (finished)' if vp is None or vp.poll() is not None else ''}; "
+                     f"side {sum(counts.values())}/{len(tasks)} done")
+        ok = True
+        if vp is not None:
+            rc = self.procs.wait(vp)
+            ok = rc in (0, 1) and _complete(self.verify)  # 1: some rows failed (they are in the file)
+            if not ok:
+                _say(f"verify exited with {rc}:\n{_tail(self.procs.logs / 'verify.log', 20)}")
+        ph.seconds += time.time() - t0
+        ph.status = "done" if ok else "failed"
+        ph.detail = _verify_detail(self.verify)
+        side_ph.seconds = time.time() - t0
+        side_ph.status = "done" if not counts["failed"] else "failed"
+        side_ph.detail = f"{counts['ok']} processes finished, {counts['failed']} failed"
+        self.opt.exclude = tuple(x for x in self.opt.exclude if x not in excl)
+        self._variant_times(self.verify)
+        self.state.save()
+        _say(f"verify: {ph.status} in {ph.seconds:.0f} s: {ph.detail}; side: {side_ph.detail}")
+        return ok
+
+    def _ggml_verify(self, build: subprocess.Popen | None) -> bool:
+        if build is None:
+            return True
+        ph = self.state.phase("ggml")
+        t0 = time.time()
+        rc = self.procs.wait(build)
+        ph.seconds = time.time() - (ph.started or t0)
+        ph.status = "done" if rc == 0 else "failed"
+        ph.detail = "" if rc == 0 else f"pip exited with {rc}: " + _tail(self.procs.logs / "ggml-build.log", 3)
+        self.state.save()
+        _say(f"ggml: build {ph.status} after {ph.seconds:.0f} s (waited {time.time() - t0:.0f} s for it)")
+
+        def verify_ggml():
+            part = self.work / "verify-ggml.json"
+            p = self.procs.start("verify-ggml", self._verify_cmd(part, variants=("*.ggml.*",), extra=True))
+            tasks = self._side_tasks(ggml=True)
+            counts: collections.Counter = collections.Counter()
+            self._run_side(tasks, max(1, len(tasks)), threading.Event(), counts)
+            rc = self.procs.wait(p)
+            if rc not in (0, 1) or not _complete(part):
+                return False, f"verify exited with {rc}: " + _tail(self.procs.logs / "verify-ggml.log", 3)
+            self._variant_times(part)
+            merge_verify(self.verify, part)
+            part.unlink()
+            return True, _verify_detail(self.verify)
+
+        return self._phase("ggml-verify", verify_ggml)
+
+    def _variant_times(self, path: Path) -> None:
+        try:
+            units = json.loads(path.read_text()).get("unit_seconds", {})
+        except (OSError, ValueError):
+            return
+        for unit, secs in units.items():
+            variant, kind, _dtype = unit.split("|")
+            self.state.add_variant(variant, kind, secs)
+
+    def _bench(self, ngpu: int) -> tuple[bool, str]:
+        from .bench_merge import run_on_gpus
+
+        args = [*self._bench_args(), "--verified", str(self.verify), "--resume"]
+        doc, failed = run_on_gpus(args, ngpu, self.bench, log_dir=self.procs.logs)
+        if doc is None:
+            return False, "no bench worker wrote a row"
+        for r in doc["rows"]:
+            self.state.add_variant(r["variant"], "bench", r.get("seconds") or 0.0)
+        counts = collections.Counter(r["status"] for r in doc["rows"])
+        modes = collections.Counter(r.get("mode") for r in doc["rows"] if r["status"] == "OK")
+        detail = (", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + "; timed as "
+                  + ", ".join(f"{n} {m}" for m, n in sorted(modes.items())))
+        if failed:
+            detail += f"; workers of GPUs {failed} failed"
+        return not failed and bool(doc.get("complete")), detail
+
+    def _asv(self) -> tuple[bool, str]:
+        from .asv_record import record
+
+        path, n = record(self.bench, self.opt.results_root / "asv" / "results")
+        return True, f"{n} numbers into {path}"
+
+    def _report(self) -> tuple[bool, str]:
+        out = self.opt.results_root / "html" / "index.html"
+        p = subprocess.run(_py("report", "--results", str(self.opt.results_root), "--output", str(out)),
+                           capture_output=True, text=True)
+        (self.procs.logs / "report.log").write_text(p.stdout + p.stderr)
+        return p.returncode == 0, (p.stdout.strip().splitlines() or [""])[-1][:300]
+
+    def _finish(self) -> None:
+        props = sorted(self.work.glob("props-*.json"))
+        if props and self.verify.is_file():
+            attach_properties(self.verify, props)
+        if self.verify.is_file() and all(self.state.phase(p).status == "done" for p in ("verify", "side")):
+            for f in props:
+                f.unlink()
+        for f in self.work.glob("warm-*.json"):
+            f.unlink()
+        if self.work.is_dir() and not any(self.work.iterdir()):
+            self.work.rmdir()
+        done = all(p.status == "done" for p in self.state.phases.values())
+        self.state.save(complete=done)
+        _print_breakdown(self.state)
+
+
+def ggml_ready() -> bool:
+    """ggml-python imports here, with CUDA when ``CMAKE_ARGS`` asks for it (torch imported first, as
+    the adapters do)."""
+    want_cuda = "-dggml_cuda=on" in os.environ.get("CMAKE_ARGS", "").lower()
+    p = subprocess.run([sys.executable, "-c", "import torch, ggml; print(int(bool(getattr(ggml, 'GGML_USE_CUDA', 0))))"],
+                       capture_output=True, text=True)
+    return p.returncode == 0 and (not want_cuda or p.stdout.strip().endswith("1"))
+
+
+def _complete_props(path: Path) -> bool:
+    try:
+        return bool(json.loads(path.read_text()).get("complete"))
+    except (OSError, ValueError):
+        return False
+
+
+def _verify_detail(path: Path) -> str:
+    try:
+        c = json.loads(path.read_text())["counts"]
+    except (OSError, ValueError, KeyError):
+        return "no results file"
+    return ", ".join(f"{n} {s}" for s, n in c.items() if n)
+
+
+def merge_verify(main: Path, part: Path) -> None:
+    """The rows of ``part`` (another verify run of the same command: the ggml variants after their
+    build) added to ``main``; counts, skips and worker times recomputed. Used inside one run only."""
+    from .verify import Report, Selection, load_previous, write_json
+
+    doc, rows, _ = load_previous(main)
+    pdoc, prow, _ = load_previous(part)
+    keys = {(r.variant, r.case.id, r.kind) for r in prow}
+    rep = Report(results=[r for r in rows if (r.variant, r.case.id, r.kind) not in keys] + prow,
+                 seconds=(doc or {}).get("seconds", 0.0) + (pdoc or {}).get("seconds", 0.0),
+                 unit_seconds={**(doc or {}).get("unit_seconds", {}), **(pdoc or {}).get("unit_seconds", {})})
+    s = (doc or {})["selection"]
+    sel = Selection(ops=tuple(s["ops"]), variant_globs=tuple(s["variants"]), dtypes=tuple(s["dtypes"]),
+                    domains=tuple(s["domains"]), case_ids=tuple(s["cases"]), seed=s["seed"],
+                    case_set=s["case_set"], devices=tuple(s["devices"]), exclude_globs=(),
+                    with_backward=bool(s.get("with_backward")), extra_cases=tuple(s.get("extra_cases", ())))
+    extra = {k: s[k] for k in ("plugins", "entry_points", "mutants") if k in s}
+    write_json(rep, main, sel, prov=doc["provenance"], extra=extra)
+
+
+def attach_properties(verify: Path, files: list[Path]) -> None:
+    """The property results of the per-variant files under ``"properties"`` of the verify file."""
+    doc = json.loads(verify.read_text())
+    rows = []
+    for f in files:
+        try:
+            rows += json.loads(f.read_text()).get("results", [])
+        except (OSError, ValueError):
+            continue
+    doc["properties"] = rows
+    doc["property_counts"] = dict(collections.Counter(r["status"] for r in rows))
+    tmp = verify.with_name(verify.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1))
+    os.replace(tmp, verify)
+
+
+def _print_breakdown(st: State) -> None:
+    from rich.table import Table
+
+    from .console import make_console
+
+    con = make_console()
+    t = Table(title="wkvbench gpu: where the time went (wall seconds)")
+    t.add_column("phase")
+    t.add_column("seconds", justify="right")
+    t.add_column("status")
+    t.add_column("detail", overflow="fold")
+    if st.install_s is not None:
+        t.add_row("install", f"{st.install_s:.0f}", "done", "nox: virtualenv and packages")
+    for p in st.phases.values():
+        t.add_row(p.name + ("" if p.name in SERIAL else " (beside verify)"), f"{p.seconds:.0f}", p.status, p.detail)
+    con.print(t)
+    top = sorted(st.variant_seconds.items(), key=lambda kv: -sum(kv[1].values()))[:12]
+    v = Table(title="slowest variants (worker seconds, summed over processes run side by side)")
+    for col in ("variant", "forward", "backward", "properties", "warm", "bench"):
+        v.add_column(col, justify="left" if col == "variant" else "right")
+    for name, d in top:
+        v.add_row(name, *(f"{d.get(k, 0):.0f}" for k in ("forward", "backward", "properties", "warm", "bench")))
+    con.print(v)
+    doc = json.loads(st.path.read_text())
+    con.print(f"wall time {doc['wall_s']:.0f} s (install and serial phases); results in {st.path.parent}")
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("gpu", help="the whole GPU evidence of this box: verify (all dtypes, backward, "
+                                   "properties), bench, asv, report; one results set, resumable")
+    p.add_argument("--output", type=Path, default=None,
+                   help="results folder (default reports/gpu/<machine>/); running again resumes it")
+    p.add_argument("--fresh", action="store_true", help="start over: delete what --output holds first")
+    p.add_argument("--dtype", action="append", default=[], choices=DTYPES_ALL, help="(repeatable; default all)")
+    p.add_argument("--set", dest="sets", action="append", default=[],
+                   help="bench shape sets (default 'standard': all of them)")
+    p.add_argument("--variant", action="append", default=[], metavar="GLOB")
+    p.add_argument("--exclude", action="append", default=[], metavar="GLOB")
+    p.add_argument("--jobs", type=int, default=0, help="verify workers (default: one per core)")
+    p.add_argument("--side-jobs", type=int, default=0, help="properties/warm-up processes (default: half the cores)")
+    p.add_argument("--gpus", type=int, default=0, help="GPUs to use (default: all that torch sees)")
+    p.add_argument("--ggml-src", type=Path, default=None,
+                   help="patched ggml-python source to build with CUDA in the background (nox -s gpu sets it)")
+    p.add_argument("--ggml-pip", default="", help="extra pip arguments for that build (offline: --no-index ...)")
+    p.add_argument("--only", default="", help="comma-separated phases to run (verify,side,bench,asv,report)")
+    p.add_argument("--time-cap", type=float, default=1.0, help="seconds of sampling per bench row at most")
+    p.add_argument("--timeout", type=float, default=900.0, help="per-case limit of a verify worker (s)")
+
+
+def main(args: argparse.Namespace) -> int:
+    import shutil
+
+    from .bench import machine_slug
+    from .provenance import provenance
+
+    out = args.output or Path("reports") / "gpu" / machine_slug(provenance())
+    if args.fresh and out.exists():
+        shutil.rmtree(out)
+    phases = tuple(x for x in args.only.split(",") if x) or Options(out).phases
+    t0 = os.environ.get("WKVBENCH_T0")
+    opt = Options(out=out, dtypes=tuple(args.dtype) or DTYPES_ALL, sets=tuple(args.sets) or ("standard",),
+                  variants=tuple(args.variant), exclude=tuple(args.exclude), jobs=args.jobs,
+                  side_jobs=args.side_jobs, gpus=args.gpus, ggml_src=args.ggml_src,
+                  ggml_pip=tuple(shlex.split(args.ggml_pip)), phases=phases, time_cap_s=args.time_cap,
+                  timeout_s=args.timeout, t0=float(t0) if t0 else None)
+    return GpuRun(opt).run()
