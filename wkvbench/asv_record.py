@@ -74,7 +74,9 @@ def record(bench_path: Path, results_dir: Path, commit: str | None = None) -> tu
     info = {"machine": machine, "arch": "x86_64", "cpu": str(m.get("cpu", "")), "os": str(m.get("platform", "")),
             "ram": "", "num_cpu": str(m.get("cores", "")), "gpu": f"{g.get('name')} driver {g.get('driver')}"}
     (results_dir / machine).mkdir(parents=True, exist_ok=True)
-    Machine.save(machine, info, _path=str(results_dir / machine / "machine.json"))
+    m_obj = Machine()
+    m_obj.__dict__.update(info)
+    m_obj.save(str(results_dir))
     date = int(datetime.datetime.now(datetime.timezone.utc).timestamp() * 1000)
     python = str(m.get("python", ""))
     res = Results({"machine": machine, "python": python}, {}, commit, date, python, ENV_NAME, {})

@@ -1,0 +1,131 @@
+"""``python -m wkvbench gpu``, the one command of a GPU box, on this CPU machine: one results set
+(verify.json with both kinds and the properties, run.json with the phases and per-variant seconds),
+a second run that keeps what is done, a run killed mid-way that the next run completes, the merge of
+the ggml part, and the asv record written through asv's own API and read back."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from wkvbench.asv_record import BENCHMARK, record
+from wkvbench.gpu import attach_properties, merge_verify
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE_BENCH = REPO / "suites/data/report/results/bench/bench-fixture.json"
+SELECT = ("--variant", "gla.torch.recurrent", "--variant", "gla.fla.naive_recurrent", "--variant",
+          "gla.fla.fused_recurrent", "--dtype", "fp32", "--only", "verify,side")
+
+
+def _gpu(out: Path, *args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "wkvbench", "gpu", "--output", str(out), *SELECT, *args],
+                          cwd=REPO, capture_output=True, text=True, timeout=900, **kw)
+
+
+@pytest.fixture(scope="module")
+def one_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gpu") / "set"
+    p = _gpu(out)
+    return out, p
+
+
+def test_one_results_set_with_both_kinds_properties_and_the_time_breakdown(one_run):
+    out, p = one_run
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert sorted(f.name for f in out.iterdir() if f.is_file()) == ["run.json", "verify.json"]
+    assert not (out / "work").exists()  # intermediate files are gone
+    doc = json.loads((out / "verify.json").read_text())
+    assert doc["complete"] and doc["selection"]["case_set"] == "gpu" and doc["selection"]["with_backward"]
+    kinds = {(r["variant"], r["kind"]) for r in doc["results"]}
+    assert ("gla.torch.recurrent", "backward") in kinds and ("gla.fla.naive_recurrent", "forward") in kinds
+    ids = {r["case"] for r in doc["results"]}
+    assert "gla/model/B1-T128-H2-N64/fp32/s0" in ids  # a bench row's gate case, verified in the same run
+    # the properties of the CUDA variant ran beside verify (SKIP here: no CUDA device), attached to the file
+    props = doc["properties"]
+    assert props and {r["variant"] for r in props} == {"gla.fla.fused_recurrent"}
+    assert all(r["status"] == "SKIP" and "CUDA" in r["reason"] for r in props)
+    run = json.loads((out / "run.json").read_text())
+    assert run["schema"] == "wkvbench.run/1" and run["complete"] is True
+    assert run["phases"]["verify"]["status"] == "done" and run["phases"]["side"]["status"] == "done"
+    assert "PASS" in run["phases"]["verify"]["detail"]
+    assert run["variant_seconds"]["gla.torch.recurrent"]["backward"] > 0
+    assert run["variant_seconds"]["gla.fla.fused_recurrent"]["properties"] > 0
+    assert "where the time went" in p.stdout
+
+
+def test_a_second_run_keeps_what_is_done(one_run):
+    out, _ = one_run
+    before = (out / "verify.json").read_text()
+    p = _gpu(out)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "done in an earlier run, kept" in p.stdout
+    assert (out / "verify.json").read_text() == before
+    assert json.loads((out / "run.json").read_text())["runs"] == 2
+
+
+def test_a_run_killed_mid_way_is_completed_by_the_next(tmp_path, one_run):
+    out = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-m", "wkvbench", "gpu", "--output", str(out), *SELECT], cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    part = out / "verify.partial.jsonl"
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:
+        if part.is_file() and sum(1 for line in part.open() if '"PASS"' in line) >= 3:
+            break
+        time.sleep(0.1)
+    assert proc.poll() is None, "the run ended before it could be killed"
+    os.killpg(proc.pid, signal.SIGKILL)  # the command and every process it started
+    proc.wait()
+    assert json.loads((out / "run.json").read_text())["phases"]["verify"]["status"] == "running"
+    p = _gpu(out)
+    assert p.returncode == 0, p.stdout + p.stderr
+    doc = json.loads((out / "verify.json").read_text())
+    ref = json.loads((one_run[0] / "verify.json").read_text())
+    key = lambda r: (r["variant"], r["case"], r["kind"])  # noqa: E731
+    assert doc["complete"] and sorted(map(key, doc["results"])) == sorted(map(key, ref["results"]))
+    assert {key(r): r["status"] for r in doc["results"]} == {key(r): r["status"] for r in ref["results"]}
+
+
+def test_merge_adds_the_ggml_part_and_recounts(one_run, tmp_path):
+    src = one_run[0] / "verify.json"
+    main, part = tmp_path / "verify.json", tmp_path / "part.json"
+    main.write_text(src.read_text())
+    doc = json.loads(src.read_text())
+    rows = [dict(r, variant="gla.ggml.cuda", status="SKIP", reason="no CUDA device") for r in doc["results"][:5]]
+    part.write_text(json.dumps({**doc, "results": rows, "unit_seconds": {"gla.ggml.cuda|forward|fp32": 1.5}}))
+    merge_verify(main, part)
+    got = json.loads(main.read_text())
+    assert len(got["results"]) == len(doc["results"]) + 5
+    assert got["counts"]["SKIP"] == doc["counts"]["SKIP"] + 5
+    assert got["skips_by_reason"]["no CUDA device"] >= 5
+    assert got["unit_seconds"]["gla.ggml.cuda|forward|fp32"] == 1.5
+    attach_properties(main, [tmp_path / "none.json"])  # an unreadable file is left out, not fatal
+    assert json.loads(main.read_text())["properties"] == []
+
+
+def test_asv_record_writes_asv_files_that_asv_reads_back(tmp_path):
+    from asv.results import Results
+
+    from wkvbench.asv_results import asv_to_bench
+
+    results = tmp_path / "results"
+    path, n = record(FIXTURE_BENCH, results)
+    bench = json.loads(FIXTURE_BENCH.read_text())
+    rows = {(r["variant"], r["shape_set"], r["dtype"]): r for r in bench["rows"]}  # one row per key (last)
+    ok = [r for r in rows.values() if r["status"] == "OK"]
+    assert n == len(ok) > 0
+    assert json.loads((path.parent / "machine.json").read_text())["machine"] == path.parent.name
+    assert BENCHMARK in json.loads((results / "benchmarks.json").read_text())
+    res = Results.load(str(path), machine_name=path.parent.name)
+    assert res.commit_hash == bench["provenance"]["git"]["commit"]
+    back = asv_to_bench(json.loads(path.read_text()), path)  # what the regression gate reads
+    got = sorted(tuple(round(x, 6) for x in r["samples_ms"]) for r in back["rows"] if r["status"] == "OK")
+    assert got == sorted(tuple(round(x, 6) for x in r["samples_ms"]) for r in ok)  # the engine's samples
+    assert sum(r["status"] == "SKIP" for r in back["rows"]) == len(back["rows"]) - n  # the rest: n/a
