@@ -46,6 +46,21 @@ def _offline() -> list[str]:
     return ["--no-index", "--find-links", WHEELHOUSE] if WHEELHOUSE else []
 
 
+def _see_host_packages(session: nox.Session) -> None:
+    """``WKVBENCH_TORCH=system``: the session's virtualenv sees the packages of the interpreter running
+    nox (its CUDA build of torch, triton, ...). ``--system-site-packages`` alone is not enough where that
+    interpreter is itself a virtualenv (a GPU box's ``python3`` can be one): it exposes the base
+    interpreter's site-packages, not the virtualenv's. So its site-packages are added by a ``.pth`` file,
+    after the session's own (what the session installs comes first; pip leaves the host's alone)."""
+    import site
+
+    dirs = [d for d in (*site.getsitepackages(), site.getusersitepackages()) if os.path.isdir(d)]
+    purelib = session.run("python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+                          silent=True).strip().splitlines()[-1]
+    with open(os.path.join(purelib, "_wkvbench_host_site.pth"), "w") as f:
+        f.write("\n".join(dirs) + "\n")
+
+
 def _install_runtime(session: nox.Session, *groups: str, ggml: bool = True) -> None:
     """torch first (so nothing pulls a different build), then the named groups.
 
@@ -53,7 +68,9 @@ def _install_runtime(session: nox.Session, *groups: str, ggml: bool = True) -> N
     every package comes from that folder, on top of the interpreter's own torch/triton. ``ggml=False``
     leaves ggml-python out (``gpu`` builds it itself, in the background).
     """
-    if TORCH != "system":
+    if TORCH == "system":
+        _see_host_packages(session)
+    else:
         session.install(*_offline(), TORCH)
     reqs = [r for g in groups for r in GROUPS[g] if ggml or not r.startswith("ggml-python")]
     jobs = {"CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)}

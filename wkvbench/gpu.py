@@ -299,8 +299,13 @@ class GpuRun:
         ph.status, ph.started = "running", time.time()
         cmd = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", *self.opt.ggml_pip,
                str(self.opt.ggml_src)]
-        _say(f"ggml: building ggml-python with CUDA in the background (CMAKE_ARGS={os.environ.get('CMAKE_ARGS')!r})")
-        return self.procs.start("ggml-build", cmd, {"CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)})
+        _say(f"ggml: building ggml-python in the background (CMAKE_ARGS={os.environ.get('CMAKE_ARGS')!r})")
+        env = {"CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)}
+        import shutil
+
+        if shutil.which("nvcc") is None and os.path.exists("/usr/local/cuda/bin/nvcc"):  # CUDA's usual home
+            env["PATH"] = "/usr/local/cuda/bin" + os.pathsep + os.environ.get("PATH", "")
+        return self.procs.start("ggml-build", cmd, env)
 
     def _verify_cmd(self, out: Path, variants: tuple[str, ...] | None = None, extra: bool = True) -> list[str]:
         if out.exists() or out.with_suffix(".partial.jsonl").exists():
