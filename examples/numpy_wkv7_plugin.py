@@ -1,17 +1,12 @@
-"""A complete wkvbench plug-in: a float32 NumPy RWKV-7 kernel checked against the float64 oracle.
-
-    python -m wkvbench verify --plugin examples/numpy_wkv7_plugin.py --variant 'wkv7.example.*'
-"""
-
+"""nox -s verify -- --plugin examples/numpy_wkv7_plugin.py --variant 'wkv7.example.*'"""
 import numpy as np
 
 from wkvbench.plugins import register_function
 
 
 def numpy_wkv7(inputs: dict[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
-    """Canonical inputs in (spec §9: r k v a b lw as [B, T, H, N], optional state [B, H, V, K]);
-    canonical outputs out: y [B, T, H, N] and the final state [B, H, V, K]."""
-    r, k, v, a, b = (inputs[n].astype(np.float32) for n in ("r", "k", "v", "a", "b"))
+    """r k v a b lw as [B, T, H, N], optional state [B, H, V, K] -> y [B, T, H, N] and the state."""
+    r, k, v, a, b = (inputs[n].astype(np.float32) for n in "rkvab")
     decay = np.exp(inputs["lw"].astype(np.float32))
     B, T, H, N = r.shape
     S = inputs.get("state", np.zeros((B, H, N, N), np.float32)).astype(np.float32)

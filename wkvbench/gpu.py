@@ -224,12 +224,16 @@ class GpuRun:
         vs = select_variants((), (), self.opt.exclude, self.opt.variants)
         return [v for v in vs if device is None or v.device == device]
 
-    def _gate_ids(self) -> list[str]:
-        from .bench import STANDARD_SETS, BenchSelection, gate_cases
+    def _sets(self) -> tuple[str, ...]:
+        from .bench import STANDARD_SETS
 
-        sets = tuple(x for s in self.opt.sets for x in (STANDARD_SETS if s == "standard" else (s,)))
+        return tuple(x for s in self.opt.sets for x in (STANDARD_SETS if s == "standard" else (s,)))
+
+    def _gate_ids(self) -> list[str]:
+        from .bench import BenchSelection, gate_cases
+
         return gate_cases(BenchSelection(variant_globs=self.opt.variants, exclude_globs=self.opt.exclude,
-                                         dtypes=self.opt.dtypes, sets=sets))
+                                         dtypes=self.opt.dtypes, sets=self._sets()))
 
     # -- phases ------------------------------------------------------------------------------
     def run(self) -> int:
@@ -333,13 +337,13 @@ class GpuRun:
                     tasks.append((f"props-{v.name}", _py("properties", "--variant", v.name, "--dtype", "bf16",
                                                          "--dtype", "fp32", "--output", str(out)), v.name))
             if "bench" in self.opt.phases and self.ngpu and v.backend != "ggml":
+                # one process per (variant, dtype, shape set): each new shape of an autotuned kernel
+                # costs 30-90 s of tuning on an H100, so a kernel's five shapes tune side by side
                 for d in self.opt.dtypes:
-                    if d in v.dtypes:
-                        tasks.append((f"warm-{v.name}-{d}", _py("bench", "--warm-only", "--variant", v.name,
-                                                                "--dtype", d, *(x for s in self.opt.sets
-                                                                                for x in ("--set", s)),
-                                                                "--output", str(self.work / f"warm-{v.name}-{d}.json")),
-                                      v.name))
+                    for st in self._sets() if d in v.dtypes else ():
+                        tasks.append((f"warm-{v.name}-{d}-{st}", _py(
+                            "bench", "--warm-only", "--variant", v.name, "--dtype", d, "--set", st,
+                            "--output", str(self.work / f"warm-{v.name}-{d}-{st}.json")), v.name))
         return tasks
 
     def _run_side(self, tasks, slots: int, stop: threading.Event, counts: collections.Counter) -> None:

@@ -194,6 +194,10 @@ def _run_isolated(jobs: list[tuple[KernelVariant, Case, str]], checker: Checker,
     for v, c, kind in jobs:
         units.setdefault((v.name, kind, c.dtype), []).append(c)
         objs[v.name] = v
+    # availability probes can build CUDA extensions (rwkv-ops, ChatRWKV, ours: about a minute each on
+    # an H100 box): probed side by side, not one after the other before the first worker starts
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(objs), os.cpu_count() or 1))) as ex:
+        list(ex.map(availability, sorted(objs)))
     runnable = []
     for unit in sorted(units, key=lambda u: (not objs[u[0]].baseline, cost_rank(objs[u[0]]), u[1] == "forward", u)):
         name, kind, _ = unit

@@ -16,8 +16,9 @@ Selection (read at discovery): ``WKVBENCH_ASV_SETS`` (default ``quick``), ``WKVB
 (default ``bf16``), ``WKVBENCH_ASV_VARIANTS`` (globs, default every CUDA variant of the benchmarked
 operators), ``WKVBENCH_ASV_DEVICE`` (``cuda``; ``cpu`` times the CPU variants with the host clock,
 which is their execution time since a CPU call returns when it is done: the CPU history, and the
-check of this pipeline on a machine without a GPU). ``python -m wkvbench.asv_run`` runs asv once
-per group of variants with this grid fixed, so a time box that ends loses one group only.
+check of this pipeline on a machine without a GPU). ``wkvbench gpu`` and ``nox -s bench`` record
+their own bench samples under this benchmark's name instead (``wkvbench.asv_record``); ``asv run``
+times the grid itself.
 A row that its small verification case does not PASS (``wkvbench.bench.gate_case``),
 or that the variant does not support, raises ``NotImplementedError`` in ``setup``: asv records it as
 skipped ("n/a"), never as a number. ggml runs on its own CUDA stream, which events on torch's
@@ -37,13 +38,23 @@ for _p in [*os.environ.get("WKVBENCH_SYS_PATH", "").split(os.pathsep)[::-1], str
     if _p and _p not in sys.path:
         sys.path.insert(0, _p)
 
+from wkvbench.kernels.base import availability, get  # noqa: E402
+
 from wkvbench import kernels  # noqa: E402, F401  (registers the variants)
-from wkvbench.asv_run import grid  # noqa: E402
-from wkvbench.bench import bench_inputs, gate_case, set_shape  # noqa: E402
+from wkvbench.bench import SHAPE_SETS, asv_variants, bench_inputs, gate_case, set_shape  # noqa: E402
 from wkvbench.cases import Case  # noqa: E402
 from wkvbench.check import PASS, Checker  # noqa: E402
-from wkvbench.kernels.base import availability, get  # noqa: E402
 from wkvbench.timing import BATCH  # noqa: E402
+
+
+def grid() -> tuple[str, list[str], list[str], list[str]]:
+    """(device, variants, shape sets, dtypes) from ``WKVBENCH_ASV_DEVICE``/``_VARIANTS``/``_SETS``/``_DTYPES``."""
+    device = os.environ.get("WKVBENCH_ASV_DEVICE", "cuda")
+    sets = [s for s in os.environ.get("WKVBENCH_ASV_SETS", "quick").split() if s in SHAPE_SETS]
+    dtypes = os.environ.get("WKVBENCH_ASV_DTYPES", "bf16").split()
+    variants = asv_variants(tuple(os.environ.get("WKVBENCH_ASV_VARIANTS", "*").split()), device)
+    return device, variants, sets, dtypes
+
 
 DEVICE, VARIANTS, SETS, DTYPES = grid()
 _checker = Checker()
