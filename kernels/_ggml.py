@@ -165,9 +165,11 @@ def _torch_capability() -> int | None:
 def cuda_unavailable() -> str | None:
     """None when the loaded ggml has a CUDA backend, a device, and code that runs on it; else why.
 
-    A kernel image missing for the device would fail at launch, and ggml aborts the process on
-    any CUDA error, so the compiled architectures (the backend's ``ARCHS`` feature) are checked
-    against device 0's compute capability (read through torch where it is installed).
+    The backend is initialized in a probe process of its own (``cuda_probe``), never in the caller:
+    ggml-python 0.0.45's CUDA initialization killed processes in which torch, Triton and other CUDA
+    extensions had already initialized CUDA (SIGSEGV in the verify runner's parent and in a bench
+    worker that timed every variant, H100, 2026-11-24; FINDINGS.md), while processes that run ggml
+    alone with torch imported first are fine (every ggml CUDA case passes in its own worker).
     """
     if reason := ggml_unavailable():
         return reason
@@ -175,6 +177,26 @@ def cuda_unavailable() -> str | None:
 
     if not getattr(ggml, "GGML_USE_CUDA", False):
         return CUDA_NO_BUILD
+    import subprocess
+    import sys
+
+    code = "from wkvbench.kernels._ggml import cuda_probe; print('PROBE:' + (cuda_probe() or 'ok'))"
+    try:
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        return "ggml's CUDA backend did not initialize within 300 s (probe process)"
+    said = [ln[6:] for ln in p.stdout.splitlines() if ln.startswith("PROBE:")]
+    if p.returncode != 0 or not said:
+        tail = (p.stderr.strip().splitlines() or ["(no output)"])[-1][:200]
+        return f"ggml's CUDA backend failed to initialize in a probe process (exit {p.returncode}): {tail}"
+    return None if said[-1] == "ok" else said[-1]
+
+
+def cuda_probe() -> str | None:
+    """What ``cuda_unavailable`` checks in its probe process: a device, code built for it, a backend."""
+    import ggml
+
+    _torch_first()
     n = ggml.ggml_backend_cuda_get_device_count()
     if n < 1:
         return "no CUDA device (ggml_backend_cuda_get_device_count() == 0)"

@@ -211,7 +211,8 @@ start = time.time()
 time.sleep(0.5)  # long enough that workers started together overlap
 if os.environ.get("FAIL_GPU") == str(i):
     sys.exit(3)
-row = {"variant": f"v{i}", "shape_set": "quick", "dtype": "bf16", "gpu": os.environ["CUDA_VISIBLE_DEVICES"],
+apart = "--backend" in args  # the second pass on this GPU: ggml's variants, in a process of their own
+row = {"variant": f"v{i}-{'apart' if apart else 'main'}", "pass": "apart" if apart else "main", "shape_set": "quick", "dtype": "bf16", "gpu": os.environ["CUDA_VISIBLE_DEVICES"],
        "args": args, "start": start, "end": time.time()}
 doc = {"schema": "wkvbench.bench/1", "complete": True, "provenance": {"identity": "box"}, "ceilings": None,
        "settings": {"shard": [i, n]}, "rows": [row]}
@@ -222,24 +223,31 @@ sys.exit(1 if i == 0 else 0)  # 1 = some row not OK: still a finished worker
 
 def test_one_worker_per_gpu_all_at_once(tmp_path, monkeypatch):
     """``nox -s bench`` on N GPUs (``bench_merge --gpus N``): N workers at once, worker i sees only GPU i
-    and takes shard i/N, the shards merge into one file and are removed; a failed worker is reported
-    with the other workers' rows kept."""
+    and takes shard i/N; on each GPU ggml's variants are timed by a second process after the first
+    (never two at once on one GPU); the shards merge into one file and are removed; a failed worker is
+    reported with the other workers' rows kept."""
     from wkvbench.bench_merge import run_on_gpus
 
     worker = [sys.executable, "-c", _FAKE_WORKER]
     out = tmp_path / "bench.json"
     doc, failed = run_on_gpus(["--set", "quick"], 3, out, worker=worker)
     rows = doc["rows"]
-    assert failed == [] and [r["gpu"] for r in rows] == ["0", "1", "2"], rows
+    assert failed == [] and [(r["gpu"], r["pass"]) for r in rows] == [
+        (g, p) for g in "012" for p in ("apart", "main")], rows
     for r in rows:
         i = r["gpu"]
         assert r["args"][:2] == ["--set", "quick"] and r["args"][r["args"].index("--shard") + 1] == f"{i}/3"
-    assert max(r["start"] for r in rows) < min(r["end"] for r in rows), "the workers did not run together"
-    assert json.loads(out.read_text())["settings"]["shards"] == 3
+        assert ("--backend" in r["args"]) == (r["pass"] == "apart") and ("--exclude-backend" in r["args"]) == (
+            r["pass"] == "main")
+    main = [r for r in rows if r["pass"] == "main"]
+    assert max(r["start"] for r in main) < min(r["end"] for r in main), "the workers did not run together"
+    by = {(r["gpu"], r["pass"]): r for r in rows}
+    assert all(by[(g, "main")]["end"] <= by[(g, "apart")]["start"] for g in "012"), "two processes on one GPU"
+    assert json.loads(out.read_text())["settings"]["shards"] == 6
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.json"], "shard files left behind"
     monkeypatch.setenv("FAIL_GPU", "1")
     doc, failed = run_on_gpus([], 2, out, worker=worker)
-    assert failed == [1] and [r["gpu"] for r in doc["rows"]] == ["0"]
+    assert failed == [1] and sorted({r["gpu"] for r in doc["rows"]}) == ["0"]
     with pytest.raises(ValueError, match="at least one GPU"):
         run_on_gpus([], 0, out, worker=worker)
 

@@ -198,3 +198,27 @@ def test_torch_is_loaded_before_ggml():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "True"
+
+
+def test_cuda_backend_is_initialized_only_in_a_probe_process(monkeypatch):
+    """The calling process never initializes ggml's CUDA backend to decide availability (it crashed a
+    verify parent and a bench worker that had run other CUDA kernels, H100 2026-11-24): a child process
+    does, and its answer (here, on a build without CUDA pretending to have it: the child's failure)
+    becomes the reason."""
+    import ggml
+
+    if ggml.GGML_USE_CUDA:
+        pytest.skip("a real CUDA build: test_gpu_ggml.py covers it")
+
+    def forbidden(*a):
+        raise AssertionError("the CUDA backend was initialized in the calling process")
+
+    monkeypatch.setattr(ggml, "GGML_USE_CUDA", True)
+    monkeypatch.setattr(ggml, "ggml_backend_cuda_get_device_count", forbidden, raising=False)
+    monkeypatch.setattr(_ggml, "backend_handle", forbidden)
+    _ggml.cuda_unavailable.cache_clear()
+    try:
+        reason = _ggml.cuda_unavailable()
+    finally:
+        _ggml.cuda_unavailable.cache_clear()
+    assert reason is not None and "probe process" in reason, reason

@@ -114,6 +114,8 @@ class BenchSelection:
     time_cap_s: float = 2.0
     min_reps: int = 10
     max_reps: int = 300
+    backends: tuple[str, ...] = ()  # only variants of these backends (empty: any)
+    exclude_backends: tuple[str, ...] = ()
 
     def variants(self) -> list[KernelVariant]:
         from .verify import select_variants
@@ -121,7 +123,8 @@ class BenchSelection:
         ops = tuple(o for o in self.ops if o in BENCH_OPS) if self.ops else BENCH_OPS
         if not ops:  # only non-benchmarked operators (gdn_wy) were asked for
             return []
-        return select_variants(ops, self.devices, self.exclude_globs, self.variant_globs)
+        return [v for v in select_variants(ops, self.devices, self.exclude_globs, self.variant_globs)
+                if (not self.backends or v.backend in self.backends) and v.backend not in self.exclude_backends]
 
     def plan(self) -> list[tuple[KernelVariant, str, str, Case]]:
         """(variant, set, dtype, case) rows, in a stable order; this shard's share only."""

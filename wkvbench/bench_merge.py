@@ -12,40 +12,58 @@ import argparse
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from .bench import merge
 
 
+APART = ("ggml",)  # backends timed in processes of their own (FINDINGS.md: ggml's CUDA init beside others)
+
+
 def run_on_gpus(bench_args: list[str], ngpu: int, out: Path, worker: list[str] | None = None,
-                log_dir: Path | None = None) -> tuple[dict | None, list[int]]:
+                log_dir: Path | None = None, apart: tuple[str, ...] = APART) -> tuple[dict | None, list[int]]:
     """One ``wkvbench bench`` worker per GPU (``CUDA_VISIBLE_DEVICES=i``, ``--shard i/ngpu``), started
     together; their shard files are merged into ``out`` and removed. Returns the merged document
     (None when no worker wrote a shard) and the GPU indices whose worker failed (exit status other
-    than 0, or 1 = some rows not OK). ``worker`` replaces ``python -m wkvbench bench`` (tests); with
-    ``log_dir`` each worker's output goes to ``bench-gpu<i>.log`` there."""
+    than 0, or 1 = some rows not OK). On each GPU the variants of the ``apart`` backends are timed by
+    a second process after the first (``--backend``/``--exclude-backend``): ggml-python's CUDA backend
+    crashed a process that had run the other CUDA kernels first (H100, 2026-11-24). ``worker`` replaces
+    ``python -m wkvbench bench`` (tests); with ``log_dir`` each GPU's output goes to ``bench-gpu<i>.log``."""
     if ngpu < 1:
         raise ValueError(f"run_on_gpus needs at least one GPU, got {ngpu}")
     cmd = worker or [sys.executable, "-m", "wkvbench", "bench"]
-    shards = [out.with_name(f"{out.stem}.shard{i}.json") for i in range(ngpu)]
-    logs = []
+    passes = [[x for b in apart for x in ("--exclude-backend", b)]] + [["--backend", b] for b in apart]
+    shards = [[out.with_name(f"{out.stem}.shard{i}{'-' + str(k) if k else ''}.json") for k in range(len(passes))]
+              for i in range(ngpu)]
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)
-        logs = [open(log_dir / f"bench-gpu{i}.log", "ab") for i in range(ngpu)]  # noqa: SIM115
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
-    procs = [subprocess.Popen([*cmd, *bench_args, "--shard", f"{i}/{ngpu}", "--output", str(shards[i])],
-                              env={**os.environ, "CUDA_VISIBLE_DEVICES": visible[i] if len(visible) == ngpu
-                                   and visible[i] else str(i)},
-                              stdout=logs[i] if logs else None, stderr=subprocess.STDOUT if logs else None)
-             for i in range(ngpu)]
-    failed = [i for i, p in enumerate(procs) if p.wait() not in (0, 1)]
-    for f in logs:
-        f.close()
-    written = [sh for sh in shards if sh.exists()]
+    failed: list[int] = []
+
+    def gpu(i: int) -> None:
+        env = {**os.environ, "CUDA_VISIBLE_DEVICES": visible[i] if len(visible) == ngpu and visible[i] else str(i)}
+        log = open(log_dir / f"bench-gpu{i}.log", "ab") if log_dir is not None else None  # noqa: SIM115
+        try:
+            for extra, shard in zip(passes, shards[i], strict=True):  # one after the other on this GPU
+                rc = subprocess.run([*cmd, *bench_args, *extra, "--shard", f"{i}/{ngpu}", "--output", str(shard)],
+                                    env=env, stdout=log, stderr=subprocess.STDOUT if log else None).returncode
+                if rc not in (0, 1) and i not in failed:
+                    failed.append(i)
+        finally:
+            if log is not None:
+                log.close()
+
+    threads = [threading.Thread(target=gpu, args=(i,)) for i in range(ngpu)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    written = [sh for per in shards for sh in per if sh.exists()]
     doc = merge(written, out) if written else None
     for sh in written:
         sh.unlink()
-    return doc, failed
+    return doc, sorted(failed)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -107,6 +107,10 @@ def _parser() -> argparse.ArgumentParser:
                    "fraction of it (default 0.005)")
     b.add_argument("--time-cap", type=float, default=2.0, help="seconds of sampling per row at most (default 2)")
     b.add_argument("--shard", default="0/1", help="i/n: this process takes every n-th row (one per GPU)")
+    b.add_argument("--backend", action="append", default=[], metavar="NAME",
+                   help="only variants of this backend, e.g. ggml (repeatable)")
+    b.add_argument("--exclude-backend", action="append", default=[], metavar="NAME",
+                   help="leave out variants of this backend (repeatable)")
     b.add_argument("--resume", action="store_true", help="keep the finished rows of --output and run the rest")
     b.add_argument("--warm-only", action="store_true", help="only compile/autotune every row (fills the caches)")
     b.add_argument("--output", type=Path, default=None, help="results JSON (default reports/results/bench-<stamp>.json)")
@@ -249,7 +253,8 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
     sel = BenchSelection(variant_globs=tuple(args.variant), exclude_globs=tuple(args.exclude), ops=tuple(args.op),
                          dtypes=tuple(args.dtype) or ("bf16",), sets=sets, devices=tuple(args.device) or ("cuda",),
                          shard=(i, n), l2="warm" if args.warm else "cold", graph=args.graph, sem_bound=args.sem,
-                         time_cap_s=args.time_cap)
+                         time_cap_s=args.time_cap, backends=tuple(args.backend),
+                         exclude_backends=tuple(args.exclude_backend))
     for s in sets:
         from .bench import set_shape
 
