@@ -14,9 +14,10 @@
    would idle inside the events waiting for the host (on the H100 the decode row
    ``fused_recurrent_rwkv7`` B256-T1-H32-N64, 113 us of kernel behind an L2 flush and FLA's Python
    wrapper, read 112-278 us over 5 eager runs, 0.9 % apart as graph replays), so ``fn`` is captured
-   in a CUDA graph and its replays are timed. ``graph=True`` forces replays, ``False`` forbids them;
-   a call that cannot be captured is timed eagerly and says why. ``Timing.mode`` records what was
-   used: ``eager``, ``graph`` or ``profiler``. ``clock="profiler"`` sums the kernel times that
+   in a CUDA graph and its replays are timed, provided the replay holds the call's kernels
+   (``choose_mode``); otherwise the kernel times CUPTI records are summed. ``graph=True`` forces
+   replays (eager where impossible), ``False`` forbids them. ``Timing.mode`` records what was used:
+   ``eager``, ``graph`` or ``profiler``, and ``mode_reason`` why. ``clock="profiler"`` sums the kernel times that
    CUPTI (``torch.profiler``) records during each repetition instead: for work that runs on a
    stream the events cannot see (ggml launches on its own stream).
 3. **Adaptive repetition.** Samples come in batches of ``BATCH`` calls enqueued back to back with
@@ -42,7 +43,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 BATCH = 10  # calls enqueued between two host synchronizations (the engine's and asv's samples)
-LAUNCH_BOUND = 0.5  # host enqueue time / device time at or above which a call is timed as graph replays
+LAUNCH_BOUND = 0.25  # host enqueue time / device time at or above which a call is launch-bound
 
 
 @dataclass
@@ -154,9 +155,34 @@ def _capture(fn: Callable[[], object]):
     return g
 
 
+GRAPH_HOLDS = 0.8  # a graph replay shorter than this share of the call's kernel time missed launches
+
+
+def _replay_ms(g, reps: int = 5) -> float:
+    """Device time of one replay of ``g`` (median of ``reps``, events around each)."""
+    import torch
+
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return float(np.median(times))
+
+
 def choose_mode(fn: Callable[[], object], graph: bool | None, clock: str) -> tuple[Callable[[], object], str, str,
                                                                                     dict]:
-    """(the call to time, mode, why, launch profile) for ``time_call``'s ``graph`` setting."""
+    """(the call to time, mode, why, launch profile) for ``time_call``'s ``graph`` setting.
+
+    A launch-bound call is timed as CUDA-graph replays when its capture holds its work: the replay
+    must take at least ``GRAPH_HOLDS`` of the kernel time CUPTI sees in one eager call. CUDA
+    extensions that launch on the legacy default stream instead of torch's current one capture
+    nothing (replays of 1.3 us for ChatRWKV's and rwkv-ops' decode kernels of 0.1-4.7 ms, H100,
+    2026-11-24); such a call, and one that cannot be captured at all, is timed by the kernel times
+    CUPTI records (``profiler``), which no host gap can inflate."""
     import torch
 
     if clock == "profiler":
@@ -171,11 +197,18 @@ def choose_mode(fn: Callable[[], object], graph: bool | None, clock: str) -> tup
         why = "graph replays asked for"
     else:
         return fn, "eager", "eager calls asked for", launch
+    fallback = ("eager", why) if graph else ("profiler", why + "; kernel times summed by CUPTI")
     try:
         g = _capture(fn)
     except Exception as exc:  # noqa: BLE001 - a call that syncs or allocates on the host cannot be captured
         torch.cuda.synchronize()
-        return fn, "eager", f"{why}, but CUDA-graph capture failed ({type(exc).__name__}: {str(exc)[:160]})", launch
+        return fn, fallback[0], f"{fallback[1]}; CUDA-graph capture failed ({type(exc).__name__}: {str(exc)[:160]})", \
+            launch
+    kernels, replay = _profiler_ms(fn), _replay_ms(g)
+    launch.update(kernel_us=round(kernels * 1e3, 2), replay_us=round(replay * 1e3, 2))
+    if replay < GRAPH_HOLDS * kernels:
+        return fn, fallback[0], (f"{fallback[1]}; the CUDA graph missed work (replay {replay * 1e3:.1f} us, the "
+                                 f"call's kernels {kernels * 1e3:.1f} us: launches outside the capture stream)"), launch
     return g.replay, "graph", why, launch
 
 
@@ -208,7 +241,7 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None 
     stop = "max_reps"
     t_start = time.perf_counter()
     while len(samples) < max_reps:
-        if clock == "profiler":
+        if mode == "profiler":
             for _ in range(batch):
                 if flush:
                     flush()

@@ -1,0 +1,71 @@
+"""How the timing engine chooses what to time (``timing.choose_mode``), with the GPU measurements
+replaced by stand-ins: eager calls when the host keeps up, CUDA-graph replays for launch-bound calls
+whose graph holds their kernels, CUPTI kernel sums when the graph misses work (CUDA extensions that
+launch on the legacy stream captured nothing on the H100: 1.3 us replays of 0.1-4.7 ms calls) or
+cannot be captured, and the forced settings honoured."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+
+from wkvbench import timing  # noqa: E402
+
+
+class _Graph:
+    def replay(self) -> None:
+        pass
+
+
+def _stub(monkeypatch, host_us: float, device_us: float, kernel_ms: float = 0.1, replay_ms: float = 0.1,
+          capture_error: Exception | None = None) -> None:
+    def capture(fn):
+        if capture_error is not None:
+            raise capture_error
+        return _Graph()
+
+    monkeypatch.setattr(timing, "launch_profile", lambda fn: {"host_us": host_us, "device_us": device_us})
+    monkeypatch.setattr(timing, "_capture", capture)
+    monkeypatch.setattr(timing, "_profiler_ms", lambda fn: kernel_ms)
+    monkeypatch.setattr(timing, "_replay_ms", lambda g: replay_ms)
+    monkeypatch.setattr("torch.cuda.synchronize", lambda: None)
+
+
+def call() -> None:
+    pass
+
+
+def test_a_call_the_host_keeps_up_with_is_timed_eagerly(monkeypatch):
+    _stub(monkeypatch, host_us=20, device_us=3000)
+    fn, mode, why, launch = timing.choose_mode(call, None, "events")
+    assert fn is call and mode == "eager" and "0.01x" in why and launch["device_us"] == 3000
+
+
+def test_a_launch_bound_call_is_timed_as_replays_of_a_graph_that_holds_its_kernels(monkeypatch):
+    _stub(monkeypatch, host_us=150, device_us=113, kernel_ms=0.110, replay_ms=0.113)
+    fn, mode, why, launch = timing.choose_mode(call, None, "events")
+    assert mode == "graph" and "launch-bound" in why and fn.__self__.__class__ is _Graph
+    assert launch["kernel_us"] == 110.0 and launch["replay_us"] == 113.0
+
+
+def test_a_graph_that_missed_the_work_is_refused_for_cupti_kernel_sums(monkeypatch):
+    _stub(monkeypatch, host_us=4000, device_us=4700, kernel_ms=4.6, replay_ms=0.0013)
+    fn, mode, why, _ = timing.choose_mode(call, None, "events")
+    assert fn is call and mode == "profiler" and "missed work" in why and "replay 1.3 us" in why
+
+
+def test_a_call_that_cannot_be_captured_is_timed_by_cupti(monkeypatch):
+    _stub(monkeypatch, host_us=300, device_us=100, capture_error=RuntimeError("operation not permitted"))
+    fn, mode, why, _ = timing.choose_mode(call, None, "events")
+    assert fn is call and mode == "profiler" and "capture failed (RuntimeError" in why
+
+
+def test_forced_settings(monkeypatch):
+    _stub(monkeypatch, host_us=20, device_us=3000, kernel_ms=2.9, replay_ms=3.0)
+    assert timing.choose_mode(call, True, "events")[1] == "graph"  # asked for, and the graph holds the work
+    _stub(monkeypatch, host_us=20, device_us=3000, kernel_ms=2.9, replay_ms=0.001)
+    fn, mode, why, _ = timing.choose_mode(call, True, "events")
+    assert fn is call and mode == "eager" and "missed work" in why  # asked for, impossible: eager, says why
+    assert timing.choose_mode(call, False, "events")[1] == "eager"
+    assert timing.choose_mode(call, None, "profiler")[1] == "profiler"  # ggml: its own stream
