@@ -99,13 +99,18 @@ def test_merge_adds_the_ggml_part_and_recounts(one_run, tmp_path):
     main.write_text(src.read_text())
     doc = json.loads(src.read_text())
     rows = [dict(r, variant="gla.ggml.cuda", status="SKIP", reason="no CUDA device") for r in doc["results"][:5]]
-    part.write_text(json.dumps({**doc, "results": rows, "unit_seconds": {"gla.ggml.cuda|forward|fp32": 1.5}}))
+    described = {"gla.ggml.cuda": {"operator": "gla", "available": True, "reason": None}}
+    part.write_text(json.dumps({**doc, "results": rows, "unit_seconds": {"gla.ggml.cuda|forward|fp32": 1.5},
+                                "variants": described}))
     merge_verify(main, part)
     got = json.loads(main.read_text())
     assert len(got["results"]) == len(doc["results"]) + 5
     assert got["counts"]["SKIP"] == doc["counts"]["SKIP"] + 5
     assert got["skips_by_reason"]["no CUDA device"] >= 5
     assert got["unit_seconds"]["gla.ggml.cuda|forward|fp32"] == 1.5
+    # the variants as the runs described them (not asked again: that would initialize their CUDA here)
+    assert got["variants"]["gla.ggml.cuda"] == described["gla.ggml.cuda"]
+    assert set(doc["variants"]) <= set(got["variants"])
     attach_properties(main, [tmp_path / "none.json"])  # an unreadable file is left out, not fatal
     assert json.loads(main.read_text())["properties"] == []
 

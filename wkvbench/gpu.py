@@ -311,17 +311,16 @@ class GpuRun:
             env["PATH"] = "/usr/local/cuda/bin" + os.pathsep + os.environ.get("PATH", "")
         return self.procs.start("ggml-build", cmd, env)
 
-    def _verify_cmd(self, out: Path, variants: tuple[str, ...] | None = None, extra: bool = True) -> list[str]:
+    def _verify_cmd(self, out: Path, variants: list[str] | None = None) -> list[str]:
+        """``verify`` of the selection (or of exactly ``variants``), resuming ``out`` when it exists."""
+        tail = ["--timeout", str(self.opt.timeout_s), *(["--jobs", str(self.opt.jobs)] if self.opt.jobs else []),
+                "--gpus", str(self.ngpu)]
         if out.exists() or out.with_suffix(".partial.jsonl").exists():
-            return _py("verify", "--resume", str(out), "--timeout", str(self.opt.timeout_s),
-                       *(["--jobs", str(self.opt.jobs)] if self.opt.jobs else []), "--gpus", str(self.ngpu))
+            return _py("verify", "--resume", str(out), *tail)
         filters = [x for g in variants for x in ("--variant", g)] if variants is not None else self._filters()
-        if variants is not None:
-            filters += [x for g in self.opt.exclude for x in ("--exclude", g)]
-        gates = [x for c in self._gate_ids() for x in ("--extra-case", c)] if extra else []
+        gates = [x for c in self._gate_ids() for x in ("--extra-case", c)]
         return _py("verify", "--set", "gpu", "--with-backward", *self._dtype_args(), *filters, *gates,
-                   "--output", str(out), "--timeout", str(self.opt.timeout_s),
-                   *(["--jobs", str(self.opt.jobs)] if self.opt.jobs else []), "--gpus", str(self.ngpu))
+                   "--output", str(out), *tail)
 
     def _side_tasks(self, ggml: bool) -> list[tuple[str, list[str], str]]:
         """(name, command, variant) of the properties and warm-up processes, slowest first."""
@@ -333,7 +332,7 @@ class GpuRun:
                 continue
             if "side" in self.opt.phases:
                 out = self.work / f"props-{v.name}.json"
-                if not _complete_props(out):
+                if not _complete(out):
                     tasks.append((f"props-{v.name}", _py("properties", "--variant", v.name, "--dtype", "bf16",
                                                          "--dtype", "fp32", "--output", str(out)), v.name))
             if "bench" in self.opt.phases and self.ngpu and v.backend != "ggml":
@@ -429,8 +428,11 @@ class GpuRun:
         _say(f"ggml: build {ph.status} after {ph.seconds:.0f} s (waited {time.time() - t0:.0f} s for it)")
 
         def verify_ggml():
+            names = [v.name for v in self._selected() if v.backend == "ggml"]  # the selection's ggml variants
+            if not names:
+                return True, "no ggml variant selected"
             part = self.work / "verify-ggml.json"
-            p = self.procs.start("verify-ggml", self._verify_cmd(part, variants=("*.ggml.*",), extra=True))
+            p = self.procs.start("verify-ggml", self._verify_cmd(part, variants=names))
             tasks = self._side_tasks(ggml=True)
             counts: collections.Counter = collections.Counter()
             self._run_side(tasks, max(1, len(tasks)), threading.Event(), counts)
@@ -508,13 +510,6 @@ def ggml_ready() -> bool:
     return p.returncode == 0 and (not want_cuda or p.stdout.strip().endswith("1"))
 
 
-def _complete_props(path: Path) -> bool:
-    try:
-        return bool(json.loads(path.read_text()).get("complete"))
-    except (OSError, ValueError):
-        return False
-
-
 def _verify_detail(path: Path) -> str:
     try:
         c = json.loads(path.read_text())["counts"]
@@ -540,7 +535,10 @@ def merge_verify(main: Path, part: Path) -> None:
                     case_set=s["case_set"], devices=tuple(s["devices"]), exclude_globs=(),
                     with_backward=bool(s.get("with_backward")), extra_cases=tuple(s.get("extra_cases", ())))
     extra = {k: s[k] for k in ("plugins", "entry_points", "mutants") if k in s}
-    write_json(rep, main, sel, prov=doc["provenance"], extra=extra)
+    # the variants as the two runs described them: asking their availability here would initialize every
+    # package's CUDA in this process (ggml's beside the others crashed it, H100 2026-11-24)
+    write_json(rep, main, sel, prov=doc["provenance"], extra=extra,
+               described={**doc.get("variants", {}), **(pdoc or {}).get("variants", {})})
 
 
 def attach_properties(verify: Path, files: list[Path]) -> None:

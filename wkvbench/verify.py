@@ -440,7 +440,7 @@ def print_report(report: Report, console: Console) -> None:
 
 
 def _document(selection: Selection, prov: dict, counts: dict, skips: dict, seconds: float, complete: bool,
-              extra: dict | None = None) -> dict:
+              extra: dict | None = None, described: dict | None = None) -> dict:
     return {
         "schema": "wkvbench.verify/1",
         "complete": complete,
@@ -453,10 +453,10 @@ def _document(selection: Selection, prov: dict, counts: dict, skips: dict, secon
                       "seed": selection.seed if selection.seed is not None
                       else int(os.environ.get("WKVBENCH_SEED", "0")),
                       "exclude": list(selection.exclude_globs), **(extra or {})},
-        "variants": {v.name: {"operator": v.operator, "source": v.source, "backend": v.backend,
-                              "algorithm": v.algorithm, "device": v.device, "dtypes": sorted(v.dtypes),
-                              "available": availability(v.name).ok, "reason": availability(v.name).reason}
-                     for v in selection.variants()},
+        "variants": described if described is not None else {
+            v.name: {"operator": v.operator, "source": v.source, "backend": v.backend, "algorithm": v.algorithm,
+                     "device": v.device, "dtypes": sorted(v.dtypes), "available": availability(v.name).ok,
+                     "reason": availability(v.name).reason} for v in selection.variants()},
         "counts": counts,
         "skips_by_reason": skips,
         "seconds": round(seconds, 2),
@@ -464,11 +464,12 @@ def _document(selection: Selection, prov: dict, counts: dict, skips: dict, secon
 
 
 def write_json(report: Report, path: Path, selection: Selection, prov: dict | None = None,
-               extra: dict | None = None) -> None:
-    """The complete results file (``"complete": true``), written atomically."""
+               extra: dict | None = None, described: dict | None = None) -> None:
+    """The complete results file (``"complete": true``), written atomically. ``described``: the
+    variants' descriptions as already recorded (a merge), instead of asking them again here."""
     path.parent.mkdir(parents=True, exist_ok=True)
     doc = _document(selection, prov or provenance(), report.counts(), report.skips_by_reason(),
-                    report.seconds, True, extra)
+                    report.seconds, True, extra, described)
     if report.unit_seconds:
         doc["unit_seconds"] = dict(sorted(report.unit_seconds.items()))
     doc["results"] = [r.as_dict() for r in report.results]
