@@ -458,7 +458,9 @@ class GpuRun:
     def _bench(self, ngpu: int) -> tuple[bool, str]:
         from .bench_merge import run_on_gpus
 
-        args = [*self._bench_args(), "--verified", str(self.verify), "--resume"]
+        # the gates from this run's verification (when it wrote one: each row checks its own case otherwise)
+        verified = ["--verified", str(self.verify)] if self.verify.is_file() else []
+        args = [*self._bench_args(), *verified, "--resume"]
         doc, failed = run_on_gpus(args, ngpu, self.bench, log_dir=self.procs.logs)
         if doc is None:
             return False, "no bench worker wrote a row"
