@@ -40,6 +40,7 @@ WHEELHOUSE = os.environ.get("WKVBENCH_WHEELHOUSE")  # offline: install only from
 
 
 GGML = "ggml-python==0.0.45"
+BUILD_BACKEND = ("scikit-build-core>=0.9", "pathspec")  # ggml-python's, for builds without isolation
 
 
 def _offline() -> list[str]:
@@ -77,7 +78,7 @@ def _install_runtime(session: nox.Session, *groups: str, ggml: bool = True) -> N
     if ggml and "-dggml_cuda=on" in os.environ.get("CMAKE_ARGS", "").lower():
         # ggml-python 0.0.45's CUDA build needs one binding patched before it imports (FINDINGS.md)
         reqs = [r for r in reqs if not r.startswith("ggml-python")]
-        session.install(*_offline(), "scikit-build-core>=0.9", "pathspec")
+        session.install(*_offline(), *BUILD_BACKEND)
         session.install(*_offline(), "--no-build-isolation", "--no-deps", _ggml_source(session), env=jobs)
     # ggml-python compiles ggml's CPU backend from its sdist
     session.install(*_offline(), *reqs, env=jobs)
@@ -97,8 +98,8 @@ def _ggml_source(session: nox.Session) -> str:
         sdist = os.path.join(tmp, os.path.basename(found[0]))
         shutil.copyfile(found[0], sdist)
     else:
-        session.run("python", "-m", "pip", "download", "--no-deps", "--no-binary=:all:", "--no-build-isolation",
-                    GGML, "-d", tmp, silent=True)
+        session.run("python", "-m", "pip", "download", "--no-deps", "--no-binary=ggml-python",
+                    "--no-build-isolation", GGML, "-d", tmp, silent=True)
         sdist = glob.glob(os.path.join(tmp, f"ggml_python-{version}.tar.gz"))[0]
     src = sdist[: -len(".tar.gz")]
     if not os.path.isdir(src):
@@ -182,7 +183,7 @@ def gpu(session: nox.Session) -> None:
 
     t0 = os.environ.get("WKVBENCH_T0") or str(time.time())
     _install_runtime(session, "gpu-kernels", "report", "bench", ggml=False)
-    session.install(*_offline(), "scikit-build-core>=0.9", "pathspec", "typing_extensions")
+    session.install(*_offline(), *BUILD_BACKEND, "typing_extensions")
     env = {"WKVBENCH_T0": t0, "TRITON_CACHE_AUTOTUNING": "1"}
     if "CMAKE_ARGS" not in os.environ:
         arch = session.run("python", "-c", "import torch; c = torch.cuda.get_device_capability() "
@@ -230,7 +231,9 @@ def wheelhouse(session: nox.Session) -> None:
     reqs = list(dict.fromkeys(reqs))
     session.run("python", "-m", "pip", "download", "-d", a.dest, *target, *reqs)
     # ggml-python as its source: built on the box (with CUDA there), by pip without build isolation
-    session.run("python", "-m", "pip", "download", "-d", a.dest, "--no-deps", "--no-binary=:all:", GGML)
+    # (--no-binary names ggml-python alone: ":all:" would also build its build requirements, cmake included,
+    # from source to prepare its metadata)
+    session.run("python", "-m", "pip", "download", "-d", a.dest, "--no-deps", "--no-binary=ggml-python", GGML)
 
 
 @nox.session(default=False)

@@ -267,8 +267,9 @@ class Bench:
             sync = getattr(native, "synchronize", None)
             clock = "profiler" if v.backend == "ggml" else "events"
             t0 = time.perf_counter()
-            t = time_call(lambda: v.run(native), l2=self.sel.l2, graph=self.sel.graph, clock=clock, sem_bound=self.sel.sem_bound, min_reps=self.sel.min_reps,
-                          max_reps=self.sel.max_reps, time_cap_s=self.sel.time_cap_s, sync=sync)
+            t = time_call(lambda: v.run(native), l2=self.sel.l2, graph=self.sel.graph, clock=clock,
+                          sem_bound=self.sel.sem_bound, min_reps=self.sel.min_reps, max_reps=self.sel.max_reps,
+                          time_cap_s=self.sel.time_cap_s, sync=sync)
             phase["timing"] = round(time.perf_counter() - t0, 3)
         except Exception as exc:
             tb = traceback.extract_tb(exc.__traceback__)[-1]

@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 
 from .bench import merge
+from .isolate import gpu_of
 
 
 APART = ("ggml",)  # backends timed in processes of their own (FINDINGS.md: ggml's CUDA init beside others)
@@ -38,11 +39,10 @@ def run_on_gpus(bench_args: list[str], ngpu: int, out: Path, worker: list[str] |
               for i in range(ngpu)]
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
     failed: list[int] = []
 
     def gpu(i: int) -> None:
-        env = {**os.environ, "CUDA_VISIBLE_DEVICES": visible[i] if len(visible) == ngpu and visible[i] else str(i)}
+        env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpu_of(i, ngpu)}
         log = open(log_dir / f"bench-gpu{i}.log", "ab") if log_dir is not None else None  # noqa: SIM115
         try:
             for extra, shard in zip(passes, shards[i], strict=True):  # one after the other on this GPU

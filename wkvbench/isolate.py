@@ -208,9 +208,15 @@ def worker_env(jobs: int, slot: int, gpus: int) -> dict[str, str]:
         if var not in os.environ:
             env[var] = threads
     if gpus > 0:
-        visible = [x for x in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if x.strip()]
-        env["CUDA_VISIBLE_DEVICES"] = visible[slot % gpus] if len(visible) >= gpus else str(slot % gpus)
+        env["CUDA_VISIBLE_DEVICES"] = gpu_of(slot, gpus)
     return env
+
+
+def gpu_of(slot: int, gpus: int) -> str:
+    """The ``CUDA_VISIBLE_DEVICES`` value of worker ``slot`` spread round robin over ``gpus`` GPUs, in the
+    box's own numbering when the caller already narrowed it (``CUDA_VISIBLE_DEVICES=4,6``)."""
+    visible = [x for x in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if x.strip()]
+    return visible[slot % gpus] if len(visible) >= gpus else str(slot % gpus)
 
 
 def run_variant(variant: str, cases: list[Case], cfg: WorkerConfig,
@@ -278,5 +284,5 @@ def run_variant(variant: str, cases: list[Case], cfg: WorkerConfig,
     log_dir.rmdir()
 
 
-__all__ = ["DEFAULT_TIMEOUT", "TAIL_LINES", "WorkerConfig", "default_jobs", "default_timeout", "run_variant",
-           "worker_env"]
+__all__ = ["DEFAULT_TIMEOUT", "TAIL_LINES", "WorkerConfig", "default_jobs", "default_timeout", "gpu_of",
+           "run_variant", "worker_env"]
