@@ -6,7 +6,10 @@ by the parent's other workers. It then writes, on the file descriptor named by
 ``WKVBENCH_RESULT_FD`` (never stdout, which kernels may print to), one JSON line per message:
 
 * ``{"ready": true}`` once the registry is loaded;
-* ``{"result": CheckResult.as_dict(), "baseline": {...}}`` per case, in the order given.
+* ``{"result": CheckResult.as_dict(), "baseline": {...}}`` per case, in the order given;
+* ``{"alive": r}`` after each round of a configuration sweep (kind ``*-configs``, ``autotune.sweep``).
+
+Autotuned Triton kernels run one pinned configuration here (``wkvbench.autotune``).
 
 A CUDA error (illegal address, device-side assert, ...) leaves the CUDA context unusable: that case
 is reported as CRASH and the worker exits with ``CUDA_EXIT`` so the parent starts a fresh one for
@@ -58,7 +61,7 @@ def main() -> int:
     job = json.loads(sys.stdin.read())
     errors = _load_registry(job)
     from .cases import Case
-    from .check import CRASH, ERROR, Checker, check_backward
+    from .check import CRASH, ERROR, Checker
     from .kernels.base import get
 
     try:
@@ -68,17 +71,26 @@ def main() -> int:
         print(f"wkvbench worker: variant {job['variant']} is not registered in the worker: {why}",
               file=sys.stderr, flush=True)
         return 1
+    from . import autotune
+    from .verify import _check
+
+    autotune.install()  # verification pins one configuration per autotuned Triton kernel
     checker = Checker(job.get("oracle_dir"))
     checker._baseline.update({k: v for k, v in job.get("baselines", {}).items()})
     _send(fd, {"ready": True})
+    kind = job.get("kind") or ("backward" if job.get("backward") else "forward")
     for cid in job["cases"]:
         case = Case.parse(cid)
-        res = check_backward(checker, variant, case) if job.get("backward") else checker.check(variant, case)
+        if kind.endswith("-configs"):  # a sweep: one round per configuration, a heartbeat after each
+            res = autotune.sweep(checker, variant, case, kind[: -len("-configs")],
+                                 alive=lambda r: _send(fd, {"alive": r}))
+        else:
+            res = _check(checker, variant, case, kind)
         fatal = res.status == ERROR and variant.device == "cuda" and CUDA_FATAL.search(res.reason)
         if fatal:
             res.status = CRASH
             res.reason = f"CUDA error, the worker's CUDA context is unusable: {res.reason}"
-        if job.get("backward") and variant.baseline and res.status != "SKIP":
+        if kind == "backward" and variant.baseline and res.status != "SKIP":
             # what check_backward caches when another variant needs the baseline's gradient errors
             checker._baseline.setdefault("grad:" + case.id, {k[5:]: e.rel for k, e in res.errors.items()}
                                          if res.status == "PASS" else None)

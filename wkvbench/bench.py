@@ -335,16 +335,13 @@ class Bench:
         return self.rows
 
     def _warm(self, v: KernelVariant, case: Case) -> None:
-        """Compile/autotune only (fills Triton's and FLA's on-disk caches for a later timed run): the
-        row's verification gate (its first call autotunes at the small case's shape: 11-87 s of a
-        row's wall time on the H100, run 5) and, when the gate passes, one call at the benchmark
-        shape (a row whose gate fails is never timed, so its shape is not compiled)."""
+        """Compile/autotune only: one call at the benchmark shape (fills Triton's on-disk caches for a
+        later timed run; ``nox -s gpu`` runs these beside its verification). The row's gate is not run
+        here: the timed run reads it from the verification (``--verified``) or checks it itself."""
         av = availability(v.name)
         if not (av and v.supports(case)):
             return
         try:
-            if self._gate(v, case)["status"] != PASS:
-                return
             v.run(v.prepare(dict(self._canonical(case)), case))
             if v.device == "cuda":
                 import torch

@@ -44,13 +44,14 @@ class CheckResult:
     limits: dict[str, float] = field(default_factory=dict)  # per tensor: the rel bound applied
     baseline: dict[str, float] = field(default_factory=dict)  # per tensor: the baseline's rel error
     seconds: float = 0.0
-    kind: str = "forward"  # or "backward"
+    kind: str = "forward"  # or "backward"; "forward-configs"/"backward-configs": every autotune config
     shrunk: dict | None = None  # a smaller failing slice, saved for replay (see wkvbench.shrink)
     stderr_tail: str | None = None  # CRASH/TIMEOUT: the last lines the dead worker wrote to stderr
 
     @property
     def reproduce(self) -> str:
-        extra = " --backward" if self.kind == "backward" else ""
+        extra = " --backward" if self.kind.startswith("backward") else ""
+        extra += " --configs" if self.kind.endswith("-configs") else ""
         return f"nox -s verify -- --variant {self.variant} --case {self.case.id}{extra}"
 
     def as_dict(self) -> dict:

@@ -55,6 +55,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="check gradients (variants with a backward) against the float64 backward oracle")
     v.add_argument("--extra-case", action="append", default=[], metavar="ID",
                    help="check this case id besides the set (repeatable; forward only)")
+    v.add_argument("--configs", action="store_true",
+                   help="also check every autotune configuration of each Triton variant once, on one case "
+                        "per kind (rows of kind forward-configs/backward-configs; docs/verification.md)")
     v.add_argument("--gpus", type=int, default=0, metavar="N",
                    help="spread the workers over N GPUs (CUDA_VISIBLE_DEVICES round robin; default: as set)")
     v.add_argument("--with-backward", action="store_true",
@@ -189,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         sel.domains, sel.case_ids, sel.seed = tuple(args.domain), tuple(args.case), args.seed
         sel.case_set, sel.backward, sel.with_backward = args.case_set, args.backward, args.with_backward
-        sel.extra_cases = tuple(args.extra_case)
+        sel.extra_cases, sel.configs = tuple(args.extra_case), args.configs
         prior, out = [], args.output
         if args.resume is not None:
             from .verify import load_previous
@@ -327,7 +330,7 @@ def _selection_from(saved: dict, args: argparse.Namespace, console: Console):
                      case_set=saved.get("case_set", "default"), devices=tuple(saved.get("devices", ())),
                      exclude_globs=tuple(saved.get("exclude", ())), backward=bool(saved.get("backward")),
                      with_backward=bool(saved.get("with_backward")),
-                     extra_cases=tuple(saved.get("extra_cases", ())))
+                     extra_cases=tuple(saved.get("extra_cases", ())), configs=bool(saved.get("configs")))
 
 
 def _drift(args: argparse.Namespace, console: Console) -> int:

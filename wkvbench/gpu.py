@@ -319,7 +319,7 @@ class GpuRun:
             return _py("verify", "--resume", str(out), *tail)
         filters = [x for g in variants for x in ("--variant", g)] if variants is not None else self._filters()
         gates = [x for c in self._gate_ids() for x in ("--extra-case", c)]
-        return _py("verify", "--set", "gpu", "--with-backward", *self._dtype_args(), *filters, *gates,
+        return _py("verify", "--set", "gpu", "--with-backward", "--configs", *self._dtype_args(), *filters, *gates,
                    "--output", str(out), *tail)
 
     def _side_tasks(self, ggml: bool) -> list[tuple[str, list[str], str]]:
@@ -335,14 +335,19 @@ class GpuRun:
                 if not _complete(out):
                     tasks.append((f"props-{v.name}", _py("properties", "--variant", v.name, "--dtype", "bf16",
                                                          "--dtype", "fp32", "--output", str(out)), v.name))
-            if "bench" in self.opt.phases and self.ngpu and v.backend != "ggml":
-                # one process per (variant, dtype, shape set): each new shape of an autotuned kernel
-                # costs 30-90 s of tuning on an H100, so a kernel's five shapes tune side by side
+            if "bench" in self.opt.phases and self.ngpu and v.backend == "triton":
+                # autotuning at the bench shapes, ahead of the bench (CUDA extensions were built by the
+                # verification's availability probe). Sets that share a head size share most autotune
+                # keys, so they tune one after the other in one process (the second finds the first's
+                # result in memory); head size 128 tunes beside them
                 for d in self.opt.dtypes:
-                    for st in self._sets() if d in v.dtypes else ():
-                        tasks.append((f"warm-{v.name}-{d}-{st}", _py(
-                            "bench", "--warm-only", "--variant", v.name, "--dtype", d, "--set", st,
-                            "--output", str(self.work / f"warm-{v.name}-{d}-{st}.json")), v.name))
+                    if d not in v.dtypes:
+                        continue
+                    for group in _warm_groups(self._sets()):
+                        name = f"warm-{v.name}-{d}-{'+'.join(group)}"
+                        tasks.append((name, _py("bench", "--warm-only", "--variant", v.name, "--dtype", d,
+                                                *(x for st in group for x in ("--set", st)),
+                                                "--output", str(self.work / f"{name}.json")), v.name))
         return tasks
 
     def _run_side(self, tasks, slots: int, stop: threading.Event, counts: collections.Counter) -> None:
@@ -501,6 +506,13 @@ class GpuRun:
         done = all(p.status == "done" for p in self.state.phases.values())
         self.state.save(complete=done)
         _print_breakdown(self.state)
+
+
+def _warm_groups(sets: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The shape sets warmed per process: head size 128 on its own, the others together."""
+    wide = tuple(s for s in sets if s == "head128")
+    rest = tuple(s for s in sets if s != "head128")
+    return [g for g in (rest, wide) if g]
 
 
 def ggml_ready() -> bool:

@@ -146,7 +146,7 @@ class _Worker:
         read_fd, write_fd = os.pipe()
         self.log = Path(tempfile.mkstemp(prefix=f"worker-{variant}-", suffix=".log", dir=log_dir)[1])
         job = {"variant": variant, "cases": [c.id for c in cases], "plugins": cfg.plugins,
-               "entry_points": cfg.entry_points, "mutants": cfg.mutants, "backward": kind == "backward",
+               "entry_points": cfg.entry_points, "mutants": cfg.mutants, "backward": kind == "backward", "kind": kind,
                "baselines": cfg.baselines_now(), "oracle_dir": cfg.oracle_dir}
         env = {**os.environ, **worker_env(cfg.jobs, slot, cfg.gpus),
                "WKVBENCH_RESULT_FD": str(write_fd), "PYTHONFAULTHANDLER": "1"}
@@ -242,6 +242,8 @@ def run_variant(variant: str, cases: list[Case], cfg: WorkerConfig,
                 break
             if "ready" in msg:
                 ready, t_case = True, time.perf_counter()
+                continue
+            if "alive" in msg:  # a round of a configuration sweep: the case is still making progress
                 continue
             cfg.add_baselines(msg.get("baseline") or {})
             res = CheckResult.from_dict(msg["result"])

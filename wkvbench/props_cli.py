@@ -131,8 +131,10 @@ def _jobs(v: KernelVariant, args: argparse.Namespace, checker: Checker):
 
 def run_properties(args: argparse.Namespace, console: Console, variants: list[KernelVariant],
                    out: Path) -> int:
+    from . import autotune
     from .provenance import provenance
 
+    autotune.install()  # one pinned configuration per autotuned Triton kernel, as in verify
     checker = Checker()
     results: list[dict] = []
     head = {"schema": "wkvbench.properties/1", "provenance": provenance(),

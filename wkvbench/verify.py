@@ -67,6 +67,7 @@ class Selection:
     backward: bool = False  # check gradients instead of the forward
     with_backward: bool = False  # check the forward and the gradients, in one run
     extra_cases: tuple[str, ...] = ()  # case ids checked besides the set (the benchmark gates of `gpu`)
+    configs: bool = False  # also check every autotune configuration of each Triton variant once (autotune.sweep)
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -114,14 +115,40 @@ class Report:
 
 def _jobs(selection: Selection) -> list[tuple[KernelVariant, Case, str]]:
     """(variant, case, kind) of every row the selection asks for; gradients only of variants with a
-    backward (and never of ``gdn_wy``, a chunk stage without one), on the set's cases only."""
+    backward (and never of ``gdn_wy``, a chunk stage without one), on the set's cases only. With
+    ``configs``, one ``<kind>-configs`` row per Triton variant and kind (``sweep_case``)."""
     vs, cases = selection.variants(), selection.cases()
     extra = set(selection.extra_cases) - set(selection.case_ids)
-    return [(v, c, kind) for kind in selection.kinds for c in cases for v in vs if v.operator == c.op
+    jobs = [(v, c, kind) for kind in selection.kinds for c in cases for v in vs if v.operator == c.op
             and (kind == "forward" or (v.supports_backward and c.op != "gdn_wy" and c.id not in extra))]
+    if selection.configs:
+        for kind in selection.kinds:
+            for v in vs:
+                c = sweep_case(v, [c for v2, c, k in jobs if v2 is v and k == kind], kind)
+                if v.backend.startswith("triton") and c is not None:  # triton, triton-interpret
+                    jobs.append((v, c, f"{kind}-configs"))
+    return jobs
+
+
+def sweep_case(v: KernelVariant, cases: list[Case], kind: str) -> Case | None:
+    """The case a variant's configurations are swept on: in its first dtype of bf16, fp16, fp32 among
+    ``cases``, the first ``model`` case (else the first case) that is no known failure."""
+    from .tolerances import known_failure
+
+    for dtype in ("bf16", "fp16", "fp32"):
+        pool = [c for c in cases if c.dtype == dtype and dtype in v.dtypes and known_failure(
+            v.name, ("backward:" if kind == "backward" else "") + c.id) is None]
+        pool.sort(key=lambda c: c.domain != "model")
+        if pool:
+            return pool[0]
+    return None
 
 
 def _check(checker: Checker, v: KernelVariant, c: Case, kind: str) -> CheckResult:
+    if kind.endswith("-configs"):
+        from .autotune import sweep
+
+        return sweep(checker, v, c, kind[: -len("-configs")])
     return check_backward(checker, v, c) if kind == "backward" else checker.check(v, c)
 
 
@@ -138,6 +165,9 @@ def run(selection: Selection, console: Console | None = None, partial: Path | No
     and their (variant, case, kind) jobs are not run again."""
     console = console or make_console(stderr=True)
     report, checker = Report(results=list(prior or [])), Checker()
+    from . import autotune
+
+    pinned_here = isolate is None and not autotune.installed() and autotune.install()
     done = {row_key(r.variant, r.case.id, r.kind) for r in report.results}
     jobs = [(v, c, k) for v, c, k in _jobs(selection) if row_key(v.name, c.id, k) not in done]
     t0 = time.perf_counter()
@@ -164,6 +194,8 @@ def run(selection: Selection, console: Console | None = None, partial: Path | No
     finally:
         if sink:
             sink.close()
+        if pinned_here:  # one pinned configuration per autotuned kernel while verifying, no longer
+            autotune.uninstall()
     if shrink_dir is not None and "forward" in selection.kinds:
         _shrink_failures(report, checker, shrink_dir)
     report.seconds = time.perf_counter() - t0
@@ -199,10 +231,11 @@ def _run_isolated(jobs: list[tuple[KernelVariant, Case, str]], checker: Checker,
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(objs), os.cpu_count() or 1))) as ex:
         list(ex.map(availability, sorted(objs)))
     runnable = []
-    for unit in sorted(units, key=lambda u: (not objs[u[0]].baseline, cost_rank(objs[u[0]]), u[1] == "forward", u)):
+    for unit in sorted(units, key=lambda u: (not objs[u[0]].baseline, cost_rank(objs[u[0]]),
+                                             not u[1].endswith("-configs"), u[1] == "forward", u)):
         name, kind, _ = unit
         v = objs[name]
-        if availability(name) and (kind == "forward" or v.supports_backward):
+        if availability(name) and (kind.startswith("forward") or v.supports_backward):
             runnable.append(unit)
             continue
         for c in units[unit]:  # SKIP with the reason, decided before anything runs
@@ -450,6 +483,7 @@ def _document(selection: Selection, prov: dict, counts: dict, skips: dict, secon
                       "cases": list(selection.case_ids), "case_set": selection.case_set,
                       "devices": list(selection.devices), "backward": selection.backward,
                       "with_backward": selection.with_backward, "extra_cases": list(selection.extra_cases),
+                      "configs": selection.configs,
                       "seed": selection.seed if selection.seed is not None
                       else int(os.environ.get("WKVBENCH_SEED", "0")),
                       "exclude": list(selection.exclude_globs), **(extra or {})},
