@@ -52,7 +52,7 @@ class Options:
     variants: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     jobs: int = 0  # verify workers (0: one per core, at most one per 2 GiB)
-    side_jobs: int = 0  # properties / warm processes beside them (0: half the cores)
+    side_jobs: int = 0  # properties / warm processes beside them (0: one per core)
     gpus: int = 0  # 0: every GPU torch sees
     ggml_src: Path | None = None  # patched ggml-python source to build with CUDA (CMAKE_ARGS)
     ggml_pip: tuple[str, ...] = ()  # extra pip arguments for that build (offline: --no-index ...)
@@ -255,7 +255,7 @@ class GpuRun:
         self.ngpu = ngpu
         ggml = self._start_ggml()
         try:
-            ok = self._parallel(ngpu, ggml_pending=ggml is not None)
+            ok = self._parallel(ngpu)
             ok &= self._ggml_verify(ggml)
             if ngpu and "bench" in self.opt.phases:
                 ok &= self._phase("bench", lambda: self._bench(ngpu))
@@ -371,7 +371,7 @@ class GpuRun:
                     _say(f"side task {name} exited with {rc}:\n{_tail(self.procs.logs / (name + '.log'))}")
             time.sleep(0.5)
 
-    def _parallel(self, ngpu: int, ggml_pending: bool) -> bool:
+    def _parallel(self, ngpu: int) -> bool:
         """verify (all cores) with the side tasks beside it; the phase ends when both have."""
         ph = self.state.phase("verify")
         side_ph = self.state.phase("side")
@@ -382,7 +382,10 @@ class GpuRun:
         verify_done, side_done = ph.status == "done", side_ph.status == "done"
         ph.status = side_ph.status = "running"
         self.state.save()
-        excl = ("*.ggml.*",) if ggml_pending else ()  # ggml-python is not importable before its build
+        # ggml's variants are verified in a process of their own (ggml-verify): before its build
+        # ggml-python is not importable, and a verify parent that had loaded both ggml's CUDA build
+        # and torch's CUDA extensions died of SIGSEGV on the H100 (2026-11-24, FINDINGS.md)
+        excl = ("*.ggml.*",)
         self.opt.exclude = (*self.opt.exclude, *excl)
         vp = None
         if not verify_done and "verify" in self.opt.phases and not _complete(self.verify):
@@ -390,16 +393,14 @@ class GpuRun:
             _say(f"verify: {shlex.join(cmd[3:])[:300]}")
             vp = self.procs.start("verify", cmd)
         tasks = self._side_tasks(ggml=False) if not side_done else []
-        cores = os.cpu_count() or 2
-        slots = self.opt.side_jobs or max(1, cores // 2)
-
-        def slots_now() -> int:  # half the cores beside the verification, all of them after it
-            return slots if self.opt.side_jobs or (vp is not None and vp.poll() is None) else cores
-
+        # one per core beside the verification's workers: both wait on the GPU much of the time
+        # (H100, 2026-11-24: 24 processes on 16 cores averaged 18.7 busy; the side tasks, half the
+        # cores then, ended 210 s after the verification)
+        slots = self.opt.side_jobs or (os.cpu_count() or 2)
         stop, counts = threading.Event(), collections.Counter()
-        side = threading.Thread(target=self._run_side, args=(tasks, slots_now, stop, counts), daemon=True)
+        side = threading.Thread(target=self._run_side, args=(tasks, lambda: slots, stop, counts), daemon=True)
         side.start()
-        _say(f"side: {len(tasks)} properties/warm-up processes, {slots} at a time ({cores} once verify ends)")
+        _say(f"side: {len(tasks)} properties/warm-up processes, {slots} at a time")
         next_beat = time.time() + HEARTBEAT_S
         while (vp is not None and vp.poll() is None) or side.is_alive():
             time.sleep(1)
@@ -427,16 +428,15 @@ class GpuRun:
         return ok
 
     def _ggml_verify(self, build: subprocess.Popen | None) -> bool:
-        if build is None:
-            return True
-        ph = self.state.phase("ggml")
-        t0 = time.time()
-        rc = self.procs.wait(build)
-        ph.seconds = time.time() - (ph.started or t0)
-        ph.status = "done" if rc == 0 else "failed"
-        ph.detail = "" if rc == 0 else f"pip exited with {rc}: " + _tail(self.procs.logs / "ggml-build.log", 3)
-        self.state.save()
-        _say(f"ggml: build {ph.status} after {ph.seconds:.0f} s (waited {time.time() - t0:.0f} s for it)")
+        if build is not None:
+            ph = self.state.phase("ggml")
+            t0 = time.time()
+            rc = self.procs.wait(build)
+            ph.seconds = time.time() - (ph.started or t0)
+            ph.status = "done" if rc == 0 else "failed"
+            ph.detail = "" if rc == 0 else f"pip exited with {rc}: " + _tail(self.procs.logs / "ggml-build.log", 3)
+            self.state.save()
+            _say(f"ggml: build {ph.status} after {ph.seconds:.0f} s (waited {time.time() - t0:.0f} s for it)")
 
         def verify_ggml():
             names = [v.name for v in self._selected() if v.backend == "ggml"]  # the selection's ggml variants
@@ -616,7 +616,7 @@ def add_parser(sub) -> None:
     p.add_argument("--variant", action="append", default=[], metavar="GLOB")
     p.add_argument("--exclude", action="append", default=[], metavar="GLOB")
     p.add_argument("--jobs", type=int, default=0, help="verify workers (default: one per core)")
-    p.add_argument("--side-jobs", type=int, default=0, help="properties/warm-up processes (default: half the cores)")
+    p.add_argument("--side-jobs", type=int, default=0, help="properties/warm-up processes (default: one per core)")
     p.add_argument("--gpus", type=int, default=0, help="GPUs to use (default: all that torch sees)")
     p.add_argument("--ggml-src", type=Path, default=None,
                    help="patched ggml-python source to build with CUDA in the background (nox -s gpu sets it)")

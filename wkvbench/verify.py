@@ -132,12 +132,19 @@ def _jobs(selection: Selection) -> list[tuple[KernelVariant, Case, str]]:
 
 def sweep_case(v: KernelVariant, cases: list[Case], kind: str) -> Case | None:
     """The case a variant's configurations are swept on: in its first dtype of bf16, fp16, fp32 among
-    ``cases``, the first ``model`` case (else the first case) that is no known failure."""
+    ``cases``, the first ``model`` case (else the first case) that the variant supports and that is
+    no known failure."""
     from .tolerances import known_failure
+
+    def fits(c: Case) -> bool:
+        try:
+            return bool(v.supports(c))
+        except Exception:  # noqa: BLE001 - a variant that cannot say is judged on its own rows
+            return True
 
     for dtype in ("bf16", "fp16", "fp32"):
         pool = [c for c in cases if c.dtype == dtype and dtype in v.dtypes and known_failure(
-            v.name, ("backward:" if kind == "backward" else "") + c.id) is None]
+            v.name, ("backward:" if kind == "backward" else "") + c.id) is None and fits(c)]
         pool.sort(key=lambda c: c.domain != "model")
         if pool:
             return pool[0]
