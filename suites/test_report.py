@@ -370,3 +370,32 @@ def test_a_crashed_or_hung_case_colours_its_cell_as_a_failure():
     for status in ("CRASH", "TIMEOUT"):
         cls, body, tip = cell([{"variant": "gla.ggml.cuda", "case": "c", "status": status, "reason": "signal 6"}])
         assert cls == "fail" and "FAIL 1/1" in body and status in tip
+
+
+def test_the_report_shows_where_a_gpu_runs_time_went_and_its_stability(tmp_path):
+    """A ``nox -s gpu`` results set (run.json, stability.json) becomes the "GPU runs" section: each
+    phase with its seconds, the worker seconds per variant, and the stability rows with their verdicts."""
+    import json
+
+    from wkvbench.report.runs import runs_section
+
+    d = tmp_path / "gpu" / "box"
+    d.mkdir(parents=True)
+    (d / "run.json").write_text(json.dumps({
+        "schema": "wkvbench.run/1", "complete": True, "install_s": 28.0, "wall_s": 1153.3,
+        "provenance": {"gpu": {"name": "NVIDIA H100"}, "git": {"commit": "957fbcfd3aa1"}},
+        "phases": {"verify": {"status": "done", "seconds": 887.0, "detail": "2106 PASS"},
+                   "bench": {"status": "done", "seconds": 222.0, "detail": "225 OK"}},
+        "variant_seconds": {"gla.fla.chunk": {"forward": 93.0, "warm": 2090.0}}}))
+    (d / "stability.json").write_text(json.dumps({
+        "schema": "wkvbench.stability/1", "repeats": 5, "spread_max": 0.01, "ratio_max": 0.02, "rows": [
+            {"shape_set": "decode", "variant": "v1", "dtype": "bf16", "mode": "graph", "engine_median_ms": 0.1118,
+             "spread": 0.0049, "ratio": 0.994, "ok": True},
+            {"shape_set": "decode", "variant": "v2", "dtype": "bf16", "mode": "graph", "engine_median_ms": 0.0069,
+             "spread": 2.92, "ratio": 5.28, "ok": False}]}))
+    html = runs_section(tmp_path, str)
+    assert "wall 1153 s after 28 s of installation; complete" in html
+    assert "<td>verify</td><td>done</td><td>887</td><td>2106 PASS</td>" in html
+    assert "<td>gla.fla.chunk</td><td>93</td><td>2090</td><td>2183</td>" in html
+    assert "1/2 rows within the targets" in html and "111.8 us" in html and "<td>NO</td>" in html
+    assert "No <code>nox -s gpu</code> run" in runs_section(tmp_path / "gpu" / "none", str)

@@ -393,9 +393,9 @@ class GpuRun:
             _say(f"verify: {shlex.join(cmd[3:])[:300]}")
             vp = self.procs.start("verify", cmd)
         tasks = self._side_tasks(ggml=False) if not side_done else []
-        # one per core beside the verification's workers: both wait on the GPU much of the time
-        # (H100, 2026-11-24: 24 processes on 16 cores averaged 18.7 busy; the side tasks, half the
-        # cores then, ended 210 s after the verification)
+        # one per core beside the verification's workers: both wait on the GPU much of the time. With
+        # half the cores the side tasks ended 210 s after the verification on the H100 (2026-11-24);
+        # with one per core they ended before it, and the run was 26 s shorter
         slots = self.opt.side_jobs or (os.cpu_count() or 2)
         stop, counts = threading.Event(), collections.Counter()
         side = threading.Thread(target=self._run_side, args=(tasks, lambda: slots, stop, counts), daemon=True)

@@ -21,6 +21,7 @@ from . import svg
 from .asv import History, history
 from .matrix import error_vs_dtype_charts, esc, fmt, group_runs, matrix_table, rows_table
 from .perf import bench_section
+from .runs import runs_section
 from .sources import DriftSet, ReportInputError, Sources, load
 
 __all__ = ["ReportInputError", "Summary", "build"]
@@ -301,7 +302,7 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
         f"{len(src.bench)} bench files, {len(src.drift)} drift files, {len(hist)} asv series. "
         "Every error is judged against the float64 NumPy oracle.</p>",
         '<nav><a href="#correctness">correctness</a><a href="#errors">error plots</a>'
-        '<a href="#performance">performance</a><a href="#history">history</a>'
+        '<a href="#performance">performance</a><a href="#runs">GPU runs</a><a href="#history">history</a>'
         '<a href="#provenance">provenance</a><a href="#rows">all results</a></nav>',
         '<section id="correctness"><h2>Correctness: variant × operator × dtype</h2>',
         legend,
@@ -323,6 +324,9 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
                 "report picks them up automatically.</p>"
             ]
         ),
+        "</section>",
+        '<section id="runs"><h2>GPU runs: where the time went</h2>',
+        runs_section(results, _shown),
         "</section>",
         '<section id="history"><h2>History (asv)</h2>',
         site_link,
