@@ -19,7 +19,7 @@ class _Graph:
 
 
 def _stub(monkeypatch, host_us: float, device_us: float, kernel_ms: float = 0.1, replay_ms: float = 0.1,
-          capture_error: Exception | None = None) -> None:
+          capture_error: Exception | None = None, in_replay_ms: float | None = None) -> None:
     def capture(fn):
         if capture_error is not None:
             raise capture_error
@@ -27,7 +27,8 @@ def _stub(monkeypatch, host_us: float, device_us: float, kernel_ms: float = 0.1,
 
     monkeypatch.setattr(timing, "launch_profile", lambda fn: {"host_us": host_us, "device_us": device_us})
     monkeypatch.setattr(timing, "_capture", capture)
-    monkeypatch.setattr(timing, "_profiler_ms", lambda fn: kernel_ms)
+    monkeypatch.setattr(timing, "_profiler_ms", lambda fn: kernel_ms if in_replay_ms is None or fn is call
+                        else in_replay_ms)
     monkeypatch.setattr(timing, "_replay_ms", lambda g: replay_ms)
     monkeypatch.setattr("torch.cuda.synchronize", lambda: None)
 
@@ -53,6 +54,14 @@ def test_a_graph_that_missed_the_work_is_refused_for_cupti_kernel_sums(monkeypat
     _stub(monkeypatch, host_us=4000, device_us=4700, kernel_ms=4.6, replay_ms=0.0013)
     fn, mode, why, _ = timing.choose_mode(call, None, "events")
     assert fn is call and mode == "profiler" and "missed work" in why and "replay 1.3 us" in why
+
+
+def test_a_graph_whose_replay_runs_no_kernel_is_refused_though_its_events_look_right(monkeypatch):
+    """Events around a replay can span unrelated pending work; CUPTI names the kernels the replay ran."""
+    _stub(monkeypatch, host_us=19, device_us=13.4, kernel_ms=0.0113, replay_ms=0.0128, in_replay_ms=0.0)
+    fn, mode, why, launch = timing.choose_mode(call, None, "events")
+    assert fn is call and mode == "profiler" and "kernels CUPTI saw in it 0.0 us" in why
+    assert launch["replay_kernel_us"] == 0.0
 
 
 def test_a_call_that_cannot_be_captured_is_timed_by_cupti(monkeypatch):
