@@ -117,7 +117,6 @@ def _venv_params() -> dict:
 def tests(session: nox.Session) -> None:
     """The project's own tests: oracle self-checks, the judge, the registry, every CPU variant vs the oracle."""
     _install_runtime(session, "test", "cpu-kernels", "clash")
-    _ensure_chromium(session)
     session.run("python", "-m", "pytest", *session.posargs, env={"PYTHONHASHSEED": "0"})
 
 
@@ -241,30 +240,6 @@ def lint(session: nox.Session) -> None:
     """ruff over the whole tree."""
     session.install("ruff")
     session.run("ruff", "check", ".", *session.posargs)
-
-
-def _ensure_chromium(session: nox.Session) -> None:
-    """Install Debian's chromium for the headless-browser report test when it is missing and apt-get is
-    usable (root); quiet (output to a log file) and bounded to 10 minutes. Otherwise that test skips
-    with the reason "chromium not installed (...)"."""
-    import shutil
-    import subprocess
-
-    if any(shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")):
-        return
-    if not shutil.which("apt-get") or not hasattr(os, "geteuid") or os.geteuid() != 0:
-        session.log("chromium not installed and apt-get not usable as root: the browser test will skip")
-        return
-    log = os.path.join(session.create_tmp(), "apt-chromium.log")
-    session.log(f"installing chromium for the headless-browser report test (apt-get, <= 10 min, log {log})")
-    script = ("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium")
-    with open(log, "w") as f:
-        try:
-            rc = subprocess.run(["sh", "-c", script], stdout=f, stderr=subprocess.STDOUT,
-                                timeout=600).returncode
-        except subprocess.TimeoutExpired:
-            rc = "timeout"
-    session.log(f"chromium install: {'ok' if rc == 0 else f'failed ({rc}), see {log}; the test will skip'}")
 
 
 @nox.session(default=False)

@@ -321,7 +321,7 @@ def test_png_reader_undoes_every_filter(tmp_path, channels):
 CHROMIUM = find_chromium()
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None,
-    reason="chromium not installed (apt-get install chromium; nox -s tests installs it when run as root)")
+    reason="chromium not installed (a system dependency, not installed by nox: apt-get install chromium)")
 
 
 @needs_chromium
