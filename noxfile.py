@@ -277,10 +277,11 @@ def gate(session: nox.Session) -> None:
     ``nox -s gate -- --baseline B.json [...] --candidate C.json [...] [--noise N.json] [--markdown PR.md]``;
     ``nox -s gate -- noise --runs a.json b.json c.json --output N.json``;
     ``nox -s gate -- ab --baseline-cmd "..." --candidate-cmd "..." --rounds 3 --confirm``.
-    Exit 0 pass, 1 regression, 2 bad input, 3 not comparable. Installs only the package (numpy, rich).
+    Exit 0 pass, 1 regression, 2 bad input, 3 not comparable. Installs the package (numpy, rich) and
+    the ``gate`` group (SciPy).
     """
     offline = ["--no-index", "--find-links", WHEELHOUSE] if WHEELHOUSE else []
-    session.install(*offline, ".")
+    session.install(*offline, ".", *GROUPS["gate"])
     session.run("python", "-m", "wkvbench", "gate", *session.posargs)
 
 

@@ -9,31 +9,15 @@ import math
 import numpy as np
 import pytest
 
-from wkvbench.stats import mann_whitney_u, midranks, quartiles, robust_rel_sd, u_distribution
-
-
-def _brute_u_counts(n1: int, n2: int) -> dict[int, int]:
-    counts: dict[int, int] = {}
-    n = n1 + n2
-    for chosen in itertools.combinations(range(1, n + 1), n1):
-        u = sum(chosen) - n1 * (n1 + 1) // 2
-        counts[u] = counts.get(u, 0) + 1
-    return counts
-
-
-@pytest.mark.parametrize("n1,n2", [(1, 1), (2, 7), (3, 4), (4, 5), (5, 5), (6, 3)])
-def test_exact_distribution_equals_enumeration(n1, n2):
-    dist = u_distribution(n1, n2)
-    brute = _brute_u_counts(n1, n2)
-    assert len(dist) == n1 * n2 + 1
-    assert dist.sum() == math.comb(n1 + n2, n1)
-    assert [int(c) for c in dist] == [brute.get(u, 0) for u in range(n1 * n2 + 1)]
+from wkvbench.stats import mann_whitney_u, quartiles, robust_rel_sd
 
 
 def _brute_p(x, y) -> tuple[float, float]:
     """One-sided p-values by permuting the pooled sample over every split (midranks for ties)."""
+    from scipy.stats import rankdata
+
     both = np.concatenate([x, y])
-    ranks = midranks(both)
+    ranks = rankdata(both)  # midranks for ties
     n1 = len(x)
     u_obs = ranks[:n1].sum() - n1 * (n1 + 1) / 2
     us = [ranks[list(c)].sum() - n1 * (n1 + 1) / 2 for c in itertools.combinations(range(len(both)), n1)]
@@ -66,10 +50,22 @@ def test_normal_approximation_with_ties_is_close_to_the_permutation_distribution
 @pytest.mark.parametrize("n,critical", [(5, 4), (8, 15), (10, 27), (20, 138)])
 def test_published_one_sided_critical_values(n, critical):
     """Mann-Whitney tables, one-tailed alpha = 0.05, n1 = n2 = n: U <= critical is significant and
-    critical + 1 is not."""
-    dist = u_distribution(n, n)
-    cdf = np.cumsum(dist) / dist.sum()
-    assert cdf[critical] <= 0.05 < cdf[critical + 1]
+    critical + 1 is not (samples built to give exactly that U: y's values interleaved into x's)."""
+    def samples_with_u(u):  # x = 0..n-1; y placed so that exactly u pairs have x_i > y_j
+        x = np.arange(n, dtype=float)
+        y = np.full(n, n + 0.5)
+        left = u
+        for j in range(n):
+            k = min(left, n)  # y_j sits above n - k of the x values
+            y[j] = n - k - 0.5 + 1e-3 * j  # distinct: no ties, so the exact test applies
+            left -= k
+        return x, y
+
+    for u, significant in ((critical, True), (critical + 1, False)):
+        x, y = samples_with_u(u)
+        mw = mann_whitney_u(x, y)
+        assert mw.method == "exact" and mw.u == u
+        assert (mw.p_less <= 0.05) is significant, (u, mw.p_less)
 
 
 def test_direction_symmetry_and_the_smallest_p():
@@ -93,8 +89,7 @@ def test_bad_samples_raise_clear_errors(x, y, msg):
         mann_whitney_u(x, y)
 
 
-def test_midranks_quartiles_and_spread():
-    assert list(midranks(np.array([3.0, 1.0, 3.0, 2.0]))) == [3.5, 1.0, 3.5, 2.0]
+def test_quartiles_and_spread():
     assert quartiles([1, 2, 3, 4, 5]) == (2.0, 3.0, 4.0)
     rng = np.random.default_rng(3)
     assert robust_rel_sd(100 * np.exp(rng.normal(0, 0.02, 4000))) == pytest.approx(0.02, rel=0.1)
