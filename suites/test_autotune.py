@@ -40,8 +40,8 @@ def _tuner(kernel, blocks=(16, 32, 64)):
     def no_bench(*a, **k):
         raise AssertionError("a pinned autotuner must not benchmark")
 
-    return Autotuner(kernel, kernel.arg_names, [triton.Config({"BLOCK": b}) for b in blocks], ["n"], None, None,
-                     do_bench=no_bench)
+    configs = [triton.Config({"BLOCK": b}) for b in blocks]
+    return Autotuner(kernel, kernel.arg_names, configs, ["n"], None, None, do_bench=no_bench)
 
 
 @pytest.fixture
@@ -143,8 +143,9 @@ def test_sweep_names_the_failing_round_and_its_configurations(pinned):
 
 
 def test_sweep_without_autotuned_kernels_is_a_skip_with_its_reason(pinned):
-    from wkvbench.check import Checker
     from wkvbench.kernels.base import get
+
+    from wkvbench.check import Checker
 
     res = autotune.sweep(Checker(), get("wkv7.torch.recurrent"), CASE, "forward")
     assert res.status == SKIP and "no autotuned Triton kernel" in res.reason
@@ -175,8 +176,9 @@ def test_verify_sweeps_a_real_fla_kernel_under_the_triton_interpreter(tmp_path):
     pytest.importorskip("fla")
     out = tmp_path / "v.json"
     env = {**os.environ, "TRITON_INTERPRET": "1"}
-    subprocess.run([sys.executable, "-m", "wkvbench", "verify", "--variant", "wkv7.fla.fused_recurrent.interp",
-                    "--case", "wkv7/model/B2-T37-H2-N64-h0/fp32/s0", "--configs", "--output", str(out)],
+    args = ["--variant", "wkv7.fla.fused_recurrent.interp", "--case", "wkv7/model/B2-T37-H2-N64-h0/fp32/s0",
+            "--configs", "--output", str(out)]
+    subprocess.run([sys.executable, "-m", "wkvbench", "verify", *args],
                    env=env, check=True, capture_output=True, timeout=600)
     rows = {r["kind"]: r for r in json.loads(out.read_text())["results"]}
     assert rows["forward"]["status"] == "PASS", rows["forward"]["reason"]

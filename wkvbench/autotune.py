@@ -110,7 +110,7 @@ def _pinned_run(self, *args, **kwargs):
     """``Autotuner.run`` with the configuration of this round instead of a benchmark of them all."""
     if len(self.configs) <= 1:
         return _ORIGINAL(self, *args, **kwargs)
-    self.nargs = dict(zip(self.arg_names, args))
+    self.nargs = dict(zip(self.arg_names, args, strict=False))
     configs = self.prune_configs(kwargs)
     name = kernel_name(self)
     seen = STATE.kernels.setdefault(name, KernelConfigs())

@@ -48,17 +48,20 @@ def _stability_block(doc: dict, shown: str) -> str:
     out = []
     for r in rows:
         if "error" in r:
-            out.append((r.get("shape_set"), r.get("variant"), r.get("dtype"), "", "", "", "", r["error"][:80]))
+            out.append((r.get("shape_set"), r.get("variant"), r.get("dtype"), "", "", "", "",
+                        r["error"][:80]))
             continue
         ratio = r.get("ratio")
         out.append((r["shape_set"], r["variant"], r["dtype"], r.get("mode", ""),
                     f"{r['engine_median_ms'] * 1e3:.1f} us", f"{100 * r['spread']:.2f} %",
                     f"{ratio:.3f}" if ratio else "-", "yes" if r.get("ok") else "NO"))
-    return (f"<h3>Timing stability</h3><p class=meta><code>{esc(shown)}</code>: {doc.get('repeats')} rounds "
+    return (f"<h3>Timing stability</h3><p class=meta><code>{esc(shown)}</code>: "
+            f"{doc.get('repeats')} rounds "
             f"per row, the engine against triton's do_bench; {ok}/{len(rows)} rows within the targets "
             f"(spread at most {100 * doc.get('spread_max', 0.01):.0f} %, within "
             f"{100 * doc.get('ratio_max', 0.02):.0f} % of the reference).</p><details><summary>rows</summary>"
-            + _table(("set", "variant", "dtype", "mode", "engine", "spread", "ratio", "ok"), out) + "</details>")
+            + _table(("set", "variant", "dtype", "mode", "engine", "spread", "ratio", "ok"), out)
+            + "</details>")
 
 
 def runs_section(root: Path, shown) -> str:
