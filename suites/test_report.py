@@ -378,6 +378,7 @@ def test_the_report_shows_where_a_gpu_runs_time_went_and_its_stability(tmp_path)
     import json
 
     from wkvbench.report.runs import runs_section
+    from wkvbench.report.sources import load
 
     d = tmp_path / "gpu" / "box"
     d.mkdir(parents=True)
@@ -393,9 +394,11 @@ def test_the_report_shows_where_a_gpu_runs_time_went_and_its_stability(tmp_path)
              "spread": 0.0049, "ratio": 0.994, "ok": True},
             {"shape_set": "decode", "variant": "v2", "dtype": "bf16", "mode": "graph", "engine_median_ms": 0.0069,
              "spread": 2.92, "ratio": 5.28, "ok": False}]}))
-    html = runs_section(tmp_path, str)
+    src = load(tmp_path)
+    assert not src.not_read  # both files are read, not listed under "Files not read"
+    html = runs_section(src.runs, src.stability)
     assert "wall 1153 s after 28 s of installation; complete" in html
     assert "<td>verify</td><td>done</td><td>887</td><td>2106 PASS</td>" in html
     assert "<td>gla.fla.chunk</td><td>93</td><td>2090</td><td>2183</td>" in html
     assert "1/2 rows within the targets" in html and "111.8 us" in html and "<td>NO</td>" in html
-    assert "No <code>nox -s gpu</code> run" in runs_section(tmp_path / "gpu" / "none", str)
+    assert "No <code>nox -s gpu</code> run" in runs_section([], src.stability)

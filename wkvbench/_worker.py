@@ -78,14 +78,11 @@ def main() -> int:
     checker = Checker(job.get("oracle_dir"))
     checker._baseline.update({k: v for k, v in job.get("baselines", {}).items()})
     _send(fd, {"ready": True})
-    kind = job.get("kind") or ("backward" if job.get("backward") else "forward")
+    kind = job["kind"]
     for cid in job["cases"]:
         case = Case.parse(cid)
-        if kind.endswith("-configs"):  # a sweep: one round per configuration, a heartbeat after each
-            res = autotune.sweep(checker, variant, case, kind[: -len("-configs")],
-                                 alive=lambda r: _send(fd, {"alive": r}))
-        else:
-            res = _check(checker, variant, case, kind)
+        # a configuration sweep sends a heartbeat after each round
+        res = _check(checker, variant, case, kind, alive=lambda r: _send(fd, {"alive": r}))
         fatal = res.status == ERROR and variant.device == "cuda" and CUDA_FATAL.search(res.reason)
         if fatal:
             res.status = CRASH

@@ -22,6 +22,7 @@ Benchmarks never install this: they time the kernel as its users run it, autotun
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 
@@ -84,6 +85,7 @@ def uninstall() -> None:
     _ORIGINAL = None
 
 
+@functools.cache
 def _unusable_errors() -> tuple[type[BaseException], ...]:
     from triton.runtime.errors import OutOfResources
 

@@ -350,13 +350,12 @@ class GpuRun:
                                                 "--output", str(self.work / f"{name}.json")), v.name))
         return tasks
 
-    def _run_side(self, tasks, slots, stop: threading.Event, counts: collections.Counter) -> None:
-        """Run the side tasks, ``slots()`` at a time (more once the verification has ended); per-variant
-        seconds into run.json."""
+    def _run_side(self, tasks, slots: int, stop: threading.Event, counts: collections.Counter) -> None:
+        """Run the side tasks, ``slots`` at a time; per-variant seconds into run.json."""
         queue = list(tasks)
         running: list[tuple[str, subprocess.Popen, float, str]] = []
         while (queue or running) and not stop.is_set():
-            while queue and len(running) < slots():
+            while queue and len(running) < slots:
                 name, cmd, variant = queue.pop(0)
                 running.append((name, self.procs.start(name, cmd, {"OMP_NUM_THREADS": "1"}), time.time(), variant))
             for item in list(running):
@@ -398,7 +397,7 @@ class GpuRun:
         # with one per core they ended before it, and the run was 26 s shorter
         slots = self.opt.side_jobs or (os.cpu_count() or 2)
         stop, counts = threading.Event(), collections.Counter()
-        side = threading.Thread(target=self._run_side, args=(tasks, lambda: slots, stop, counts), daemon=True)
+        side = threading.Thread(target=self._run_side, args=(tasks, slots, stop, counts), daemon=True)
         side.start()
         _say(f"side: {len(tasks)} properties/warm-up processes, {slots} at a time")
         next_beat = time.time() + HEARTBEAT_S
@@ -446,7 +445,7 @@ class GpuRun:
             p = self.procs.start("verify-ggml", self._verify_cmd(part, variants=names))
             tasks = self._side_tasks(ggml=True)
             counts: collections.Counter = collections.Counter()
-            self._run_side(tasks, lambda: max(1, len(tasks)), threading.Event(), counts)
+            self._run_side(tasks, max(1, len(tasks)), threading.Event(), counts)
             rc = self.procs.wait(p)
             if rc not in (0, 1) or not _complete(part):
                 return False, f"verify exited with {rc}: " + _tail(self.procs.logs / "verify-ggml.log", 3)

@@ -146,7 +146,7 @@ class _Worker:
         read_fd, write_fd = os.pipe()
         self.log = Path(tempfile.mkstemp(prefix=f"worker-{variant}-", suffix=".log", dir=log_dir)[1])
         job = {"variant": variant, "cases": [c.id for c in cases], "plugins": cfg.plugins,
-               "entry_points": cfg.entry_points, "mutants": cfg.mutants, "backward": kind == "backward", "kind": kind,
+               "entry_points": cfg.entry_points, "mutants": cfg.mutants, "kind": kind,
                "baselines": cfg.baselines_now(), "oracle_dir": cfg.oracle_dir}
         env = {**os.environ, **worker_env(cfg.jobs, slot, cfg.gpus),
                "WKVBENCH_RESULT_FD": str(write_fd), "PYTHONFAULTHANDLER": "1"}

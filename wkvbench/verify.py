@@ -123,9 +123,9 @@ def _jobs(selection: Selection) -> list[tuple[KernelVariant, Case, str]]:
             and (kind == "forward" or (v.supports_backward and c.op != "gdn_wy" and c.id not in extra))]
     if selection.configs:
         for kind in selection.kinds:
-            for v in vs:
+            for v in (v for v in vs if v.backend.startswith("triton")):  # triton, triton-interpret
                 c = sweep_case(v, [c for v2, c, k in jobs if v2 is v and k == kind], kind)
-                if v.backend.startswith("triton") and c is not None:  # triton, triton-interpret
+                if c is not None:
                     jobs.append((v, c, f"{kind}-configs"))
     return jobs
 
@@ -151,11 +151,12 @@ def sweep_case(v: KernelVariant, cases: list[Case], kind: str) -> Case | None:
     return None
 
 
-def _check(checker: Checker, v: KernelVariant, c: Case, kind: str) -> CheckResult:
+def _check(checker: Checker, v: KernelVariant, c: Case, kind: str, alive=None) -> CheckResult:
+    """One row of ``kind``; ``alive(round)`` is the heartbeat of a configuration sweep."""
     if kind.endswith("-configs"):
         from .autotune import sweep
 
-        return sweep(checker, v, c, kind[: -len("-configs")])
+        return sweep(checker, v, c, kind[: -len("-configs")], alive=alive)
     return check_backward(checker, v, c) if kind == "backward" else checker.check(v, c)
 
 

@@ -326,7 +326,7 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
         ),
         "</section>",
         '<section id="runs"><h2>GPU runs: where the time went</h2>',
-        runs_section(results, _shown),
+        runs_section(src.runs, src.stability),
         "</section>",
         '<section id="history"><h2>History (asv)</h2>',
         site_link,

@@ -3,18 +3,7 @@ schema ``wkvbench.run/1``) and the timing engine's stability check beside it (``
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from .matrix import esc
-
-
-def _read(path: Path, schema: str) -> dict | None:
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) and doc.get("schema") == schema else None
 
 
 def _table(head: tuple[str, ...], rows: list[tuple]) -> str:
@@ -23,7 +12,7 @@ def _table(head: tuple[str, ...], rows: list[tuple]) -> str:
     return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _run_block(path: Path, doc: dict, shown: str) -> str:
+def _run_block(doc: dict, shown: str) -> str:
     prov = doc.get("provenance", {})
     gpu, git = prov.get("gpu") or {}, prov.get("git") or {}
     phases = [(name, ph.get("status", ""), f"{ph.get('seconds', 0):.0f}", ph.get("detail", ""))
@@ -64,16 +53,15 @@ def _stability_block(doc: dict, shown: str) -> str:
             + "</details>")
 
 
-def runs_section(root: Path, shown) -> str:
-    """HTML for every run.json and stability.json under ``root`` (``shown`` formats a path)."""
+def runs_section(runs: list[tuple[str, dict]], stability: list[tuple[str, dict]]) -> str:
+    """HTML for each run (path, ``wkvbench.run/1`` document), each followed by the stability check
+    found in its folder."""
+    beside = {path.rsplit("/", 1)[0]: (path, doc) for path, doc in stability}
     parts = []
-    for path in sorted(root.rglob("run.json")):
-        doc = _read(path, "wkvbench.run/1")
-        if doc:
-            parts.append(_run_block(path, doc, shown(path)))
-            stab = _read(path.with_name("stability.json"), "wkvbench.stability/1")
-            if stab:
-                parts.append(_stability_block(stab, shown(path.with_name("stability.json"))))
+    for path, doc in runs:
+        parts.append(_run_block(doc, path))
+        if (stab := beside.get(path.rsplit("/", 1)[0])) is not None:
+            parts.append(_stability_block(stab[1], stab[0]))
     return "".join(parts) or "<p class=meta>No <code>nox -s gpu</code> run under this folder.</p>"
 
 

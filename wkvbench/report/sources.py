@@ -26,6 +26,8 @@ from pathlib import Path
 
 VERIFY = "wkvbench.verify/1"
 BENCH = "wkvbench.bench/1"
+RUN = "wkvbench.run/1"  # a `nox -s gpu` run: phases and time breakdown
+STABILITY = "wkvbench.stability/1"  # the timing engine against do_bench
 SKIP_DIRS = ("asv", "html", "parts")  # asv's files, the report's output, the parts of merged files
 # git-ignored local output (``verify`` writes reports/results/ by default): not part of the committed
 # report; pass ``--results reports/results`` to build a report of local runs
@@ -63,6 +65,8 @@ class Sources:
     verify: list[VerifyRun] = field(default_factory=list)
     bench: list[BenchRun] = field(default_factory=list)
     drift: list[DriftSet] = field(default_factory=list)
+    runs: list[tuple[str, dict]] = field(default_factory=list)  # (path, wkvbench.run/1 document)
+    stability: list[tuple[str, dict]] = field(default_factory=list)  # (path, wkvbench.stability/1)
     not_read: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
 
 
@@ -138,6 +142,10 @@ def load(root: Path) -> Sources:
             src.verify.append(VerifyRun(rel, doc, list(doc.get("results", []))))
         elif schema == BENCH:
             src.bench.append(BenchRun(rel, doc, list(doc.get("rows", []))))
+        elif schema == RUN:
+            src.runs.append((rel, doc))
+        elif schema == STABILITY:
+            src.stability.append((rel, doc))
         elif isinstance(schema, str) and schema.split("/")[0] in (VERIFY.split("/")[0], BENCH.split("/")[0]):
             raise ReportInputError(f"{p}: schema {schema!r} is not one this report reads ({VERIFY}, {BENCH})")
         else:
