@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from wkvbench.asv_record import BENCHMARK, record
-from wkvbench.gpu import attach_properties, merge_verify
+from wkvbench.verify_merge import attach_properties, merge_verify
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_BENCH = REPO / "suites/data/report/results/bench/bench-fixture.json"
@@ -57,6 +57,8 @@ def test_one_results_set_with_both_kinds_properties_and_the_time_breakdown(one_r
     assert "PASS" in run["phases"]["verify"]["detail"]
     assert run["variant_seconds"]["gla.torch.recurrent"]["backward"] > 0
     assert run["variant_seconds"]["gla.fla.fused_recurrent"]["properties"] > 0
+    # the CPU seconds of the processes (reaped with wait4: the verify parent includes its workers)
+    assert run["cpu_s"]["verify"] > 1 and run["cpu_s"]["side"] > 0.5 and run["cores"] == os.cpu_count()
     assert "where the time went" in p.stdout
 
 
@@ -134,3 +136,62 @@ def test_asv_record_writes_asv_files_that_asv_reads_back(tmp_path):
     got = sorted(tuple(round(x, 6) for x in r["samples_ms"]) for r in back["rows"] if r["status"] == "OK")
     assert got == sorted(tuple(round(x, 6) for x in r["samples_ms"]) for r in ok)  # the engine's samples
     assert sum(r["status"] == "SKIP" for r in back["rows"]) == len(back["rows"]) - n  # the rest: n/a
+
+
+def test_warm_groups_join_the_sets_that_share_head_count_and_size():
+    from wkvbench.bench import STANDARD_SETS
+    from wkvbench.gpu import _warm_groups
+
+    assert _warm_groups("wkv7", STANDARD_SETS) == [("quick",), ("decode", "prefill"), ("long",), ("head128",)]
+    # wkv4 is per channel (H = 1, N = C) and has no head128 shape
+    assert _warm_groups("wkv4", STANDARD_SETS) == [("quick",), ("decode", "prefill"), ("long",)]
+
+
+def test_a_warm_up_done_by_an_earlier_run_is_not_done_again(tmp_path, monkeypatch):
+    from wkvbench import gpu
+
+    triton = tmp_path / "triton"
+    (triton / "k").mkdir(parents=True)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(triton))
+    monkeypatch.setenv("TRITON_CACHE_AUTOTUNING", "1")
+    prov = {"gpu": {"name": "NVIDIA H100", "driver": "580", "cuda": "13.0"},
+            "versions": {"torch": "2.11.0", "triton": "3.6.0"}}
+
+    def tasks():
+        run = gpu.GpuRun(gpu.Options(out=tmp_path / "out", variants=("wkv7.fla.chunk",), dtypes=("bf16",)))
+        run.ngpu, run.state.provenance = 1, prov
+        return run, [name for name, _, _ in run._side_tasks(ggml=False)]
+
+    run, names = tasks()
+    assert names == ["warm-wkv7.fla.chunk-bf16-quick", "warm-wkv7.fla.chunk-bf16-decode+prefill",
+                     "warm-wkv7.fla.chunk-bf16-long", "warm-wkv7.fla.chunk-bf16-head128",
+                     "props-wkv7.fla.chunk"] and run.warmed_before == 0
+    gpu._mark_warm(prov, "warm-wkv7.fla.chunk-bf16-long")
+    run, names = tasks()
+    assert "warm-wkv7.fla.chunk-bf16-long" not in names and len(names) == 4 and run.warmed_before == 1
+    # another software stack, or Triton's cache gone, or autotune results not cached on disk: warm again
+    prov["versions"]["triton"] = "3.7.0"
+    assert len(tasks()[1]) == 5
+    prov["versions"]["triton"] = "3.6.0"
+    monkeypatch.setenv("TRITON_CACHE_AUTOTUNING", "0")
+    assert len(tasks()[1]) == 5
+    monkeypatch.setenv("TRITON_CACHE_AUTOTUNING", "1")
+    (triton / "k").rmdir()
+    assert len(tasks()[1]) == 5
+
+
+def test_processes_are_reaped_with_their_cpu_seconds_and_the_load_is_sampled(tmp_path):
+    from wkvbench.procs import Load, Procs
+
+    procs, load = Procs(tmp_path / "logs"), Load()
+    p = procs.start("spin", [sys.executable, "-c", "import time; t = time.process_time()\n"
+                                                   "while time.process_time() - t < 0.5: pass"])
+    assert procs.wait(p) == 0 and 0.4 < p.cpu_s < 5 and not procs.live
+    assert procs.poll(p) == 0  # a second look keeps the code
+    q = procs.start("fail", [sys.executable, "-c", "raise SystemExit(3)"])
+    while procs.poll(q) is None:
+        time.sleep(0.05)
+    assert q.returncode == 3 and (tmp_path / "logs" / "fail.log").read_text().startswith("$ ")
+    t, cpu, _gpu, _mem = load.sample()
+    assert t >= 0 and 0 <= cpu <= 100  # /proc/stat: the CI machine is Linux

@@ -387,7 +387,9 @@ def test_the_report_shows_where_a_gpu_runs_time_went_and_its_stability(tmp_path)
         "provenance": {"gpu": {"name": "NVIDIA H100"}, "git": {"commit": "957fbcfd3aa1"}},
         "phases": {"verify": {"status": "done", "seconds": 887.0, "detail": "2106 PASS"},
                    "bench": {"status": "done", "seconds": 222.0, "detail": "225 OK"}},
-        "variant_seconds": {"gla.fla.chunk": {"forward": 93.0, "warm": 2090.0}}}))
+        "variant_seconds": {"gla.fla.chunk": {"forward": 93.0, "warm": 2090.0}},
+        "cpu_s": {"verify": 5000.0, "side": 9000.4}, "cores": 16,
+        "load": [[30.0, 99.5, 40.0, 20.1], [60.0, 70.0, 100.0, 30.0], [90.0, None, None, None]]}))
     (d / "stability.json").write_text(json.dumps({
         "schema": "wkvbench.stability/1", "repeats": 5, "spread_max": 0.01, "ratio_max": 0.02, "rows": [
             {"shape_set": "decode", "variant": "v1", "dtype": "bf16", "mode": "graph", "engine_median_ms": 0.1118,
@@ -400,5 +402,8 @@ def test_the_report_shows_where_a_gpu_runs_time_went_and_its_stability(tmp_path)
     assert "wall 1153 s after 28 s of installation; complete" in html
     assert "<td>verify</td><td>done</td><td>887</td><td>2106 PASS</td>" in html
     assert "<td>gla.fla.chunk</td><td>93</td><td>2090</td><td>2183</td>" in html
+    assert "CPU seconds of the processes: verify 5000, side 9000 (16 cores)" in html
+    assert "CPU busy while verifying: mean 85 %, 1/2 samples at 90 % or more" in html
+    assert "GPU busy while verifying: mean 70 %, 1/2 samples" in html
     assert "1/2 rows within the targets" in html and "111.8 us" in html and "<td>NO</td>" in html
     assert "No <code>nox -s gpu</code> run" in runs_section([], src.stability)

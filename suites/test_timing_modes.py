@@ -78,3 +78,17 @@ def test_forced_settings(monkeypatch):
     assert fn is call and mode == "eager" and "missed work" in why  # asked for, impossible: eager, says why
     assert timing.choose_mode(call, False, "events")[1] == "eager"
     assert timing.choose_mode(call, None, "profiler")[1] == "profiler"  # ggml: its own stream
+
+
+def test_a_stopped_stability_run_keeps_the_rows_it_measured_of_the_same_file(tmp_path):
+    import json
+
+    from wkvbench.stability import SCHEMA, _kept
+
+    out = tmp_path / "stability.json"
+    good = {"variant": "wkv7.fla.chunk", "shape_set": "decode", "dtype": "bf16", "ok": True, "spread": 0.004}
+    bad = {"variant": "wkv7.fla.chunk", "shape_set": "decode", "dtype": "fp16", "ok": False, "error": "OOM"}
+    out.write_text(json.dumps({"schema": SCHEMA, "bench": "bench.json", "repeats": 5, "rows": [good, bad]}))
+    assert _kept(out, "bench.json", 5) == [good]  # a row that raised is measured again
+    assert _kept(out, "bench.json", 3) == [] and _kept(out, "other.json", 5) == []
+    assert _kept(tmp_path / "none.json", "bench.json", 5) == []

@@ -32,6 +32,7 @@ from .check import PASS, Checker
 from .kernels.base import KernelVariant, availability, variants
 from .provenance import provenance
 from .roofline import Ceilings, flops, measure_ceilings, min_bytes
+from .timing import SEM_BOUND
 
 SCHEMA = "wkvbench.bench/1"
 BENCH_OPS = ("wkv4", "wkv6", "wkv7", "gla", "gdn")  # gdn_wy is a chunk stage, not an operator
@@ -110,7 +111,7 @@ class BenchSelection:
     shard: tuple[int, int] = (0, 1)
     l2: str = "cold"
     graph: bool | None = None  # None: graph replays for launch-bound calls (wkvbench.timing)
-    sem_bound: float = 0.005
+    sem_bound: float = SEM_BOUND
     time_cap_s: float = 2.0
     min_reps: int = 10
     max_reps: int = 300

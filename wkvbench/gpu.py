@@ -6,7 +6,8 @@ What ``nox -s gpu`` runs after installing (online, or offline from a wheelhouse)
     verify.json   every variant x gpu-set case x dtype, forward and backward, plus the benchmark gate
                   cases; the properties of every CUDA variant under "properties" (wkvbench.verify/1)
     bench.json    the standard shape sets in every dtype, device time vs the roofline (wkvbench.bench/1)
-    run.json      provenance, the wall time of every phase and of every variant (wkvbench.run/1)
+    run.json      provenance, the wall time of every phase and of every variant, the CPU seconds of
+                  the processes and a time line of CPU and GPU load (wkvbench.run/1, ``runfile``)
 
 and records the bench samples in asv's history (``reports/asv/results``) and rebuilds the HTML report.
 
@@ -14,8 +15,10 @@ Phases, in the order they start::
 
     ggml        ggml-python built with CUDA in the background (``--ggml-src``), while the rest runs
     verify      one ``wkvbench verify`` process, one worker per (variant, kind, dtype), a worker per core
-    side        beside it: ``properties`` per CUDA variant and ``bench --warm-only`` per (variant, dtype)
-                (compiles and autotunes the benchmark shapes), half as many processes as cores
+    side        beside it: ``properties`` per CUDA variant and ``bench --warm-only`` per (Triton variant,
+                dtype, shape sets of one head count and size): compiles and autotunes the benchmark
+                shapes, one process per core; skipped when an earlier run on this machine warmed the
+                same thing into Triton's on-disk caches (``warm_marker``)
     ggml-verify the ggml variants (verify and properties), once their build is in
     bench       alone on the GPUs: one ``bench`` worker per GPU, gates taken from verify.json
     asv, report the bench samples into asv's results; the static HTML report
@@ -36,10 +39,13 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-SCHEMA = "wkvbench.run/1"
+from .procs import Load, Procs, tail
+from .runfile import State, print_breakdown
+from .verify_merge import attach_properties, merge_verify
+
 DTYPES_ALL = ("bf16", "fp16", "fp32")
 HEARTBEAT_S = 30.0
 
@@ -59,73 +65,9 @@ class Options:
     phases: tuple[str, ...] = ("verify", "side", "bench", "asv", "report")
     time_cap_s: float = 1.0
     timeout_s: float = 900.0
+    stability: int = 0  # repeats of the timing engine against do_bench on every bench row (0: none)
     t0: float | None = None  # when the install began (nox): the run's wall time counts from there
     results_root: Path = Path("reports")
-
-
-@dataclass
-class Phase:
-    name: str
-    status: str = "pending"  # running, done, failed
-    seconds: float = 0.0
-    started: float | None = None
-    detail: str = ""
-
-
-@dataclass
-class State:
-    """``run.json``: what has run, how long it took, and the per-variant breakdown (rewritten atomically
-    after every change, so a stopped run knows where it was)."""
-
-    path: Path
-    phases: dict[str, Phase] = field(default_factory=dict)
-    variant_seconds: dict[str, dict[str, float]] = field(default_factory=dict)
-    provenance: dict = field(default_factory=dict)
-    options: dict = field(default_factory=dict)
-    started_at: float = field(default_factory=time.time)
-    install_s: float | None = None
-    runs: int = 0  # how many times the command ran on this folder (resumes + 1)
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    @classmethod
-    def load(cls, path: Path) -> State:
-        st = cls(path)
-        if path.is_file():
-            doc = json.loads(path.read_text())
-            if doc.get("schema") != SCHEMA:
-                raise ValueError(f"{path}: schema {doc.get('schema')!r}, expected {SCHEMA!r}")
-            st.phases = {k: Phase(k, **{f: v for f, v in p.items() if f != "started"}) for k, p in doc["phases"].items()}
-            st.variant_seconds = doc.get("variant_seconds", {})
-            st.started_at = doc.get("started_at", st.started_at)
-            st.install_s = doc.get("install_s")
-            st.runs = doc.get("runs", 0)
-        return st
-
-    def phase(self, name: str) -> Phase:
-        return self.phases.setdefault(name, Phase(name))
-
-    def add_variant(self, variant: str, what: str, seconds: float) -> None:
-        with self.lock:
-            d = self.variant_seconds.setdefault(variant, {})
-            d[what] = round(d.get(what, 0.0) + seconds, 2)
-
-    def save(self, complete: bool = False) -> None:
-        with self.lock:
-            doc = {"schema": SCHEMA, "complete": complete, "provenance": self.provenance, "options": self.options,
-                   "started_at": self.started_at, "runs": self.runs, "install_s": self.install_s,
-                   "wall_s": round(sum(p.seconds for p in self.phases.values() if p.name in SERIAL)
-                                   + (self.install_s or 0.0), 1),
-                   "phases": {k: {"status": p.status, "seconds": round(p.seconds, 1), "detail": p.detail}
-                              for k, p in self.phases.items()},
-                   "variant_seconds": dict(sorted(self.variant_seconds.items()))}
-            tmp = self.path.with_name(self.path.name + ".tmp")
-            tmp.write_text(json.dumps(doc, indent=1))
-            os.replace(tmp, self.path)
-
-
-# phases on the critical path, one after the other (the wall time is their sum plus the install);
-# "side" and "ggml" run beside "verify" and are reported, not added
-SERIAL = ("verify", "ggml-verify", "bench", "asv", "report")
 
 
 def _say(msg: str) -> None:
@@ -134,47 +76,6 @@ def _say(msg: str) -> None:
 
 def _py(*args: str) -> list[str]:
     return [sys.executable, "-m", "wkvbench", *args]
-
-
-class Procs:
-    """Subprocesses started by the run, each with its log file; all killed when the run stops."""
-
-    def __init__(self, logs: Path) -> None:
-        self.logs = logs
-        self.live: list[subprocess.Popen] = []
-
-    def start(self, name: str, cmd: list[str], env: dict | None = None) -> subprocess.Popen:
-        self.logs.mkdir(parents=True, exist_ok=True)
-        log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process below
-        log.write(f"$ {shlex.join(cmd)}\n".encode())
-        log.flush()
-        p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
-                             start_new_session=True)
-        p.log = log  # type: ignore[attr-defined]
-        self.live.append(p)
-        return p
-
-    def wait(self, p: subprocess.Popen) -> int:
-        rc = p.wait()
-        p.log.close()  # type: ignore[attr-defined]
-        self.live.remove(p)
-        return rc
-
-    def kill_all(self) -> None:
-        import signal
-
-        for p in list(self.live):
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-
-
-def _tail(path: Path, n: int = 8) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
-    except OSError:
-        return ""
 
 
 def _rows(path: Path) -> int:
@@ -205,6 +106,14 @@ class GpuRun:
         self.state = State.load(opt.out / "run.json")
         self.verify = opt.out / "verify.json"
         self.bench = opt.out / "bench.json"
+        self.warmed_before = 0  # warm-up tasks an earlier run did into the caches kept here
+        self.load = Load()
+
+    def _sample_load(self) -> list:
+        """One sample of the box's load into run.json's time line (seconds from this run's start)."""
+        row = self.load.sample()
+        self.state.timeline.append([round(time.time() - self.state.started_at, 1), *row[1:]])
+        return row
 
     # -- plan --------------------------------------------------------------------------------
     def _filters(self) -> list[str]:
@@ -259,10 +168,12 @@ class GpuRun:
             ok &= self._ggml_verify(ggml)
             if ngpu and "bench" in self.opt.phases:
                 ok &= self._phase("bench", lambda: self._bench(ngpu))
+            if ngpu and self.opt.stability and self.bench.is_file():
+                ok &= self._phase("stability", self._stability)
             if ngpu and "asv" in self.opt.phases:
                 ok &= self._phase("asv", self._asv)
-            if "report" in self.opt.phases:
-                ok &= self._phase("report", self._report)
+            if "report" in self.opt.phases:  # rebuilt on every run: an added phase (stability) shows in it
+                ok &= self._phase("report", self._report, again=True)
         except BaseException:
             self.procs.kill_all()
             st.save()
@@ -270,10 +181,12 @@ class GpuRun:
         self._finish()
         return 0 if ok else 1
 
-    def _phase(self, name: str, fn) -> bool:
-        """Run one serial phase unless a previous run finished it; time it into run.json."""
+    def _phase(self, name: str, fn, again: bool = False) -> bool:
+        """Run one serial phase unless a previous run finished it (or ``again``); time it into run.json."""
         ph = self.state.phase(name)
-        if ph.status == "done":
+        if again:
+            ph.seconds = 0.0
+        elif ph.status == "done":
             _say(f"{name}: done in an earlier run ({ph.seconds:.0f} s), kept")
             return True
         ph.status, t0 = "running", time.time()
@@ -323,35 +236,35 @@ class GpuRun:
                    "--output", str(out), *tail)
 
     def _side_tasks(self, ggml: bool) -> list[tuple[str, list[str], str]]:
-        """(name, command, variant) of the properties and warm-up processes, slowest first."""
+        """(name, command, variant) of the warm-up and properties processes, slowest first."""
         from .verify import cost_rank
 
         tasks = []
         for v in sorted(self._selected("cuda"), key=lambda v: (cost_rank(v), v.name)):
             if (v.backend == "ggml") != ggml or v.operator == "gdn_wy":
                 continue
-            if "side" in self.opt.phases:
-                out = self.work / f"props-{v.name}.json"
-                if not _complete(out):
-                    tasks.append((f"props-{v.name}", _py("properties", "--variant", v.name, "--dtype", "bf16",
-                                                         "--dtype", "fp32", "--output", str(out)), v.name))
             if "bench" in self.opt.phases and self.ngpu and v.backend == "triton":
-                # autotuning at the bench shapes, ahead of the bench (CUDA extensions were built by the
-                # verification's availability probe). Sets that share a head size share most autotune
-                # keys, so they tune one after the other in one process (the second finds the first's
-                # result in memory); head size 128 tunes beside them
-                for d in self.opt.dtypes:
-                    if d not in v.dtypes:
-                        continue
-                    for group in _warm_groups(self._sets()):
+                # autotuning at the bench shapes, ahead of the bench (which then finds it in Triton's
+                # caches). Shape sets with the same head count and size share autotune keys and
+                # compiled kernels, so they tune one after the other in one process; the others tune
+                # side by side
+                for d in (d for d in self.opt.dtypes if d in v.dtypes):
+                    for group in _warm_groups(v.operator, self._sets()):
                         name = f"warm-{v.name}-{d}-{'+'.join(group)}"
+                        if warm_marker(self.state.provenance, name).is_file() and _triton_caches_kept():
+                            self.warmed_before += 1
+                            continue
                         tasks.append((name, _py("bench", "--warm-only", "--variant", v.name, "--dtype", d,
                                                 *(x for st in group for x in ("--set", st)),
                                                 "--output", str(self.work / f"{name}.json")), v.name))
+            out = self.work / f"props-{v.name}.json"
+            if "side" in self.opt.phases and not _complete(out):
+                tasks.append((f"props-{v.name}", _py("properties", "--variant", v.name, "--dtype", "bf16",
+                                                     "--dtype", "fp32", "--output", str(out)), v.name))
         return tasks
 
     def _run_side(self, tasks, slots: int, stop: threading.Event, counts: collections.Counter) -> None:
-        """Run the side tasks, ``slots`` at a time; per-variant seconds into run.json."""
+        """Run the side tasks, ``slots`` at a time; per-variant seconds and CPU seconds into run.json."""
         queue = list(tasks)
         running: list[tuple[str, subprocess.Popen, float, str]] = []
         while (queue or running) and not stop.is_set():
@@ -360,14 +273,18 @@ class GpuRun:
                 running.append((name, self.procs.start(name, cmd, {"OMP_NUM_THREADS": "1"}), time.time(), variant))
             for item in list(running):
                 name, p, t0, variant = item
-                if p.poll() is None:
+                rc = self.procs.poll(p)
+                if rc is None:
                     continue
-                rc = self.procs.wait(p)
                 running.remove(item)
-                self.state.add_variant(variant, "properties" if name.startswith("props") else "warm", time.time() - t0)
+                warm = name.startswith("warm-")
+                self.state.add_variant(variant, "warm" if warm else "properties", time.time() - t0)
+                self.state.add_cpu("side", p.cpu_s)
                 counts["ok" if rc in (0, 1) else "failed"] += 1
                 if rc not in (0, 1):
-                    _say(f"side task {name} exited with {rc}:\n{_tail(self.procs.logs / (name + '.log'))}")
+                    _say(f"side task {name} exited with {rc}:\n{tail(self.procs.logs / (name + '.log'))}")
+                elif warm and rc == 0:
+                    _mark_warm(self.state.provenance, name)
             time.sleep(0.5)
 
     def _parallel(self, ngpu: int) -> bool:
@@ -399,21 +316,26 @@ class GpuRun:
         stop, counts = threading.Event(), collections.Counter()
         side = threading.Thread(target=self._run_side, args=(tasks, slots, stop, counts), daemon=True)
         side.start()
-        _say(f"side: {len(tasks)} properties/warm-up processes, {slots} at a time")
+        _say(f"side: {len(tasks)} properties/warm-up processes, {slots} at a time"
+             + (f" ({self.warmed_before} warm-ups done by an earlier run, kept in Triton's caches)"
+                if self.warmed_before else ""))
         next_beat = time.time() + HEARTBEAT_S
-        while (vp is not None and vp.poll() is None) or side.is_alive():
+        while (vp is not None and self.procs.poll(vp) is None) or side.is_alive():
             time.sleep(1)
             if time.time() >= next_beat:
                 next_beat += HEARTBEAT_S
+                _, cpu, gpu, mem = self._sample_load()
                 _say(f"[{time.time() - t0:.0f} s] verify {_rows(self.verify)} rows"
-                     f"{' (finished)' if vp is None or vp.poll() is not None else ''}; "
-                     f"side {sum(counts.values())}/{len(tasks)} done")
+                     f"{' (finished)' if vp is None or vp.returncode is not None else ''}; "
+                     f"side {sum(counts.values())}/{len(tasks)} done; CPU {cpu} % busy, GPU {gpu} %, "
+                     f"{mem} GiB")
         ok = True
         if vp is not None:
             rc = self.procs.wait(vp)
+            self.state.add_cpu("verify", vp.cpu_s)
             ok = rc in (0, 1) and _complete(self.verify)  # 1: some rows failed (they are in the file)
             if not ok:
-                _say(f"verify exited with {rc}:\n{_tail(self.procs.logs / 'verify.log', 20)}")
+                _say(f"verify exited with {rc}:\n{tail(self.procs.logs / 'verify.log', 20)}")
         ph.seconds += time.time() - t0
         ph.status = "done" if ok else "failed"
         ph.detail = _verify_detail(self.verify)
@@ -431,9 +353,10 @@ class GpuRun:
             ph = self.state.phase("ggml")
             t0 = time.time()
             rc = self.procs.wait(build)
+            self.state.add_cpu("ggml", build.cpu_s)
             ph.seconds = time.time() - (ph.started or t0)
             ph.status = "done" if rc == 0 else "failed"
-            ph.detail = "" if rc == 0 else f"pip exited with {rc}: " + _tail(self.procs.logs / "ggml-build.log", 3)
+            ph.detail = "" if rc == 0 else f"pip exited with {rc}: " + tail(self.procs.logs / "ggml-build.log", 3)
             self.state.save()
             _say(f"ggml: build {ph.status} after {ph.seconds:.0f} s (waited {time.time() - t0:.0f} s for it)")
 
@@ -447,8 +370,9 @@ class GpuRun:
             counts: collections.Counter = collections.Counter()
             self._run_side(tasks, max(1, len(tasks)), threading.Event(), counts)
             rc = self.procs.wait(p)
+            self.state.add_cpu("verify", p.cpu_s)
             if rc not in (0, 1) or not _complete(part):
-                return False, f"verify exited with {rc}: " + _tail(self.procs.logs / "verify-ggml.log", 3)
+                return False, f"verify exited with {rc}: " + tail(self.procs.logs / "verify-ggml.log", 3)
             self._variant_times(part)
             merge_verify(self.verify, part)
             part.unlink()
@@ -484,6 +408,19 @@ class GpuRun:
             detail += f"; workers of GPUs {failed} failed"
         return not failed and bool(doc.get("complete")), detail
 
+    def _stability(self) -> tuple[bool, str]:
+        """The engine against triton's do_bench, ``--stability`` rounds on every timed row (stability.json;
+        a stopped run keeps the rows it measured)."""
+        p = self.procs.start("stability", _py("stability", str(self.bench), "--repeats", str(self.opt.stability),
+                                              "--rep-ms", "50"))
+        rc = self.procs.wait(p)
+        try:
+            rows = json.loads((self.opt.out / "stability.json").read_text())["rows"]
+        except (OSError, ValueError, KeyError):
+            return False, f"stability exited with {rc} and wrote no results: " + tail(self.procs.logs / "stability.log", 3)
+        ok = sum(1 for r in rows if r.get("ok"))
+        return rc in (0, 1), f"{ok}/{len(rows)} rows within the targets (spread <= 1 %, |ratio - 1| <= 2 %)"
+
     def _asv(self) -> tuple[bool, str]:
         from .asv_record import record
 
@@ -510,14 +447,48 @@ class GpuRun:
             self.work.rmdir()
         done = all(p.status == "done" for p in self.state.phases.values())
         self.state.save(complete=done)
-        _print_breakdown(self.state)
+        print_breakdown(self.state)
 
 
-def _warm_groups(sets: tuple[str, ...]) -> list[tuple[str, ...]]:
-    """The shape sets warmed per process: head size 128 on its own, the others together."""
-    wide = tuple(s for s in sets if s == "head128")
-    rest = tuple(s for s in sets if s != "head128")
-    return [g for g in (rest, wide) if g]
+def _warm_groups(op: str, sets: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The shape sets warmed per process: those whose shapes for ``op`` have the same head count and
+    head size together (they share autotune keys and compiled kernels), in the order given."""
+    from .bench import set_shape
+
+    groups: dict[tuple[int, int], list[str]] = {}
+    for s in sets:
+        sh = set_shape(s, op)
+        if sh is not None:
+            groups.setdefault((sh.H, sh.N), []).append(s)
+    return [tuple(g) for g in groups.values()]
+
+
+def warm_marker(prov: dict, name: str) -> Path:
+    """The file that says warm-up ``name`` ran to its end on this machine and software stack, into
+    Triton's on-disk caches (``~/.cache/wkvbench/warm/``)."""
+    from .bench import file_slug, identity
+
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "wkvbench" / "warm"
+    return root / file_slug(identity(prov)) / f"{name}.done"
+
+
+def _triton_caches_kept() -> bool:
+    """Autotune results go to Triton's on-disk cache (``TRITON_CACHE_AUTOTUNING``, which ``nox -s gpu``
+    sets), and that cache is there: a warm-up done by an earlier run still holds."""
+    on = os.environ.get("TRITON_CACHE_AUTOTUNING", "").lower() in ("1", "true", "on", "yes")
+    cache = Path(os.environ.get("TRITON_CACHE_DIR") or Path.home() / ".triton" / "cache")
+    return on and cache.is_dir() and any(cache.iterdir())
+
+
+def _mark_warm(prov: dict, name: str) -> None:
+    if not _triton_caches_kept():
+        return
+    path = warm_marker(prov, name)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(time.strftime("%Y-%m-%dT%H:%M:%S") + "\n")
+    except OSError:
+        pass  # a cache marker: never fatal (the next run warms again)
 
 
 def ggml_ready() -> bool:
@@ -535,72 +506,6 @@ def _verify_detail(path: Path) -> str:
     except (OSError, ValueError, KeyError):
         return "no results file"
     return ", ".join(f"{n} {s}" for s, n in c.items() if n)
-
-
-def merge_verify(main: Path, part: Path) -> None:
-    """The rows of ``part`` (another verify run of the same command: the ggml variants after their
-    build) added to ``main``; counts, skips and worker times recomputed. Used inside one run only."""
-    from .verify import Report, Selection, load_previous, write_json
-
-    doc, rows, _ = load_previous(main)
-    pdoc, prow, _ = load_previous(part)
-    keys = {(r.variant, r.case.id, r.kind) for r in prow}
-    rep = Report(results=[r for r in rows if (r.variant, r.case.id, r.kind) not in keys] + prow,
-                 seconds=(doc or {}).get("seconds", 0.0) + (pdoc or {}).get("seconds", 0.0),
-                 unit_seconds={**(doc or {}).get("unit_seconds", {}), **(pdoc or {}).get("unit_seconds", {})})
-    s = (doc or {})["selection"]
-    sel = Selection(ops=tuple(s["ops"]), variant_globs=tuple(s["variants"]), dtypes=tuple(s["dtypes"]),
-                    domains=tuple(s["domains"]), case_ids=tuple(s["cases"]), seed=s["seed"],
-                    case_set=s["case_set"], devices=tuple(s["devices"]), exclude_globs=(),
-                    with_backward=bool(s.get("with_backward")), extra_cases=tuple(s.get("extra_cases", ())))
-    extra = {k: s[k] for k in ("plugins", "entry_points", "mutants") if k in s}
-    # the variants as the two runs described them: asking their availability here would initialize every
-    # package's CUDA in this process (ggml's beside the others crashed it, H100 2026-11-24)
-    write_json(rep, main, sel, prov=doc["provenance"], extra=extra,
-               described={**doc.get("variants", {}), **(pdoc or {}).get("variants", {})})
-
-
-def attach_properties(verify: Path, files: list[Path]) -> None:
-    """The property results of the per-variant files under ``"properties"`` of the verify file."""
-    doc = json.loads(verify.read_text())
-    rows = []
-    for f in files:
-        try:
-            rows += json.loads(f.read_text()).get("results", [])
-        except (OSError, ValueError):
-            continue
-    doc["properties"] = rows
-    doc["property_counts"] = dict(collections.Counter(r["status"] for r in rows))
-    tmp = verify.with_name(verify.name + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=1))
-    os.replace(tmp, verify)
-
-
-def _print_breakdown(st: State) -> None:
-    from rich.table import Table
-
-    from .console import make_console
-
-    con = make_console()
-    t = Table(title="wkvbench gpu: where the time went (wall seconds)")
-    t.add_column("phase")
-    t.add_column("seconds", justify="right")
-    t.add_column("status")
-    t.add_column("detail", overflow="fold")
-    if st.install_s is not None:
-        t.add_row("install", f"{st.install_s:.0f}", "done", "nox: virtualenv and packages")
-    for p in st.phases.values():
-        t.add_row(p.name + ("" if p.name in SERIAL else " (beside verify)"), f"{p.seconds:.0f}", p.status, p.detail)
-    con.print(t)
-    top = sorted(st.variant_seconds.items(), key=lambda kv: -sum(kv[1].values()))[:12]
-    v = Table(title="slowest variants (worker seconds, summed over processes run side by side)")
-    for col in ("variant", "forward", "backward", "properties", "warm", "bench"):
-        v.add_column(col, justify="left" if col == "variant" else "right")
-    for name, d in top:
-        v.add_row(name, *(f"{d.get(k, 0):.0f}" for k in ("forward", "backward", "properties", "warm", "bench")))
-    con.print(v)
-    doc = json.loads(st.path.read_text())
-    con.print(f"wall time {doc['wall_s']:.0f} s (install and serial phases); results in {st.path.parent}")
 
 
 def add_parser(sub) -> None:
@@ -623,6 +528,9 @@ def add_parser(sub) -> None:
     p.add_argument("--only", default="", help="comma-separated phases to run (verify,side,bench,asv,report)")
     p.add_argument("--time-cap", type=float, default=1.0, help="seconds of sampling per bench row at most")
     p.add_argument("--timeout", type=float, default=900.0, help="per-case limit of a verify worker (s)")
+    p.add_argument("--stability", type=int, default=0, metavar="N",
+                   help="after the bench, time every row N more times against triton's do_bench "
+                        "(stability.json; 5 for the stability table; default: not run)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -640,5 +548,5 @@ def main(args: argparse.Namespace) -> int:
                   variants=tuple(args.variant), exclude=tuple(args.exclude), jobs=args.jobs,
                   side_jobs=args.side_jobs, gpus=args.gpus, ggml_src=args.ggml_src,
                   ggml_pip=tuple(shlex.split(args.ggml_pip)), phases=phases, time_cap_s=args.time_cap,
-                  timeout_s=args.timeout, t0=float(t0) if t0 else None)
+                  timeout_s=args.timeout, stability=args.stability, t0=float(t0) if t0 else None)
     return GpuRun(opt).run()

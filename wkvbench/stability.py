@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import os
 import statistics
 import time
 from pathlib import Path
@@ -78,6 +79,22 @@ def measure(row: dict, repeats: int, settings: dict, rep_ms: int) -> dict:
     return out
 
 
+def _key(row: dict) -> tuple[str, str, str]:
+    return row["variant"], row["shape_set"], row["dtype"]
+
+
+def _kept(path: Path, bench_name: str, repeats: int) -> list[dict]:
+    """The rows an earlier, stopped run of the same bench file and repeats measured (not the failed
+    ones: they are measured again)."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    if doc.get("schema") != SCHEMA or doc.get("bench") != bench_name or doc.get("repeats") != repeats:
+        return []
+    return [r for r in doc.get("rows", []) if "error" not in r]
+
+
 def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
 
@@ -110,18 +127,27 @@ def main(argv: list[str] | None = None) -> int:
     order = {"decode": 0, "quick": 1}  # the launch-bound sets first: where eager timing goes wrong
     rows.sort(key=lambda r: (order.get(r["shape_set"], 2), r["shape_set"], r["variant"], r["dtype"]))
     out_path = a.output or a.bench.with_name("stability.json")
-    results, t0 = [], time.time()
-    for i, r in enumerate(rows):
+    results, t0 = _kept(out_path, a.bench.name, a.repeats), time.time()
+    have = {_key(r) for r in results}
+    if results:
+        con.print(f"stability: {len(results)} rows kept from {out_path} (an earlier run of the same file)")
+    def save() -> None:
+        tmp = out_path.with_name(out_path.name + ".tmp")
+        tmp.write_text(json.dumps({"schema": SCHEMA, "provenance": prov, "bench": a.bench.name,
+                                   "repeats": a.repeats, "spread_max": SPREAD_MAX, "ratio_max": RATIO_MAX,
+                                   "rows": results}, indent=1))
+        os.replace(tmp, out_path)
+
+    todo = [r for r in rows if _key(r) not in have]
+    for i, r in enumerate(todo):
         try:
             results.append(measure(r, a.repeats, doc.get("settings", {}), a.rep_ms))
         except Exception as exc:  # noqa: BLE001 - one row failing must not lose the others
             results.append({"variant": r["variant"], "shape_set": r["shape_set"], "dtype": r["dtype"],
                             "error": f"{type(exc).__name__}: {exc}"[:300], "ok": False})
-        if i % 10 == 9 or i == len(rows) - 1:
-            con.print(f"stability: {i + 1}/{len(rows)} rows in {time.time() - t0:.0f} s", highlight=False)
-            out_path.write_text(json.dumps({"schema": SCHEMA, "provenance": prov, "bench": a.bench.name,
-                                            "repeats": a.repeats, "spread_max": SPREAD_MAX, "ratio_max": RATIO_MAX,
-                                            "rows": results}, indent=1))
+        if i % 10 == 9 or i == len(todo) - 1:
+            con.print(f"stability: {i + 1}/{len(todo)} rows in {time.time() - t0:.0f} s", highlight=False)
+            save()
     t = Table(title=f"timing stability: {a.repeats} rounds per row, engine vs triton do_bench "
                     f"(targets: spread <= {SPREAD_MAX:.0%}, |ratio - 1| <= {RATIO_MAX:.0%})")
     for col in ("set", "variant", "dtype", "mode", "engine", "spread", "reference", "ratio", "vs bench", "ok"):

@@ -20,10 +20,11 @@
    ``eager``, ``graph`` or ``profiler``, and ``mode_reason`` why. ``clock="profiler"`` sums the kernel times that
    CUPTI (``torch.profiler``) records during each repetition instead: for work that runs on a
    stream the events cannot see (ggml launches on its own stream).
-3. **Adaptive repetition.** Samples come in batches of ``BATCH`` calls enqueued back to back with
+3. **Adaptive repetition.** The GPU first runs the call for ``WARM_S`` (its clock ramps up). Samples
+   come in batches of ``BATCH`` calls enqueued back to back with
    no host synchronization between them (so the host launches the next call while the GPU runs the
    last, and a launch-bound call's host overhead does not sit inside its events); after
-   ``min_reps`` the engine stops once the
+   ``min_reps`` and ``MIN_TIME_S`` of sampling the engine stops once the
    standard error of the median (``1.2533 * std / sqrt(n)``, the asymptotic normal value) is under
    ``sem_bound`` of the median, or at ``max_reps``, or when ``time_cap_s`` of wall time is spent.
 4. **Statistics.** Median, quartiles, IQR, and outliers (outside 1.5 IQR of the quartiles) over
@@ -44,6 +45,13 @@ import numpy as np
 
 BATCH = 10  # calls enqueued between two host synchronizations (the engine's and asv's samples)
 LAUNCH_BOUND = 0.25  # host enqueue time / device time at or above which a call is launch-bound
+# The GPU runs the call for WARM_S before the first sample, and sampling goes on for MIN_TIME_S at least
+# (do_bench warms 25 ms): without them a 12 us decode kernel was measured within 2 ms of an idle GPU,
+# and the medians of 5 runs spread 60-109 % (11.5-19.5 us, wkvbench's wkv4 decode on the H100,
+# 2026-11-24) while do_bench's stayed within 1 %; the SM clock had not ramped up
+WARM_S = 0.025
+MIN_TIME_S = 0.05
+SEM_BOUND = 0.002  # 0.005 left the medians of 5 runs of steady prefill rows 1.3-1.5 % apart (H100)
 
 
 @dataclass
@@ -117,25 +125,36 @@ def _profiler_ms(fn: Callable[[], object]) -> float:
 def launch_profile(fn: Callable[[], object], reps: int = 5) -> dict:
     """Host time to enqueue one call (``host_us``, median of ``reps``, the GPU idle before each) and the
     call's device time (``device_us``: events around one call enqueued while the GPU is still busy
-    with a spin kernel, so no host time can fall between them). Both in microseconds."""
+    with a spin kernel, so no host time can fall between them). Both in microseconds. A call whose
+    first measurement shows the host far below ``LAUNCH_BOUND`` of the device (a fifth of it) is
+    measured once (the long calls of the prefill and long sets: 8 calls saved per row)."""
     import torch
 
-    host, dev = [], []
-    for _ in range(reps):
+    def host_once() -> float:
         torch.cuda.synchronize()
         t = time.perf_counter()
         fn()
-        host.append(time.perf_counter() - t)
+        dt = time.perf_counter() - t
         torch.cuda.synchronize()
-    spin = int(max(host) * 2e9 + 2e5)  # clock cycles (at most ~2 GHz): longer than the host's enqueue
-    for _ in range(reps):
+        return dt
+
+    def device_once(spin: int) -> float:
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         torch.cuda._sleep(spin)
         a.record()
         fn()
         b.record()
         b.synchronize()
-        dev.append(a.elapsed_time(b) * 1e3)
+        return a.elapsed_time(b) * 1e3
+
+    def spin_for(host_s: float) -> int:  # clock cycles (at most ~2 GHz): longer than the host's enqueue
+        return int(host_s * 2e9 + 2e5)
+
+    host = [host_once()]
+    dev = [device_once(spin_for(host[0]))]
+    if host[0] * 1e6 >= LAUNCH_BOUND / 5 * dev[0]:
+        host += [host_once() for _ in range(reps - 1)]
+        dev += [device_once(spin_for(max(host))) for _ in range(reps - 1)]
     return {"host_us": round(float(np.median(host)) * 1e6, 2), "device_us": round(float(np.median(dev)), 2)}
 
 
@@ -217,7 +236,7 @@ def choose_mode(fn: Callable[[], object], graph: bool | None, clock: str) -> tup
 
 
 def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None = None, clock: str = "events",
-              sem_bound: float = 0.005, min_reps: int = 10, max_reps: int = 500, time_cap_s: float = 3.0,
+              sem_bound: float = SEM_BOUND, min_reps: int = 10, max_reps: int = 500, time_cap_s: float = 3.0,
               batch: int = BATCH, sync: Callable[[], object] | None = None) -> Timing:
     """Device time of ``fn`` (see the module docstring). ``sync`` waits for ``fn``'s work when it runs
     outside torch's current stream (called after each call in warm-up and profiler mode)."""
@@ -240,6 +259,11 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None 
     torch.cuda.synchronize()
     call, mode, why, launch = choose_mode(fn, graph, clock)
     flush = _Flusher() if l2 == "cold" else None
+    t_warm = time.perf_counter()
+    while time.perf_counter() - t_warm < WARM_S:  # one call at a time: never a queue of long calls
+        call()
+        wait()
+        torch.cuda.synchronize()
     clk0, temp0, thr0 = gpu_clocks(torch.cuda.current_device())  # after warm-up: the clock of a busy GPU
     samples: list[float] = []
     stop = "max_reps"
@@ -260,7 +284,7 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None 
                 b.record()
             evs[-1][1].synchronize()
             samples.extend(a.elapsed_time(b) for a, b in evs)
-        if len(samples) >= min_reps:
+        if len(samples) >= min_reps and time.perf_counter() - t_start >= MIN_TIME_S:
             st = summarize(samples)
             if st["sem_ms"] <= sem_bound * st["median_ms"]:
                 stop = "sem"

@@ -25,10 +25,27 @@ def _run_block(doc: dict, shown: str) -> str:
             f"<p class=meta><code>{esc(shown)}</code>: wall {doc.get('wall_s', 0):.0f} s after "
             f"{doc.get('install_s') or 0:.0f} s of installation; "
             f"{'complete' if doc.get('complete') else 'not complete'}.</p>")
-    return (head + _table(("phase", "status", "seconds", "detail"), phases)
+    return (head + _table(("phase", "status", "seconds", "detail"), phases) + _load_line(doc)
             + "<details><summary>worker seconds per variant and kind (processes run side by side, so "
               "these add up to more than the wall time)</summary>"
             + _table(("variant", *kinds, "total"), vrows) + "</details>")
+
+
+def _load_line(doc: dict) -> str:
+    """The processes' CPU seconds against what the cores could give, and the sampled load."""
+    cpu, load, cores = doc.get("cpu_s") or {}, doc.get("load") or [], doc.get("cores")
+    if not cpu and not load:
+        return ""
+    parts = []
+    if cpu:
+        parts.append("CPU seconds of the processes: " + ", ".join(f"{k} {v:.0f}" for k, v in cpu.items())
+                     + (f" ({cores} cores)" if cores else ""))
+    for i, what in ((1, "CPU"), (2, "GPU")):
+        vals = [row[i] for row in load if len(row) > i and row[i] is not None]
+        if vals:
+            parts.append(f"{what} busy while verifying: mean {sum(vals) / len(vals):.0f} %, "
+                         f"{sum(v >= 90 for v in vals)}/{len(vals)} samples at 90 % or more")
+    return "<p class=meta>" + esc("; ".join(parts)) + ".</p>"
 
 
 def _stability_block(doc: dict, shown: str) -> str:
