@@ -100,6 +100,12 @@ def test_merge_joins_shards_of_one_machine_only(tmp_path):
     b.write_text(json.dumps(_bench_doc("H100", [{"variant": "gla.y", "shape_set": "quick", "dtype": "bf16"}], False)))
     doc = merge([a, b], tmp_path / "m.json")
     assert [r["variant"] for r in doc["rows"]] == ["gla.y", "wkv7.x"] and doc["complete"] is False
+    # a row in two files (a ggml pass merged again after a stop): once, the later file's
+    again = tmp_path / "again.json"
+    again.write_text(json.dumps(_bench_doc("H100", [{"variant": "gla.y", "shape_set": "quick", "dtype": "bf16",
+                                                     "median_ms": 2.0}])))
+    doc = merge([tmp_path / "m.json", again], tmp_path / "m.json")
+    assert [(r["variant"], r.get("median_ms")) for r in doc["rows"]] == [("gla.y", 2.0), ("wkv7.x", None)]
     b.write_text(json.dumps(_bench_doc("H200", [])))
     with pytest.raises(ValueError, match="different machines"):
         merge([a, b], tmp_path / "m.json")

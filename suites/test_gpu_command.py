@@ -138,13 +138,12 @@ def test_asv_record_writes_asv_files_that_asv_reads_back(tmp_path):
     assert sum(r["status"] == "SKIP" for r in back["rows"]) == len(back["rows"]) - n  # the rest: n/a
 
 
-def test_warm_groups_join_the_sets_that_share_head_count_and_size():
+def test_warm_ups_take_head_size_128_apart_from_the_other_sets():
     from wkvbench.bench import STANDARD_SETS
     from wkvbench.gpu import _warm_groups
 
-    assert _warm_groups("wkv7", STANDARD_SETS) == [("quick",), ("decode", "prefill"), ("long",), ("head128",)]
-    # wkv4 is per channel (H = 1, N = C) and has no head128 shape
-    assert _warm_groups("wkv4", STANDARD_SETS) == [("quick",), ("decode", "prefill"), ("long",)]
+    assert _warm_groups(STANDARD_SETS) == [("quick", "decode", "prefill", "long"), ("head128",)]
+    assert _warm_groups(("decode",)) == [("decode",)]
 
 
 def test_a_warm_up_done_by_an_earlier_run_is_not_done_again(tmp_path, monkeypatch):
@@ -164,21 +163,20 @@ def test_a_warm_up_done_by_an_earlier_run_is_not_done_again(tmp_path, monkeypatc
         return run, [name for name, _, _ in run._side_tasks(ggml=False)]
 
     run, names = tasks()
-    assert names == ["warm-wkv7.fla.chunk-bf16-quick", "warm-wkv7.fla.chunk-bf16-decode+prefill",
-                     "warm-wkv7.fla.chunk-bf16-long", "warm-wkv7.fla.chunk-bf16-head128",
+    assert names == ["warm-wkv7.fla.chunk-bf16-quick+decode+prefill+long", "warm-wkv7.fla.chunk-bf16-head128",
                      "props-wkv7.fla.chunk"] and run.warmed_before == 0
-    gpu._mark_warm(prov, "warm-wkv7.fla.chunk-bf16-long")
+    gpu._mark_warm(prov, "warm-wkv7.fla.chunk-bf16-head128")
     run, names = tasks()
-    assert "warm-wkv7.fla.chunk-bf16-long" not in names and len(names) == 4 and run.warmed_before == 1
+    assert "warm-wkv7.fla.chunk-bf16-head128" not in names and len(names) == 2 and run.warmed_before == 1
     # another software stack, or Triton's cache gone, or autotune results not cached on disk: warm again
     prov["versions"]["triton"] = "3.7.0"
-    assert len(tasks()[1]) == 5
+    assert len(tasks()[1]) == 3
     prov["versions"]["triton"] = "3.6.0"
     monkeypatch.setenv("TRITON_CACHE_AUTOTUNING", "0")
-    assert len(tasks()[1]) == 5
+    assert len(tasks()[1]) == 3
     monkeypatch.setenv("TRITON_CACHE_AUTOTUNING", "1")
     (triton / "k").rmdir()
-    assert len(tasks()[1]) == 5
+    assert len(tasks()[1]) == 3
 
 
 def test_processes_are_reaped_with_their_cpu_seconds_and_the_load_is_sampled(tmp_path):

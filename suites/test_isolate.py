@@ -268,3 +268,33 @@ def test_forward_and_backward_in_one_run_one_worker_per_variant_kind_and_dtype(t
     n = len(doc["results"])
     p2 = _verify("--resume", str(out))
     assert p2.returncode == 0 and len(json.loads(out.read_text())["results"]) == n
+
+
+def test_a_variants_worker_takes_its_next_units_and_never_another_variants(monkeypatch):
+    """The torch baseline's forward and backward in two dtypes are 4 units, FLA's naive recurrence (no
+    backward) 2; one worker at a time. Each variant starts one worker, which runs its units one after
+    the other; the results are those of the in-process run. A worker that ran out of input exits (none
+    is left behind)."""
+    from wkvbench import isolate
+    from wkvbench.verify import Selection, run
+
+    started: list[str] = []
+    real = isolate._Worker.__init__
+
+    def counting(self, variant, *a, **kw):
+        started.append(variant)
+        real(self, variant, *a, **kw)
+
+    monkeypatch.setattr(isolate._Worker, "__init__", counting)
+    sel = Selection(ops=("gla",), variant_globs=("gla.torch.recurrent", "gla.fla.naive_recurrent"),
+                    dtypes=("fp32", "bf16"), case_ids=("gla/model/B1-T1-H2-N64-h0/fp32/s0",
+                                                       "gla/model/B2-T37-H2-N64-h0/fp32/s0",
+                                                       "gla/model/B1-T1-H2-N64-h0/bf16/s0"),
+                    with_backward=True)
+    cfg = isolate.WorkerConfig(entry_points=False, jobs=1)
+    got = {row_key(r.variant, r.case.id, r.kind): (r.status, r.errors) for r in run(sel, isolate=cfg).results}
+    want = {row_key(r.variant, r.case.id, r.kind): (r.status, r.errors) for r in run(sel).results}
+    assert sorted(started) == ["gla.fla.naive_recurrent", "gla.torch.recurrent"]
+    assert got.keys() == want.keys() and len(got) == 9
+    assert {k: v[0] for k, v in got.items()} == {k: v[0] for k, v in want.items()}
+    assert not cfg.idle and not cfg.active and cfg.log_dir is None

@@ -1,13 +1,15 @@
 """The worker process of the isolated verify runner (``python -m wkvbench._worker``; see ``isolate.py``).
 
-It reads one JSON job from stdin: the variant, its case ids, whether to check gradients, the plug-in
+It reads JSON jobs from stdin, one per line: the variant, its case ids, the kind of check, the plug-in
 files and registry options to reproduce the parent's registry, and baseline errors already measured
-by the parent's other workers. It then writes, on the file descriptor named by
+by the parent's other workers. For each it writes, on the file descriptor named by
 ``WKVBENCH_RESULT_FD`` (never stdout, which kernels may print to), one JSON line per message:
 
-* ``{"ready": true}`` once the registry is loaded;
+* ``{"ready": true}`` once the registry is loaded (at once for the jobs after the first);
 * ``{"result": CheckResult.as_dict(), "baseline": {...}}`` per case, in the order given;
-* ``{"alive": r}`` after each round of a configuration sweep (kind ``*-configs``, ``autotune.sweep``).
+* ``{"alive": r}`` after each round of a configuration sweep (kind ``*-configs``, ``autotune.sweep``);
+* ``{"done": true}`` after the job's last case; the worker then waits for the next job (the parent
+  gives it only jobs of the same variant) and exits at the end of its input.
 
 Autotuned Triton kernels run one pinned configuration here (``wkvbench.autotune``).
 
@@ -58,10 +60,25 @@ def _load_registry(job: dict) -> list[str]:
 
 def main() -> int:
     fd = int(os.environ["WKVBENCH_RESULT_FD"])
-    job = json.loads(sys.stdin.read())
+    variant = None
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        job = json.loads(line)
+        if variant is None:
+            variant = _start(job)
+            if variant is None:
+                return 1
+        print(f"wkvbench worker: {job['variant']} {job['kind']}, {len(job['cases'])} cases", file=sys.stderr,
+              flush=True)
+        _run_job(fd, variant, job)
+    return 0
+
+
+def _start(job: dict):
+    """The job's variant from the registry the parent described (None, with the reason on stderr, when it
+    is not there); pinned autotuning from here on."""
     errors = _load_registry(job)
-    from .cases import Case
-    from .check import CRASH, ERROR, Checker
     from .kernels.base import get
 
     try:
@@ -70,11 +87,20 @@ def main() -> int:
         why = "; ".join(errors) or "no plug-in registered it"
         print(f"wkvbench worker: variant {job['variant']} is not registered in the worker: {why}",
               file=sys.stderr, flush=True)
-        return 1
+        return None
     from . import autotune
-    from .verify import _check
 
     autotune.install()  # verification pins one configuration per autotuned Triton kernel
+    return variant
+
+
+def _run_job(fd: int, variant, job: dict) -> None:
+    from .cases import Case
+    from .check import CRASH, ERROR, Checker
+    from .verify import _check
+
+    if job["variant"] != variant.name:  # the parent reuses a worker for its own variant only
+        raise SystemExit(f"wkvbench worker: a job for {job['variant']} sent to the worker of {variant.name}")
     checker = Checker(job.get("oracle_dir"))
     checker._baseline.update({k: v for k, v in job.get("baselines", {}).items()})
     _send(fd, {"ready": True})
@@ -96,7 +122,7 @@ def main() -> int:
         if fatal:
             sys.stderr.flush()
             os._exit(CUDA_EXIT)  # no atexit/CUDA teardown: the context is broken
-    return 0
+    _send(fd, {"done": True})
 
 
 if __name__ == "__main__":

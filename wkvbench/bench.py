@@ -359,7 +359,8 @@ def merge(paths: list[Path], out: Path) -> dict:
     if len(ids) != 1:
         raise ValueError(f"shards come from different machines/stacks: {sorted(map(str, ids))}")
     doc = dict(docs[0])
-    doc["rows"] = sorted((r for d in docs for r in d["rows"]), key=lambda r: (r["variant"], r["shape_set"], r["dtype"]))
+    rows = {(r["variant"], r["shape_set"], r["dtype"]): r for d in docs for r in d["rows"]}  # a later file wins
+    doc["rows"] = [rows[k] for k in sorted(rows)]
     doc["complete"] = all(d.get("complete") for d in docs)
     doc["settings"] = {**doc["settings"], "shard": None, "shards": len(docs)}
     out.write_text(json.dumps(doc, indent=1))

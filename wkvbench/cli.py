@@ -106,8 +106,8 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--verified", type=Path, default=None, metavar="VERIFY.json",
                    help="take the rows' gate verdicts from this verify results file of the same build "
                         "(cases it lacks are checked here)")
-    b.add_argument("--sem", type=float, default=0.002, help="stop when the median's standard error is under this "
-                   "fraction of it (default 0.002)")
+    b.add_argument("--sem", type=float, default=0.005, help="stop when the median's standard error is under this "
+                   "fraction of it (default 0.005)")
     b.add_argument("--time-cap", type=float, default=2.0, help="seconds of sampling per row at most (default 2)")
     b.add_argument("--shard", default="0/1", help="i/n: this process takes every n-th row (one per GPU)")
     b.add_argument("--backend", action="append", default=[], metavar="NAME",

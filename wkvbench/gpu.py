@@ -13,15 +13,22 @@ and records the bench samples in asv's history (``reports/asv/results``) and reb
 
 Phases, in the order they start::
 
-    ggml        ggml-python built with CUDA in the background (``--ggml-src``), while the rest runs
+    ggml        ggml-python built with CUDA in the background (``--ggml-src``), at the lowest CPU priority
     verify      one ``wkvbench verify`` process, one worker per (variant, kind, dtype), a worker per core
     side        beside it: ``properties`` per CUDA variant and ``bench --warm-only`` per (Triton variant,
-                dtype, shape sets of one head count and size): compiles and autotunes the benchmark
-                shapes, one process per core; skipped when an earlier run on this machine warmed the
-                same thing into Triton's on-disk caches (``warm_marker``)
+                dtype, head size 128 or not): compiles and autotunes the benchmark shapes, one process per
+                core; skipped when an earlier run on this machine warmed the same thing into Triton's
+                on-disk caches (``warm_marker``)
+    bench       alone on the GPUs: one ``bench`` worker per GPU, gates taken from verify.json (ggml's
+                build goes on beside it, on the cores the bench leaves)
     ggml-verify the ggml variants (verify and properties), once their build is in
-    bench       alone on the GPUs: one ``bench`` worker per GPU, gates taken from verify.json
-    asv, report the bench samples into asv's results; the static HTML report
+    ggml-bench  their bench rows, joined into bench.json
+    stability   with ``--stability N``: the timing engine against do_bench, N rounds of every bench row
+    asv, report the bench samples into asv's results; the static HTML report (rebuilt on every run)
+
+The CPU is what a fresh run waits on: on a 16-core H100 box every core was busy from the first minute
+to the end of the verification (``run.json``'s load time line), so the phases are ordered to leave no
+core idle rather than to start everything at once.
 
 A run that is stopped (Ctrl-C, a lost machine, a killed process) resumes where it stopped when the
 same command runs again: finished phases are kept (``run.json``), verify and bench resume their rows.
@@ -165,9 +172,11 @@ class GpuRun:
         ggml = self._start_ggml()
         try:
             ok = self._parallel(ngpu)
-            ok &= self._ggml_verify(ggml)
             if ngpu and "bench" in self.opt.phases:
-                ok &= self._phase("bench", lambda: self._bench(ngpu))
+                ok &= self._phase("bench", lambda: self._bench(ngpu, ggml=False))
+            ok &= self._ggml_verify(ggml)
+            if ngpu and "bench" in self.opt.phases and any(v.backend == "ggml" for v in self._selected("cuda")):
+                ok &= self._phase("ggml-bench", lambda: self._bench(ngpu, ggml=True))
             if ngpu and self.opt.stability and self.bench.is_file():
                 ok &= self._phase("stability", self._stability)
             if ngpu and "asv" in self.opt.phases:
@@ -203,8 +212,11 @@ class GpuRun:
         return ok
 
     def _start_ggml(self) -> subprocess.Popen | None:
-        """ggml-python's CUDA build, in the background (about 3 minutes on 16 cores), unless this
-        environment already has the ggml it asks for (a second run)."""
+        """ggml-python's CUDA build, in the background, at the lowest CPU priority, unless this
+        environment already has the ggml it asks for (a second run). About 3 minutes of 16 cores: beside
+        the verification, which keeps every core busy on its own, it lengthened the run by as much (H100,
+        2026-11-24); niced, it takes the cores the verification leaves and the bench's idle ones (the bench
+        times on one core), and its variants are verified and timed after the bench."""
         if self.opt.ggml_src is None or self.state.phase("ggml").status == "done":
             return None
         ph = self.state.phase("ggml")
@@ -214,10 +226,10 @@ class GpuRun:
             _say("ggml: ggml-python with the backend CMAKE_ARGS asks for is installed already")
             return None
         ph.status, ph.started = "running", time.time()
-        cmd = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", *self.opt.ggml_pip,
-               str(self.opt.ggml_src)]
+        cmd = ["nice", "-n", "19", sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation",
+               *self.opt.ggml_pip, str(self.opt.ggml_src)]
         _say(f"ggml: building ggml-python in the background (CMAKE_ARGS={os.environ.get('CMAKE_ARGS')!r})")
-        env = {"CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)}
+        env = {"CMAKE_BUILD_PARALLEL_LEVEL": str(max(1, (os.cpu_count() or 2) - 1))}  # a core for the bench
         import shutil
 
         if shutil.which("nvcc") is None and os.path.exists("/usr/local/cuda/bin/nvcc"):  # CUDA's usual home
@@ -245,11 +257,9 @@ class GpuRun:
                 continue
             if "bench" in self.opt.phases and self.ngpu and v.backend == "triton":
                 # autotuning at the bench shapes, ahead of the bench (which then finds it in Triton's
-                # caches). Shape sets with the same head count and size share autotune keys and
-                # compiled kernels, so they tune one after the other in one process; the others tune
-                # side by side
+                # caches)
                 for d in (d for d in self.opt.dtypes if d in v.dtypes):
-                    for group in _warm_groups(v.operator, self._sets()):
+                    for group in _warm_groups(self._sets()):
                         name = f"warm-{v.name}-{d}-{'+'.join(group)}"
                         if warm_marker(self.state.provenance, name).is_file() and _triton_caches_kept():
                             self.warmed_before += 1
@@ -389,17 +399,25 @@ class GpuRun:
             variant, kind, _dtype = unit.split("|")
             self.state.add_variant(variant, kind, secs)
 
-    def _bench(self, ngpu: int) -> tuple[bool, str]:
+    def _bench(self, ngpu: int, ggml: bool) -> tuple[bool, str]:
+        """The bench of every backend but ggml (``bench.json``), or of ggml's variants once they are built
+        and verified, joined into it."""
+        from .bench import merge
         from .bench_merge import run_on_gpus
 
         # the gates from this run's verification (when it wrote one: each row checks its own case otherwise)
         verified = ["--verified", str(self.verify)] if self.verify.is_file() else []
-        args = [*self._bench_args(), *verified, "--resume"]
-        doc, failed = run_on_gpus(args, ngpu, self.bench, log_dir=self.procs.logs)
+        args = [*self._bench_args(), *verified, "--resume", *(["--backend" if ggml else "--exclude-backend", "ggml"])]
+        out = self.work / "bench-ggml.json" if ggml else self.bench
+        doc, failed = run_on_gpus(args, ngpu, out, log_dir=self.procs.logs, apart=())
         if doc is None:
             return False, "no bench worker wrote a row"
+        if ggml:
+            doc = merge([self.bench, out], self.bench) if self.bench.is_file() else doc
+            out.unlink()
         for r in doc["rows"]:
-            self.state.add_variant(r["variant"], "bench", r.get("seconds") or 0.0)
+            if (r["variant"].split(".")[1] == "ggml") == ggml:
+                self.state.add_variant(r["variant"], "bench", r.get("seconds") or 0.0)
         counts = collections.Counter(r["status"] for r in doc["rows"])
         modes = collections.Counter(r.get("mode") for r in doc["rows"] if r["status"] == "OK")
         detail = (", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + "; timed as "
@@ -450,17 +468,13 @@ class GpuRun:
         print_breakdown(self.state)
 
 
-def _warm_groups(op: str, sets: tuple[str, ...]) -> list[tuple[str, ...]]:
-    """The shape sets warmed per process: those whose shapes for ``op`` have the same head count and
-    head size together (they share autotune keys and compiled kernels), in the order given."""
-    from .bench import set_shape
-
-    groups: dict[tuple[int, int], list[str]] = {}
-    for s in sets:
-        sh = set_shape(s, op)
-        if sh is not None:
-            groups.setdefault((sh.H, sh.N), []).append(s)
-    return [tuple(g) for g in groups.values()]
+def _warm_groups(sets: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The shape sets warmed per process: head size 128 on its own, the others together (kernels that
+    take the head count as a value, not a constant, compile once for all of them: one process per set
+    compiled 16,300 s of warm-ups where one per group had compiled 10,500, H100, 2026-11-24)."""
+    wide = tuple(s for s in sets if s == "head128")
+    rest = tuple(s for s in sets if s != "head128")
+    return [g for g in (rest, wide) if g]
 
 
 def warm_marker(prov: dict, name: str) -> Path:

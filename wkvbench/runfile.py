@@ -88,7 +88,7 @@ class State:
 # phases on the critical path, one after the other (the wall time is their sum plus the install);
 # "side" and "ggml" run beside "verify" and are reported, not added; "stability" (asked for with
 # --stability) is a check of the timing engine after the evidence, reported apart
-SERIAL = ("verify", "ggml-verify", "bench", "asv", "report")
+SERIAL = ("verify", "bench", "ggml-verify", "ggml-bench", "asv", "report")
 NOTE = {"side": " (beside verify)", "ggml": " (beside verify)", "stability": " (a check after the bench)"}
 
 

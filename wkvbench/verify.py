@@ -276,6 +276,7 @@ def _run_isolated(jobs: list[tuple[KernelVariant, Case, str]], checker: Checker,
     try:
         _drain(runnable, one, cfg, results, done, record, describe, advance)
     finally:
+        cfg.close_idle()
         if own_dir:
             shutil.rmtree(cfg.oracle_dir, ignore_errors=True)
             cfg.oracle_dir = None
