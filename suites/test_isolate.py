@@ -298,3 +298,24 @@ def test_a_variants_worker_takes_its_next_units_and_never_another_variants(monke
     assert got.keys() == want.keys() and len(got) == 9
     assert {k: v[0] for k, v in got.items()} == {k: v[0] for k, v in want.items()}
     assert not cfg.idle and not cfg.active and cfg.log_dir is None
+
+
+def test_at_most_jobs_workers_wait_and_a_finished_variants_workers_end():
+    from wkvbench.isolate import WorkerConfig
+
+    class Fake:
+        def __init__(self, name):
+            self.name, self.ended, self.since = name, False, 0.0
+
+        def end(self):
+            self.ended = True
+
+    cfg = WorkerConfig(entry_points=False, jobs=2)
+    a1, a2, b1 = Fake("a1"), Fake("a2"), Fake("b1")
+    cfg.give_back(("a", ""), a1)
+    cfg.give_back(("a", ""), a2)
+    assert not a1.ended and not a2.ended
+    cfg.give_back(("b", ""), b1)  # a third waiting worker: the one that waited longest ends
+    assert a1.ended and not a2.ended and not b1.ended and cfg.ending == [a1]
+    cfg.retire("a")  # a has no unit left
+    assert a2.ended and not b1.ended and cfg.idle[("b", "")] == [b1]

@@ -122,7 +122,20 @@ def _run_job(fd: int, variant, job: dict) -> None:
         if fatal:
             sys.stderr.flush()
             os._exit(CUDA_EXIT)  # no atexit/CUDA teardown: the context is broken
+    _release()
     _send(fd, {"done": True})
+
+
+def _release() -> None:
+    """What a waiting worker gives back: the job's tensors, and the GPU memory torch's allocator keeps
+    (sixteen waiting workers that kept theirs filled the H100's 80 GB, and the next cases failed with
+    CUDA out of memory, 2026-11-24)."""
+    import gc
+
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
 
 
 if __name__ == "__main__":

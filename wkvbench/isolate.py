@@ -37,6 +37,7 @@ from .cases import Case
 from .check import CRASH, TIMEOUT, CheckResult
 
 TAIL_LINES = 20
+END_WAIT = 10.0  # seconds the waiting workers get to exit at the end of a run before they are killed
 DEFAULT_TIMEOUT = 300.0  # seconds per case; WKVBENCH_TIMEOUT or --timeout override it
 
 
@@ -92,6 +93,7 @@ class WorkerConfig:
     cancel: threading.Event = field(default_factory=threading.Event, repr=False)  # set: start no more workers
     active: set = field(default_factory=set, repr=False)  # the live workers (killed on cancel)
     idle: dict = field(default_factory=dict, repr=False)  # (variant, GPU) -> workers waiting for a job
+    ending: list = field(default_factory=list, repr=False)  # workers told to end, not yet reaped
     log_dir: Path | None = field(default=None, repr=False)  # the workers' stderr files
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -114,21 +116,45 @@ class WorkerConfig:
         return None
 
     def give_back(self, key: tuple[str, str], w: _Worker) -> None:
+        """``w`` finished its job: it waits for its variant's next unit. At most ``jobs`` workers wait;
+        beyond that the one that waited longest ends."""
         with self.lock:
             self.active.discard(w)
             if self.cancel.is_set():
                 w.kill()
-            else:
-                self.idle.setdefault(key, []).append(w)
+                return
+            w.since = time.monotonic()
+            self.idle.setdefault(key, []).append(w)
+            waiting = sorted((x for pool in self.idle.values() for x in pool), key=lambda x: x.since)
+            for old in waiting[: max(0, len(waiting) - self.jobs)]:
+                self._end(old)
+
+    def retire(self, variant: str) -> None:
+        """The variant has no unit left: its waiting workers end now (not at the end of the run)."""
+        with self.lock:
+            for key in [k for k in self.idle if k[0] == variant]:
+                for w in list(self.idle[key]):
+                    self._end(w)
+
+    def _end(self, w: _Worker) -> None:  # with the lock held
+        for pool in self.idle.values():
+            if w in pool:
+                pool.remove(w)
+        w.end()
+        self.ending.append(w)
 
     def close_idle(self) -> None:
-        """End the waiting workers (end of input: they exit) and remove their stderr files."""
+        """End the waiting workers (end of input: they exit, side by side), reap every ended one (killed
+        after ``END_WAIT`` seconds) and remove their stderr files."""
         with self.lock:
-            waiting = [w for pool in self.idle.values() for w in pool]
+            for w in [w for pool in self.idle.values() for w in pool]:
+                self._end(w)
             self.idle.clear()
+            ending, self.ending = self.ending, []
             log_dir, self.log_dir = self.log_dir, None
-        for w in waiting:
-            w.close()
+        deadline = time.monotonic() + END_WAIT
+        for w in ending:
+            w.close(wait=max(0.1, deadline - time.monotonic()))
         if log_dir is not None:
             for p in log_dir.iterdir():
                 p.unlink(missing_ok=True)
@@ -200,6 +226,7 @@ class _Worker:
         self.fd = read_fd
         self.buf = b""
         self.jobs = 0
+        self.since = time.monotonic()  # when it began to wait for a job
 
     def send(self, cases: list[Case], cfg: WorkerConfig, kind: str) -> None:
         job = {"variant": self.variant, "cases": [c.id for c in cases], "plugins": cfg.plugins,
@@ -234,16 +261,20 @@ class _Worker:
         except (ProcessLookupError, PermissionError):
             pass
 
-    def close(self) -> int:
-        """End of input (a waiting worker exits), then its exit code."""
+    def end(self) -> None:
+        """End of input: a waiting worker exits."""
         try:
-            if self.proc.stdin is not None:
+            if self.proc.stdin is not None and not self.proc.stdin.closed:
                 self.proc.stdin.close()
         except BrokenPipeError:
             pass
+
+    def close(self, wait: float = 30.0) -> int:
+        """End of input, then its exit code (killed after ``wait`` seconds)."""
+        self.end()
         os.close(self.fd)
         try:
-            code = self.proc.wait(timeout=30)
+            code = self.proc.wait(timeout=wait)
         except subprocess.TimeoutExpired:
             self.kill()
             code = self.proc.wait()

@@ -15,6 +15,7 @@ import os
 import queue
 import shutil
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -243,6 +244,8 @@ def _run_isolated(jobs: list[tuple[KernelVariant, Case, str]], checker: Checker,
                                             not u[1].endswith("-configs"), u[1] == "forward", u))
     done = object()
     results: queue.Queue = queue.Queue()
+    left = collections.Counter(u[0] for u in runnable)  # units of each variant not finished yet
+    left_lock = threading.Lock()
 
     def skipped(unit: Unit) -> bool:
         """True when ``unit`` does not run: its cases go out as SKIPs with the reason, without a worker."""
@@ -268,6 +271,10 @@ def _run_isolated(jobs: list[tuple[KernelVariant, Case, str]], checker: Checker,
         finally:
             if ran:
                 unit_seconds["|".join(unit)] = round(time.perf_counter() - t0, 2)
+            with left_lock:
+                left[unit[0]] -= 1
+                if not left[unit[0]]:
+                    cfg.retire(unit[0])
             results.put(done)
 
     own_dir = cfg.oracle_dir is None
