@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from wkvbench.asv_record import BENCHMARK, record
-from wkvbench.verify_merge import attach_properties, merge_verify
+from wkvbench.verify_file import attach_properties, merge_verify
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_BENCH = REPO / "suites/data/report/results/bench/bench-fixture.json"
@@ -140,14 +140,14 @@ def test_asv_record_writes_asv_files_that_asv_reads_back(tmp_path):
 
 def test_warm_ups_take_head_size_128_apart_from_the_other_sets():
     from wkvbench.bench import STANDARD_SETS
-    from wkvbench.gpu import _warm_groups
+    from wkvbench.side import warm_groups
 
-    assert _warm_groups(STANDARD_SETS) == [("quick", "decode", "prefill", "long"), ("head128",)]
-    assert _warm_groups(("decode",)) == [("decode",)]
+    assert warm_groups(STANDARD_SETS) == [("quick", "decode", "prefill", "long"), ("head128",)]
+    assert warm_groups(("decode",)) == [("decode",)]
 
 
 def test_a_warm_up_done_by_an_earlier_run_is_not_done_again(tmp_path, monkeypatch):
-    from wkvbench import gpu
+    from wkvbench import gpu, side
 
     triton = tmp_path / "triton"
     (triton / "k").mkdir(parents=True)
@@ -160,12 +160,12 @@ def test_a_warm_up_done_by_an_earlier_run_is_not_done_again(tmp_path, monkeypatc
     def tasks():
         run = gpu.GpuRun(gpu.Options(out=tmp_path / "out", variants=("wkv7.fla.chunk",), dtypes=("bf16",)))
         run.ngpu, run.state.provenance = 1, prov
-        return run, [name for name, _, _ in run._side_tasks(ggml=False)]
+        return run, [name for name, _, _ in side.side_tasks(run, ggml=False)]
 
     run, names = tasks()
     assert names == ["warm-wkv7.fla.chunk-bf16-quick+decode+prefill+long", "warm-wkv7.fla.chunk-bf16-head128",
                      "props-wkv7.fla.chunk"] and run.warmed_before == 0
-    gpu._mark_warm(prov, "warm-wkv7.fla.chunk-bf16-head128")
+    side.mark_warm(prov, "warm-wkv7.fla.chunk-bf16-head128")
     run, names = tasks()
     assert "warm-wkv7.fla.chunk-bf16-head128" not in names and len(names) == 2 and run.warmed_before == 1
     # another software stack, or Triton's cache gone, or autotune results not cached on disk: warm again

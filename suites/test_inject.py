@@ -89,7 +89,8 @@ CASE = "gla/model/B2-T37-H2-N64-h0/bf16/s0"
 
 def _verify(tmp_path: Path, name: str, variant) -> Path:
     """One verify/1 results file of ``variant`` on CASE, written by verify's own writer."""
-    from wkvbench.verify import Report, write_json
+    from wkvbench.verify import Report
+    from wkvbench.verify_file import write_json
 
     res = Checker().check(variant, Case.parse(CASE))
     out = tmp_path / f"{name}.json"

@@ -21,7 +21,7 @@ from wkvbench.kernels import get
 from wkvbench.cases import Case
 from wkvbench.check import CRASH, PASS, TIMEOUT, Checker, CheckResult
 from wkvbench.isolate import THREAD_VARS, _describe_exit, default_jobs, default_timeout, headline, worker_env
-from wkvbench.verify import load_previous, row_key
+from wkvbench.verify_file import load_previous, row_key
 
 REPO = Path(__file__).resolve().parent.parent
 PLUGINS = REPO / "suites" / "plugins"

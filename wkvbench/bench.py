@@ -173,8 +173,8 @@ def machine_slug(prov: dict) -> str:
 
 def gates_from(path: Path) -> dict[tuple, dict]:
     """Gate verdicts, keyed (variant, case id), from the forward rows of a verify results file (its
-    partial rows too: ``verify.load_previous``)."""
-    from .verify import load_previous
+    partial rows too: ``verify_file.load_previous``)."""
+    from .verify_file import load_previous
 
     _, rows, _ = load_previous(path)
     return {(r.variant, r.case.id): {"case": r.case.id, "status": r.status, "reason": r.reason,

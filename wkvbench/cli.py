@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         sel.extra_cases, sel.configs = tuple(args.extra_case), args.configs
         prior, out = [], args.output
         if args.resume is not None:
-            from .verify import load_previous
+            from .verify_file import load_previous
 
             doc, prior, resumed = load_previous(args.resume)
             out = out or resumed
@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
             console.print(f"[red]no registered variant matches {args.variant or args.op}[/red]")
             return 2
         from .isolate import WorkerConfig, default_jobs, default_timeout
-        from .verify import ResultsWriter
+        from .verify_file import ResultsWriter
 
         timeout = default_timeout() if args.timeout is None else args.timeout
         if not timeout > 0:
@@ -404,7 +404,7 @@ def _kill_report(report, console: Console, out: Path) -> int:
     console.print(f"kill rate {n - len(survivors)}/{n}" + (f"; survivors: {', '.join(survivors)}" if survivors else ""))
     doc = json.loads(out.read_text())
     doc["mutants"] = {"killed": n - len(survivors), "total": n, "survivors": survivors}
-    from .verify import _atomic_write
+    from .verify_file import _atomic_write
 
     _atomic_write(out, json.dumps(doc, indent=1))
     console.print(f"results: {out}")

@@ -49,9 +49,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .procs import Load, Procs, tail
+from .procs import Load, Procs, complete, py, say, tail
 from .runfile import State, print_breakdown
-from .verify_merge import attach_properties, merge_verify
+from .side import run_side, side_tasks
+from .verify_file import attach_properties, merge_verify
 
 DTYPES_ALL = ("bf16", "fp16", "fp32")
 HEARTBEAT_S = 30.0
@@ -77,14 +78,6 @@ class Options:
     results_root: Path = Path("reports")
 
 
-def _say(msg: str) -> None:
-    print(f"[wkvbench gpu {time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-def _py(*args: str) -> list[str]:
-    return [sys.executable, "-m", "wkvbench", *args]
-
-
 def _rows(path: Path) -> int:
     """Rows a verify run has written so far (its partial file while it runs)."""
     part = path.with_suffix(".partial.jsonl")
@@ -94,13 +87,6 @@ def _rows(path: Path) -> int:
         return len(json.loads(path.read_text()).get("results", [])) if path.is_file() else 0
     except (OSError, ValueError):
         return 0
-
-
-def _complete(path: Path) -> bool:
-    try:
-        return bool(json.loads(path.read_text()).get("complete"))
-    except (OSError, ValueError):
-        return False
 
 
 class GpuRun:
@@ -167,7 +153,7 @@ class GpuRun:
 
         ngpu = self.opt.gpus or torch.cuda.device_count()
         if ngpu == 0:
-            _say("no CUDA device: only the CPU variants are verified; bench, asv need a GPU")
+            say("no CUDA device: only the CPU variants are verified; bench, asv need a GPU")
         self.ngpu = ngpu
         ggml = self._start_ggml()
         try:
@@ -196,11 +182,11 @@ class GpuRun:
         if again:
             ph.seconds = 0.0
         elif ph.status == "done":
-            _say(f"{name}: done in an earlier run ({ph.seconds:.0f} s), kept")
+            say(f"{name}: done in an earlier run ({ph.seconds:.0f} s), kept")
             return True
         ph.status, t0 = "running", time.time()
         self.state.save()
-        _say(f"{name}: start")
+        say(f"{name}: start")
         try:
             ok, detail = fn()
         except Exception as exc:  # noqa: BLE001 - one phase failing must not lose the others
@@ -208,7 +194,7 @@ class GpuRun:
         ph.seconds += time.time() - t0
         ph.status, ph.detail = ("done" if ok else "failed"), detail
         self.state.save()
-        _say(f"{name}: {ph.status} in {time.time() - t0:.0f} s{': ' + detail if detail else ''}")
+        say(f"{name}: {ph.status} in {time.time() - t0:.0f} s{': ' + detail if detail else ''}")
         return ok
 
     def _start_ggml(self) -> subprocess.Popen | None:
@@ -223,12 +209,12 @@ class GpuRun:
         if ggml_ready():
             ph.status, ph.detail = "done", "already installed"
             self.state.save()
-            _say("ggml: ggml-python with the backend CMAKE_ARGS asks for is installed already")
+            say("ggml: ggml-python with the backend CMAKE_ARGS asks for is installed already")
             return None
         ph.status, ph.started = "running", time.time()
         cmd = ["nice", "-n", "19", sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation",
                *self.opt.ggml_pip, str(self.opt.ggml_src)]
-        _say(f"ggml: building ggml-python in the background (CMAKE_ARGS={os.environ.get('CMAKE_ARGS')!r})")
+        say(f"ggml: building ggml-python in the background (CMAKE_ARGS={os.environ.get('CMAKE_ARGS')!r})")
         env = {"CMAKE_BUILD_PARALLEL_LEVEL": str(max(1, (os.cpu_count() or 2) - 1))}  # a core for the bench
         import shutil
 
@@ -241,68 +227,18 @@ class GpuRun:
         tail = ["--timeout", str(self.opt.timeout_s), *(["--jobs", str(self.opt.jobs)] if self.opt.jobs else []),
                 "--gpus", str(self.ngpu)]
         if out.exists() or out.with_suffix(".partial.jsonl").exists():
-            return _py("verify", "--resume", str(out), *tail)
+            return py("verify", "--resume", str(out), *tail)
         filters = [x for g in variants for x in ("--variant", g)] if variants is not None else self._filters()
         gates = [x for c in self._gate_ids() for x in ("--extra-case", c)]
-        return _py("verify", "--set", "gpu", "--with-backward", "--configs", *self._dtype_args(), *filters, *gates,
+        return py("verify", "--set", "gpu", "--with-backward", "--configs", *self._dtype_args(), *filters, *gates,
                    "--output", str(out), *tail)
-
-    def _side_tasks(self, ggml: bool) -> list[tuple[str, list[str], str]]:
-        """(name, command, variant) of the warm-up and properties processes, slowest first."""
-        from .verify import cost_rank
-
-        tasks = []
-        for v in sorted(self._selected("cuda"), key=lambda v: (cost_rank(v), v.name)):
-            if (v.backend == "ggml") != ggml or v.operator == "gdn_wy":
-                continue
-            if "bench" in self.opt.phases and self.ngpu and v.backend == "triton":
-                # autotuning at the bench shapes, ahead of the bench (which then finds it in Triton's
-                # caches)
-                for d in (d for d in self.opt.dtypes if d in v.dtypes):
-                    for group in _warm_groups(self._sets()):
-                        name = f"warm-{v.name}-{d}-{'+'.join(group)}"
-                        if warm_marker(self.state.provenance, name).is_file() and _triton_caches_kept():
-                            self.warmed_before += 1
-                            continue
-                        tasks.append((name, _py("bench", "--warm-only", "--variant", v.name, "--dtype", d,
-                                                *(x for st in group for x in ("--set", st)),
-                                                "--output", str(self.work / f"{name}.json")), v.name))
-            out = self.work / f"props-{v.name}.json"
-            if "side" in self.opt.phases and not _complete(out):
-                tasks.append((f"props-{v.name}", _py("properties", "--variant", v.name, "--dtype", "bf16",
-                                                     "--dtype", "fp32", "--output", str(out)), v.name))
-        return tasks
-
-    def _run_side(self, tasks, slots: int, stop: threading.Event, counts: collections.Counter) -> None:
-        """Run the side tasks, ``slots`` at a time; per-variant seconds and CPU seconds into run.json."""
-        queue = list(tasks)
-        running: list[tuple[str, subprocess.Popen, float, str]] = []
-        while (queue or running) and not stop.is_set():
-            while queue and len(running) < slots:
-                name, cmd, variant = queue.pop(0)
-                running.append((name, self.procs.start(name, cmd, {"OMP_NUM_THREADS": "1"}), time.time(), variant))
-            for item in list(running):
-                name, p, t0, variant = item
-                rc = self.procs.poll(p)
-                if rc is None:
-                    continue
-                running.remove(item)
-                warm = name.startswith("warm-")
-                self.state.add_variant(variant, "warm" if warm else "properties", time.time() - t0)
-                self.state.add_cpu("side", p.cpu_s)
-                counts["ok" if rc in (0, 1) else "failed"] += 1
-                if rc not in (0, 1):
-                    _say(f"side task {name} exited with {rc}:\n{tail(self.procs.logs / (name + '.log'))}")
-                elif warm and rc == 0:
-                    _mark_warm(self.state.provenance, name)
-            time.sleep(0.5)
 
     def _parallel(self, ngpu: int) -> bool:
         """verify (all cores) with the side tasks beside it; the phase ends when both have."""
         ph = self.state.phase("verify")
         side_ph = self.state.phase("side")
         if ph.status == "done" and side_ph.status == "done":
-            _say("verify and side tasks: done in an earlier run, kept")
+            say("verify and side tasks: done in an earlier run, kept")
             return True
         t0 = time.time()
         verify_done, side_done = ph.status == "done", side_ph.status == "done"
@@ -314,19 +250,19 @@ class GpuRun:
         excl = ("*.ggml.*",)
         self.opt.exclude = (*self.opt.exclude, *excl)
         vp = None
-        if not verify_done and "verify" in self.opt.phases and not _complete(self.verify):
+        if not verify_done and "verify" in self.opt.phases and not complete(self.verify):
             cmd = self._verify_cmd(self.verify)
-            _say(f"verify: {shlex.join(cmd[3:])[:300]}")
+            say(f"verify: {shlex.join(cmd[3:])[:300]}")
             vp = self.procs.start("verify", cmd)
-        tasks = self._side_tasks(ggml=False) if not side_done else []
+        tasks = side_tasks(self, ggml=False) if not side_done else []
         # one per core beside the verification's workers: both wait on the GPU much of the time. With
         # half the cores the side tasks ended 210 s after the verification on the H100 (2026-11-24);
         # with one per core they ended before it, and the run was 26 s shorter
         slots = self.opt.side_jobs or (os.cpu_count() or 2)
         stop, counts = threading.Event(), collections.Counter()
-        side = threading.Thread(target=self._run_side, args=(tasks, slots, stop, counts), daemon=True)
+        side = threading.Thread(target=run_side, args=(self, tasks, slots, stop, counts), daemon=True)
         side.start()
-        _say(f"side: {len(tasks)} properties/warm-up processes, {slots} at a time"
+        say(f"side: {len(tasks)} properties/warm-up processes, {slots} at a time"
              + (f" ({self.warmed_before} warm-ups done by an earlier run, kept in Triton's caches)"
                 if self.warmed_before else ""))
         next_beat = time.time() + HEARTBEAT_S
@@ -335,7 +271,7 @@ class GpuRun:
             if time.time() >= next_beat:
                 next_beat += HEARTBEAT_S
                 _, cpu, gpu, mem = self._sample_load()
-                _say(f"[{time.time() - t0:.0f} s] verify {_rows(self.verify)} rows"
+                say(f"[{time.time() - t0:.0f} s] verify {_rows(self.verify)} rows"
                      f"{' (finished)' if vp is None or vp.returncode is not None else ''}; "
                      f"side {sum(counts.values())}/{len(tasks)} done; CPU {cpu} % busy, GPU {gpu} %, "
                      f"{mem} GiB")
@@ -343,9 +279,9 @@ class GpuRun:
         if vp is not None:
             rc = self.procs.wait(vp)
             self.state.add_cpu("verify", vp.cpu_s)
-            ok = rc in (0, 1) and _complete(self.verify)  # 1: some rows failed (they are in the file)
+            ok = rc in (0, 1) and complete(self.verify)  # 1: some rows failed (they are in the file)
             if not ok:
-                _say(f"verify exited with {rc}:\n{tail(self.procs.logs / 'verify.log', 20)}")
+                say(f"verify exited with {rc}:\n{tail(self.procs.logs / 'verify.log', 20)}")
         ph.seconds += time.time() - t0
         ph.status = "done" if ok else "failed"
         ph.detail = _verify_detail(self.verify)
@@ -355,7 +291,7 @@ class GpuRun:
         self.opt.exclude = tuple(x for x in self.opt.exclude if x not in excl)
         self._variant_times(self.verify)
         self.state.save()
-        _say(f"verify: {ph.status} in {ph.seconds:.0f} s: {ph.detail}; side: {side_ph.detail}")
+        say(f"verify: {ph.status} in {ph.seconds:.0f} s: {ph.detail}; side: {side_ph.detail}")
         return ok
 
     def _ggml_verify(self, build: subprocess.Popen | None) -> bool:
@@ -368,7 +304,7 @@ class GpuRun:
             ph.status = "done" if rc == 0 else "failed"
             ph.detail = "" if rc == 0 else f"pip exited with {rc}: " + tail(self.procs.logs / "ggml-build.log", 3)
             self.state.save()
-            _say(f"ggml: build {ph.status} after {ph.seconds:.0f} s (waited {time.time() - t0:.0f} s for it)")
+            say(f"ggml: build {ph.status} after {ph.seconds:.0f} s (waited {time.time() - t0:.0f} s for it)")
 
         def verify_ggml():
             names = [v.name for v in self._selected() if v.backend == "ggml"]  # the selection's ggml variants
@@ -376,12 +312,12 @@ class GpuRun:
                 return True, "no ggml variant selected"
             part = self.work / "verify-ggml.json"
             p = self.procs.start("verify-ggml", self._verify_cmd(part, variants=names))
-            tasks = self._side_tasks(ggml=True)
+            tasks = side_tasks(self, ggml=True)
             counts: collections.Counter = collections.Counter()
-            self._run_side(tasks, max(1, len(tasks)), threading.Event(), counts)
+            run_side(self, tasks, max(1, len(tasks)), threading.Event(), counts)
             rc = self.procs.wait(p)
             self.state.add_cpu("verify", p.cpu_s)
-            if rc not in (0, 1) or not _complete(part):
+            if rc not in (0, 1) or not complete(part):
                 return False, f"verify exited with {rc}: " + tail(self.procs.logs / "verify-ggml.log", 3)
             self._variant_times(part)
             merge_verify(self.verify, part)
@@ -429,7 +365,7 @@ class GpuRun:
     def _stability(self) -> tuple[bool, str]:
         """The engine against triton's do_bench, ``--stability`` rounds on every timed row (stability.json;
         a stopped run keeps the rows it measured)."""
-        p = self.procs.start("stability", _py("stability", str(self.bench), "--repeats", str(self.opt.stability),
+        p = self.procs.start("stability", py("stability", str(self.bench), "--repeats", str(self.opt.stability),
                                               "--rep-ms", "50"))
         rc = self.procs.wait(p)
         try:
@@ -447,7 +383,7 @@ class GpuRun:
 
     def _report(self) -> tuple[bool, str]:
         out = self.opt.results_root / "html" / "index.html"
-        p = subprocess.run(_py("report", "--results", str(self.opt.results_root), "--output", str(out)),
+        p = subprocess.run(py("report", "--results", str(self.opt.results_root), "--output", str(out)),
                            capture_output=True, text=True)
         (self.procs.logs / "report.log").write_text(p.stdout + p.stderr)
         return p.returncode == 0, (p.stdout.strip().splitlines() or [""])[-1][:300]
@@ -466,43 +402,6 @@ class GpuRun:
         done = all(p.status == "done" for p in self.state.phases.values())
         self.state.save(complete=done)
         print_breakdown(self.state)
-
-
-def _warm_groups(sets: tuple[str, ...]) -> list[tuple[str, ...]]:
-    """The shape sets warmed per process: head size 128 on its own, the others together (kernels that
-    take the head count as a value, not a constant, compile once for all of them: one process per set
-    compiled 16,300 s of warm-ups where one per group had compiled 10,500, H100, 2026-11-24)."""
-    wide = tuple(s for s in sets if s == "head128")
-    rest = tuple(s for s in sets if s != "head128")
-    return [g for g in (rest, wide) if g]
-
-
-def warm_marker(prov: dict, name: str) -> Path:
-    """The file that says warm-up ``name`` ran to its end on this machine and software stack, into
-    Triton's on-disk caches (``~/.cache/wkvbench/warm/``)."""
-    from .bench import file_slug, identity
-
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "wkvbench" / "warm"
-    return root / file_slug(identity(prov)) / f"{name}.done"
-
-
-def _triton_caches_kept() -> bool:
-    """Autotune results go to Triton's on-disk cache (``TRITON_CACHE_AUTOTUNING``, which ``nox -s gpu``
-    sets), and that cache is there: a warm-up done by an earlier run still holds."""
-    on = os.environ.get("TRITON_CACHE_AUTOTUNING", "").lower() in ("1", "true", "on", "yes")
-    cache = Path(os.environ.get("TRITON_CACHE_DIR") or Path.home() / ".triton" / "cache")
-    return on and cache.is_dir() and any(cache.iterdir())
-
-
-def _mark_warm(prov: dict, name: str) -> None:
-    if not _triton_caches_kept():
-        return
-    path = warm_marker(prov, name)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(time.strftime("%Y-%m-%dT%H:%M:%S") + "\n")
-    except OSError:
-        pass  # a cache marker: never fatal (the next run warms again)
 
 
 def ggml_ready() -> bool:

@@ -8,12 +8,29 @@ stops. ``Load`` samples the box (CPU busy share from ``/proc/stat``, GPU utiliza
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
+
+
+def say(msg: str) -> None:
+    print(f"[wkvbench gpu {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def py(*args: str) -> list[str]:
+    return [sys.executable, "-m", "wkvbench", *args]
+
+
+def complete(path: Path) -> bool:
+    try:
+        return bool(json.loads(path.read_text()).get("complete"))
+    except (OSError, ValueError):
+        return False
 
 
 class Procs:
