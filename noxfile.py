@@ -149,7 +149,7 @@ def bench(session: nox.Session) -> None:
     _install_runtime(session, "test", "cpu-kernels", "bench", *gpu)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     ngpu = int(session.run("python", "-c", "import torch; print(torch.cuda.device_count())", silent=True).split()[-1])
-    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "suites/test_cpu_timings.py",
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "suites/perf/test_cpu_timings.py",
                 "--benchmark-only", f"--benchmark-json=reports/bench/cpu-{stamp}.json")
     if ngpu == 0:
         session.log("no CUDA device: GPU benchmarks skipped (the CPU timings above ran)")

@@ -13,7 +13,7 @@ if __name__ == "kernels":  # imported as a bare top-level name: hand over to the
     # installed, else stand in as an empty namespace package: what Python gives for a plain folder, and
     # what transformers reads as "not installed" (an ImportError here would propagate out of its probe).
     # The rest of this file then runs as `wkvbench.kernels` (imported properly) and is discarded.
-    # suites/test_coexist.py proves both cases.
+    # suites/variants/test_coexist.py proves both cases.
     import importlib.machinery as _machinery
     import importlib.util as _util
     import os as _os

@@ -19,7 +19,7 @@ their ggml ``ne``, the size of ``dst``, and the op call), reached through the pe
   of the backend, ``ggml_backend_tensor_set``/``_get`` copy in and out, and
   ``ggml_backend_graph_compute_async`` runs it. The backend is a parameter (``"cuda"`` or
   ``"cpu"``): on the CPU backend the same path runs here and is tested against ``GgmlGraph``
-  (``suites/test_ggml_backend.py``: bit-identical).
+  (``suites/variants/test_ggml_backend.py``: bit-identical).
 
 Both guard ``dst`` as test-backend-ops does: the bytes after it (``GUARD_BYTES``, a sentinel) are
 checked on every ``read()``, so an op that writes past its ``dst`` raises instead of corrupting

@@ -3,7 +3,7 @@
 The in-tree CUDA kernels (``kernels/<op>/cuda/*.cu``) expose ``extern "C"`` launchers and are loaded
 with ``ctypes``, so building them needs only nvcc and a host compiler: no torch CUDA headers, no
 ``torch.utils.cpp_extension``. That keeps them compilable on a CPU-only CI machine with a torch CPU
-build (``suites/test_nvcc_build.py``) and runnable on a GPU box from the same flags.
+build (``suites/variants/test_nvcc_build.py``) and runnable on a GPU box from the same flags.
 
 * :func:`find_nvcc`: ``$CUDA_HOME/bin/nvcc``, ``$CUDA_PATH/bin/nvcc``, ``nvcc`` on ``PATH``, then
   ``/usr/local/cuda/bin/nvcc``; None when there is none.

@@ -1,5 +1,11 @@
 """pytest configuration: the run's summary counts skips by reason, so "all green" can never mean
-"nothing ran"."""
+"nothing ran"; the tests under ``suites/gpu/`` carry the ``gpu`` marker (``-m gpu`` selects them on a
+GPU box, ``-m "not gpu"`` leaves them out).
+
+The folders: ``unit/`` (the judge, runners, results, report, gate), ``oracle/`` (the float64 oracle
+against independent formulations), ``variants/`` (adapters and registry, CPU), ``gpu/``, ``perf/``
+(timing, bench, asv; ``benchmarks/`` is asv's own benchmark folder, which asv imports whole, so no
+test lives there) and ``tools/`` (scripts, offline install, documentation checks)."""
 
 from __future__ import annotations
 
@@ -31,6 +37,15 @@ def asv_benchmarks(monkeypatch):
         return mod
 
     return load
+
+
+GPU_DIR = Path(__file__).resolve().parent / "gpu"
+
+
+def pytest_collection_modifyitems(config, items):  # noqa: ARG001
+    for item in items:
+        if GPU_DIR in Path(str(item.path)).resolve().parents:
+            item.add_marker(pytest.mark.gpu)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001

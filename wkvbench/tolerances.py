@@ -282,7 +282,7 @@ KNOWN_FAILURES: dict[tuple[str, str], str | None] = {
     # FLA's fused_recurrent backward (fla/ops/common/fused_recurrent.py) allocates dq/dk/dv/dgk with
     # new_empty and writes only rows inside cu_seqlens: in padded packing (T > cu_seqlens[-1]) the slack
     # rows of every gradient are uninitialized memory (NaN under poison_uninitialized; garbage up to
-    # 5e37 without it). CPU (Triton interpreter), 2026-11-22, gla packing case of suites/test_packing.py.
+    # 5e37 without it). CPU (Triton interpreter), 2026-11-22, gla packing case of suites/variants/test_packing.py.
     # Edge set (CPU, 2026-11-22, reports/cpu/verify-cpu-edge*.json). FLA's naive chunked DPLR reference
     # with log decays -U(20, 60) (decays ~0) in fp32: y 36-89x floor (1.0e-6..2.4e-6 relative, worst
     # wkv7/lwneg/B1-T63-H1-N64-h0/fp32/s0) where the step-by-step baseline sits near 4-8x.
@@ -318,7 +318,7 @@ KNOWN_FAILURES: dict[tuple[str, str], str | None] = {
     # (dstateT[j] = dht[i*C + j], where column i, dht[j*C + i], is due), so dk, db and dw are wrong whenever
     # the loss depends on the final state. H100, 2026-11-23 (reports/gpu/h100-2026-11-23/
     # verify-backward-h100.json), wkv7/model/B2-T64-H1-N64/bf16: grad_k 0.164, grad_b 0.183, grad_lw 0.204
-    # relative; grad_r/v/a 1.4x floor. suites/test_rwkv_ops_cuda_backward_bug.py reproduces the three
+    # relative; grad_r/v/a 1.4x floor. suites/variants/test_rwkv_ops_cuda_backward_bug.py reproduces the three
     # errors to 2.5 % with the float64 oracle fed the transposed final-state gradient.
     ("wkv7.rwkv_ops.cuda", "backward:*"): "rwkv-ops RWKV-7 CUDA backward reads the final-state gradient "
                                           "untransposed for dk/db/dw (16-20 % error)",

@@ -13,7 +13,7 @@ class GdnGgmlCpu(GdnOp, GgmlCpuVariant):
     The conventions (log gate, fixed ``1/sqrt(N)`` scale, a case asking for another scale raises
     ``Unsupported`` in ``prepare``, state ``[value][key]``, ``K`` snapshot slots) are ``GdnOp``'s
     in ``kernels/_ggml.py``, shared with ``gdn.ggml.cuda`` and checked in
-    ``suites/test_ggml_quirks.py``. Any head size.
+    ``suites/variants/test_ggml_quirks.py``. Any head size.
     """
 
     name = "gdn.ggml.cpu"

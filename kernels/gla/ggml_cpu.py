@@ -12,7 +12,7 @@ class GlaGgmlCpu(GlaOp, GgmlCpuVariant):
     Every ggml input must be F32 (the CPU op aborts on any other type), so the only dtype is fp32.
     The conventions (argument order ``k, v, q``, ``g = exp(lw)``, ``scale`` an argument, state
     ``[key][value]``, ``dst`` packing) are ``GlaOp``'s in ``kernels/_ggml.py``, shared with
-    ``gla.ggml.cuda`` and checked in ``suites/test_ggml_quirks.py``. Any head size.
+    ``gla.ggml.cuda`` and checked in ``suites/variants/test_ggml_quirks.py``. Any head size.
     """
 
     name = "gla.ggml.cpu"

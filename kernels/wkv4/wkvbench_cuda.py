@@ -70,7 +70,7 @@ def arch_list() -> tuple[str, ...]:
 
 
 def nvcc_flags(archs: tuple[str, ...] | None = None, nvcc: str | None = None) -> list[str]:
-    """The nvcc flags of the runtime build (also used by ``suites/test_nvcc_build.py``)."""
+    """The nvcc flags of the runtime build (also used by ``suites/variants/test_nvcc_build.py``)."""
     archs = archs or arch_list()
     flags = ["-O3", "-std=c++17", "-lineinfo", "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared"]
     for a in archs:

@@ -12,7 +12,7 @@ class Wkv6GgmlCpu(Wkv6Op, GgmlCpuVariant):
     Every ggml input must be F32 (the CPU op aborts on any other type), so the only dtype is fp32.
     The conventions (argument order ``k, v, r``, ``td = exp(lw)``, state ``[key][value]``, ``dst``
     packing) are ``Wkv6Op``'s in ``kernels/_ggml.py``, shared with ``wkv6.ggml.cuda`` and checked
-    in ``suites/test_ggml_quirks.py``. Any head size.
+    in ``suites/variants/test_ggml_quirks.py``. Any head size.
     """
 
     name = "wkv6.ggml.cpu"

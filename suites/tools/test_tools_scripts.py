@@ -1,0 +1,42 @@
+"""The maintainers' shell scripts under tools/: each parses (``bash -n``), and ``detach.sh`` starts a
+command detached and collects it (exit code, log) from a later call, or says at once that nothing was
+started (a fresh machine)."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+TOOLS = Path(__file__).resolve().parents[2] / "tools"
+SCRIPTS = sorted(TOOLS.glob("*.sh"))
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=[p.name for p in SCRIPTS])
+def test_script_parses(script):
+    p = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+
+
+def _detach(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(TOOLS / "detach.sh"), *args], capture_output=True, text=True, timeout=60)
+
+
+def test_detach_outlives_its_caller_and_reports_the_exit_code(tmp_path):
+    d = tmp_path / "job"
+    t0 = time.perf_counter()
+    started = _detach("start", str(d), "bash", "-c", "echo begun; sleep 2; echo finished; exit 4")
+    assert started.returncode == 0 and time.perf_counter() - t0 < 2  # returns at once
+    early = _detach("wait", str(d), "0")
+    assert early.returncode == 3 and "still running" in early.stdout and "begun" in early.stdout
+    done = _detach("wait", str(d), "30")
+    assert done.returncode == 0, done.stdout
+    assert "finished" in done.stdout and "ended with exit code 4" in done.stdout
+    assert (d / "rc").read_text().strip() == "4"
+
+
+def test_detach_wait_on_a_fresh_machine_says_so_at_once(tmp_path):
+    p = _detach("wait", str(tmp_path / "never"), "500")
+    assert p.returncode == 9 and "nothing started" in p.stdout

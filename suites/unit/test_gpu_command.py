@@ -1,0 +1,195 @@
+"""``python -m wkvbench gpu``, the one command of a GPU box, on this CPU machine: one results set
+(verify.json with both kinds and the properties, run.json with the phases and per-variant seconds),
+a second run that keeps what is done, a run killed mid-way that the next run completes, the merge of
+the ggml part, and the asv record written through asv's own API and read back."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from wkvbench.asv_record import BENCHMARK, record
+from wkvbench.verify_file import attach_properties, merge_verify
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURE_BENCH = REPO / "suites/data/report/results/bench/bench-fixture.json"
+SELECT = ("--variant", "gla.torch.recurrent", "--variant", "gla.fla.naive_recurrent", "--variant",
+          "gla.fla.fused_recurrent", "--dtype", "fp32", "--only", "verify,side")
+
+
+def _gpu(out: Path, *args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "wkvbench", "gpu", "--output", str(out), *SELECT, *args],
+                          cwd=REPO, capture_output=True, text=True, timeout=900, **kw)
+
+
+@pytest.fixture(scope="module")
+def one_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gpu") / "set"
+    p = _gpu(out)
+    return out, p
+
+
+def test_one_results_set_with_both_kinds_properties_and_the_time_breakdown(one_run):
+    out, p = one_run
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert sorted(f.name for f in out.iterdir() if f.is_file()) == ["run.json", "verify.json"]
+    assert not (out / "work").exists()  # intermediate files are gone
+    doc = json.loads((out / "verify.json").read_text())
+    assert doc["complete"] and doc["selection"]["case_set"] == "gpu" and doc["selection"]["with_backward"]
+    kinds = {(r["variant"], r["kind"]) for r in doc["results"]}
+    assert ("gla.torch.recurrent", "backward") in kinds and ("gla.fla.naive_recurrent", "forward") in kinds
+    ids = {r["case"] for r in doc["results"]}
+    assert "gla/model/B1-T128-H2-N64/fp32/s0" in ids  # a bench row's gate case, verified in the same run
+    # the properties of the CUDA variant ran beside verify (SKIP here: no CUDA device), attached to the file
+    props = doc["properties"]
+    assert props and {r["variant"] for r in props} == {"gla.fla.fused_recurrent"}
+    assert all(r["status"] == "SKIP" and "CUDA" in r["reason"] for r in props)
+    run = json.loads((out / "run.json").read_text())
+    assert run["schema"] == "wkvbench.run/1" and run["complete"] is True
+    assert run["phases"]["verify"]["status"] == "done" and run["phases"]["side"]["status"] == "done"
+    assert "PASS" in run["phases"]["verify"]["detail"]
+    assert run["variant_seconds"]["gla.torch.recurrent"]["backward"] > 0
+    assert run["variant_seconds"]["gla.fla.fused_recurrent"]["properties"] > 0
+    # the CPU seconds of the processes (reaped with wait4: the verify parent includes its workers)
+    assert run["cpu_s"]["verify"] > 1 and run["cpu_s"]["side"] > 0.5 and run["cores"] == os.cpu_count()
+    assert "where the time went" in p.stdout
+
+
+def test_a_second_run_keeps_what_is_done(one_run):
+    out, _ = one_run
+    before = (out / "verify.json").read_text()
+    p = _gpu(out)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "done in an earlier run, kept" in p.stdout
+    assert (out / "verify.json").read_text() == before
+    assert json.loads((out / "run.json").read_text())["runs"] == 2
+
+
+def test_a_run_killed_mid_way_is_completed_by_the_next(tmp_path, one_run):
+    out = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-m", "wkvbench", "gpu", "--output", str(out), *SELECT], cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    part = out / "verify.partial.jsonl"
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:
+        if part.is_file() and sum(1 for line in part.open() if '"PASS"' in line) >= 3:
+            break
+        time.sleep(0.1)
+    assert proc.poll() is None, "the run ended before it could be killed"
+    os.killpg(proc.pid, signal.SIGKILL)  # the command and every process it started
+    proc.wait()
+    assert json.loads((out / "run.json").read_text())["phases"]["verify"]["status"] == "running"
+    p = _gpu(out)
+    assert p.returncode == 0, p.stdout + p.stderr
+    doc = json.loads((out / "verify.json").read_text())
+    ref = json.loads((one_run[0] / "verify.json").read_text())
+    key = lambda r: (r["variant"], r["case"], r["kind"])  # noqa: E731
+    assert doc["complete"] and sorted(map(key, doc["results"])) == sorted(map(key, ref["results"]))
+    assert {key(r): r["status"] for r in doc["results"]} == {key(r): r["status"] for r in ref["results"]}
+
+
+def test_merge_adds_the_ggml_part_and_recounts(one_run, tmp_path):
+    src = one_run[0] / "verify.json"
+    main, part = tmp_path / "verify.json", tmp_path / "part.json"
+    main.write_text(src.read_text())
+    doc = json.loads(src.read_text())
+    rows = [dict(r, variant="gla.ggml.cuda", status="SKIP", reason="no CUDA device") for r in doc["results"][:5]]
+    described = {"gla.ggml.cuda": {"operator": "gla", "available": True, "reason": None}}
+    part.write_text(json.dumps({**doc, "results": rows, "unit_seconds": {"gla.ggml.cuda|forward|fp32": 1.5},
+                                "variants": described}))
+    merge_verify(main, part)
+    got = json.loads(main.read_text())
+    assert len(got["results"]) == len(doc["results"]) + 5
+    assert got["counts"]["SKIP"] == doc["counts"]["SKIP"] + 5
+    assert got["skips_by_reason"]["no CUDA device"] >= 5
+    assert got["unit_seconds"]["gla.ggml.cuda|forward|fp32"] == 1.5
+    # the variants as the runs described them (not asked again: that would initialize their CUDA here)
+    assert got["variants"]["gla.ggml.cuda"] == described["gla.ggml.cuda"]
+    assert set(doc["variants"]) <= set(got["variants"])
+    attach_properties(main, [tmp_path / "none.json"])  # an unreadable file is left out, not fatal
+    assert json.loads(main.read_text())["properties"] == []
+
+
+def test_asv_record_writes_asv_files_that_asv_reads_back(tmp_path):
+    from asv.results import Results
+
+    from wkvbench.asv_results import asv_to_bench
+
+    results = tmp_path / "results"
+    path, n = record(FIXTURE_BENCH, results)
+    bench = json.loads(FIXTURE_BENCH.read_text())
+    rows = {(r["variant"], r["shape_set"], r["dtype"]): r for r in bench["rows"]}  # one row per key (last)
+    ok = [r for r in rows.values() if r["status"] == "OK"]
+    assert n == len(ok) > 0
+    assert json.loads((path.parent / "machine.json").read_text())["machine"] == path.parent.name
+    assert BENCHMARK in json.loads((results / "benchmarks.json").read_text())
+    res = Results.load(str(path), machine_name=path.parent.name)
+    assert res.commit_hash == bench["provenance"]["git"]["commit"]
+    back = asv_to_bench(json.loads(path.read_text()), path)  # what the regression gate reads
+    got = sorted(tuple(round(x, 6) for x in r["samples_ms"]) for r in back["rows"] if r["status"] == "OK")
+    assert got == sorted(tuple(round(x, 6) for x in r["samples_ms"]) for r in ok)  # the engine's samples
+    assert sum(r["status"] == "SKIP" for r in back["rows"]) == len(back["rows"]) - n  # the rest: n/a
+
+
+def test_warm_ups_take_head_size_128_apart_from_the_other_sets():
+    from wkvbench.bench import STANDARD_SETS
+    from wkvbench.side import warm_groups
+
+    assert warm_groups(STANDARD_SETS) == [("quick", "decode", "prefill", "long"), ("head128",)]
+    assert warm_groups(("decode",)) == [("decode",)]
+
+
+def test_a_warm_up_done_by_an_earlier_run_is_not_done_again(tmp_path, monkeypatch):
+    from wkvbench import gpu, side
+
+    triton = tmp_path / "triton"
+    (triton / "k").mkdir(parents=True)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(triton))
+    monkeypatch.setenv("TRITON_CACHE_AUTOTUNING", "1")
+    prov = {"gpu": {"name": "NVIDIA H100", "driver": "580", "cuda": "13.0"},
+            "versions": {"torch": "2.11.0", "triton": "3.6.0"}}
+
+    def tasks():
+        run = gpu.GpuRun(gpu.Options(out=tmp_path / "out", variants=("wkv7.fla.chunk",), dtypes=("bf16",)))
+        run.ngpu, run.state.provenance = 1, prov
+        return run, [name for name, _, _ in side.side_tasks(run, ggml=False)]
+
+    run, names = tasks()
+    assert names == ["warm-wkv7.fla.chunk-bf16-quick+decode+prefill+long", "warm-wkv7.fla.chunk-bf16-head128",
+                     "props-wkv7.fla.chunk"] and run.warmed_before == 0
+    side.mark_warm(prov, "warm-wkv7.fla.chunk-bf16-head128")
+    run, names = tasks()
+    assert "warm-wkv7.fla.chunk-bf16-head128" not in names and len(names) == 2 and run.warmed_before == 1
+    # another software stack, or Triton's cache gone, or autotune results not cached on disk: warm again
+    prov["versions"]["triton"] = "3.7.0"
+    assert len(tasks()[1]) == 3
+    prov["versions"]["triton"] = "3.6.0"
+    monkeypatch.setenv("TRITON_CACHE_AUTOTUNING", "0")
+    assert len(tasks()[1]) == 3
+    monkeypatch.setenv("TRITON_CACHE_AUTOTUNING", "1")
+    (triton / "k").rmdir()
+    assert len(tasks()[1]) == 3
+
+
+def test_processes_are_reaped_with_their_cpu_seconds_and_the_load_is_sampled(tmp_path):
+    from wkvbench.procs import Load, Procs
+
+    procs, load = Procs(tmp_path / "logs"), Load()
+    p = procs.start("spin", [sys.executable, "-c", "import time; t = time.process_time()\n"
+                                                   "while time.process_time() - t < 0.5: pass"])
+    assert procs.wait(p) == 0 and 0.4 < p.cpu_s < 5 and not procs.live
+    assert procs.poll(p) == 0  # a second look keeps the code
+    q = procs.start("fail", [sys.executable, "-c", "raise SystemExit(3)"])
+    while procs.poll(q) is None:
+        time.sleep(0.05)
+    assert q.returncode == 3 and (tmp_path / "logs" / "fail.log").read_text().startswith("$ ")
+    t, cpu, _gpu, _mem = load.sample()
+    assert t >= 0 and 0 <= cpu <= 100  # /proc/stat: the CI machine is Linux

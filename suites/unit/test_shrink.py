@@ -1,0 +1,49 @@
+"""Shrinking a failure to a small saved problem, and replaying it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from wkvbench.cases import Case, Shape
+from wkvbench.check import FAIL, PASS, Checker
+from wkvbench.kernels import register, unregister
+from wkvbench.shrink import load, replay, shrink
+
+from suites.helpers import Tampered
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _late_glitch(out):
+    """Corrupt the last sequence's last head from token 5 on (nothing before token 5)."""
+    out["y"][-1, 5:, -1] *= 1.1
+
+
+def test_shrink_finds_the_smallest_failing_slice_and_replays_it(tmp_path):
+    v = Tampered("wkv7.test.glitch", _late_glitch)
+    register(v)
+    try:
+        case = Case("wkv7", "model", Shape(2, 37, 2, 16, h0=True), "fp32")
+        found = shrink(Checker(), v, case, tmp_path)
+        assert found is not None and found.result.status == FAIL
+        assert found.case.shape == Shape(1, 6, 1, 16, h0=True)  # b=1, h=1, tokens 0..5
+        assert found.path.exists() and "replay" in found.reproduce
+        meta, small, inputs = load(found.path)
+        assert meta["original_case"] == case.id and small == found.case and inputs["r"].shape == (1, 6, 1, 16)
+        assert replay(found.path).status == FAIL
+        assert replay(found.path, variant="wkv7.torch.recurrent").status == PASS  # same inputs, honest kernel
+        # the command line (a fresh process, where the test variant is not registered): judge the
+        # saved inputs with the honest baseline
+        p = subprocess.run([sys.executable, "-m", "wkvbench", "replay", str(found.path), "--variant",
+                            "wkv7.torch.recurrent"], cwd=REPO, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0 and "PASS wkv7.torch.recurrent wkv7/model/B1-T6-H1-N16-h0" in p.stdout, p.stdout
+    finally:
+        unregister(v.name)
+
+
+def test_a_passing_case_does_not_shrink():
+    from wkvbench.kernels import get
+
+    assert shrink(Checker(), get("gla.torch.recurrent"), Case("gla", "model", Shape(1, 5, 1, 8), "fp32")) is None

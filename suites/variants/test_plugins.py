@@ -1,0 +1,87 @@
+"""Third-party plug-ins: the README example works as documented, from a file and an entry point."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from wkvbench.cases import Case, Shape
+from wkvbench.check import FAIL, PASS, Checker
+from wkvbench.kernels import get, unregister
+from wkvbench.plugins import load_entry_points, load_file, register_function
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "numpy_wkv7_plugin.py"
+
+
+def test_readme_shows_the_example_plugin_verbatim():
+    readme = (REPO / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+    assert EXAMPLE.read_text() in blocks
+
+
+def test_example_plugin_loads_from_a_file_and_passes():
+    load_file(EXAMPLE)
+    try:
+        v = get("wkv7.example.numpy")
+        ck = Checker()
+        res = ck.check(v, Case("wkv7", "model", Shape(2, 9, 2, 16, h0=True), "fp32"))
+        assert res.status == PASS, res.reason
+        skipped = ck.check(v, Case("wkv7", "model", Shape(1, 3, 1, 16), "bf16"))
+        assert skipped.status == "SKIP" and "bf16" in skipped.reason
+    finally:
+        unregister("wkv7.example.numpy")
+
+
+def test_a_wrong_plugin_fails_with_numbers():
+    def off_by_transpose(inputs, dtype):
+        from wkvbench.references import recurrent_wkv7
+
+        out = recurrent_wkv7(**inputs)
+        return {"y": out["y"], "state": np.swapaxes(out["state"], -1, -2)}
+
+    register_function("wkv7.example.transposed", "wkv7", off_by_transpose)
+    try:
+        res = Checker().check(get("wkv7.example.transposed"),
+                              Case("wkv7", "model", Shape(1, 5, 1, 16, h0=True), "fp32"))
+    finally:
+        unregister("wkv7.example.transposed")
+    assert res.status == FAIL and "state: rel" in res.reason and "y" not in res.reason.split(";")[0][:2]
+
+
+def test_a_plugin_returning_garbage_is_reported_not_raised():
+    register_function("gla.example.garbage", "gla", lambda inputs, dtype: [1, 2, 3])
+    try:
+        res = Checker().check(get("gla.example.garbage"), Case("gla", "model", Shape(1, 2, 1, 8), "fp32"))
+    finally:
+        unregister("gla.example.garbage")
+    assert res.status == "ERROR" and "expected a dict" in res.reason
+
+
+def test_missing_plugin_file_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="plug-in file not found"):
+        load_file(tmp_path / "nope.py")
+
+
+def test_entry_points_register(monkeypatch):
+    def fake_entry_points(group):
+        assert group == "wkvbench.variants"
+
+        class EP:
+            name, value = "demo", "demo:register"
+
+            def load(self):
+                return lambda: register_function("gdn.example.ep", "gdn", lambda i, d: {}, dtypes=("fp32",))
+
+        return [EP()]
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", fake_entry_points)
+    assert load_entry_points() == ["demo"]
+    try:
+        assert get("gdn.example.ep").source == "plugin"
+    finally:
+        unregister("gdn.example.ep")
