@@ -22,12 +22,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 
-CUDA_FATAL = re.compile(r"CUDA error|illegal memory access|illegal address|device-side assert|"
-                        r"cudaError|CUDA_ERROR|unspecified launch failure|misaligned address", re.I)
-CUDA_EXIT = 70
+from .isolate import CUDA_EXIT, CUDA_FATAL
 
 
 def _send(fd: int, msg: dict) -> None:

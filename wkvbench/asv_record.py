@@ -21,9 +21,11 @@ import json
 import sys
 from pathlib import Path
 
+from .schemas import BENCH
+
 BENCHMARK = "benchmarks.DeviceTime.time_run"
 ENV_NAME = "wkvbench"
-VERSION = "wkvbench.bench/1"  # the benchmark version when benchmarks.json does not define one
+VERSION = BENCH  # the benchmark version when benchmarks.json does not define one
 
 
 def _benchmark_entry(results_dir: Path, params: list[list[str]]) -> dict:

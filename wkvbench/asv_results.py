@@ -14,17 +14,17 @@ import itertools
 import json
 from pathlib import Path
 
+from .schemas import BENCH
+
 ASV_KEYS = {"commit_hash", "result_columns", "results"}
 
 
 def asv_to_bench(doc: dict, path: Path) -> dict:
     """An asv result document as a ``wkvbench.bench/1``-shaped dict (rows keyed by benchmark and
     parameter combination, samples in milliseconds)."""
-    from .gate import BENCH, GateInputError
-
     cols = doc["result_columns"]
     if not isinstance(cols, list) or "result" not in cols:
-        raise GateInputError(f"{path}: asv file without a 'result' column")
+        raise ValueError(f"{path}: asv file without a 'result' column")
     machine = doc.get("params") or {}
     rows = []
     for name, values in sorted((doc.get("results") or {}).items()):

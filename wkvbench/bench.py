@@ -32,9 +32,10 @@ from .check import PASS, Checker
 from .kernels.base import KernelVariant, availability, variants
 from .provenance import provenance
 from .roofline import Ceilings, flops, measure_ceilings, min_bytes
+from .schemas import BENCH
 from .timing import SEM_BOUND
 
-SCHEMA = "wkvbench.bench/1"
+SCHEMA = BENCH
 BENCH_OPS = ("wkv4", "wkv6", "wkv7", "gla", "gdn")  # gdn_wy is a chunk stage, not an operator
 
 # Named shape sets shared by pytest, asv and `wkvbench bench`. wkv4 is per channel: H = 1, N = C.

@@ -13,8 +13,8 @@ from pathlib import Path
 from rich.console import Console
 
 from .cases import ALL_DOMAINS, CASE_SETS, DOMAINS, Case
+from .cliargs import selection_args
 from .console import make_console
-from .ops import DTYPES, OPS
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -24,26 +24,11 @@ def results_dir() -> Path:
     return Path(os.environ.get("WKVBENCH_RESULTS_DIR") or REPO / "reports" / "results")
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--op", action="append", default=[], choices=sorted(OPS), help="operator (repeatable)")
-    p.add_argument("--variant", action="append", default=[], metavar="GLOB",
-                   help="variant name glob, e.g. 'wkv7.*' or '*.ggml.*' (repeatable)")
-    p.add_argument("--dtype", action="append", default=[], choices=DTYPES, help="dtype (repeatable)")
-    p.add_argument("--exclude", action="append", default=[], metavar="GLOB",
-                   help="leave out variants matching this glob (repeatable)")
-    p.add_argument("--device", action="append", default=[], choices=("cpu", "cuda", "mps"),
-                   help="only variants that run on this device (repeatable)")
-    p.add_argument("--plugin", action="append", default=[], metavar="PATH",
-                   help="Python file that registers extra variants (repeatable)")
-    p.add_argument("--no-entry-points", action="store_true",
-                   help="do not load installed 'wkvbench.variants' entry points")
-
-
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="wkvbench", description=__doc__)
     sub = ap.add_subparsers(dest="command", required=True)
     v = sub.add_parser("verify", help="run the verification matrix against the float64 oracle")
-    _common(v)
+    selection_args(v)
     v.add_argument("--domain", action="append", default=[], choices=ALL_DOMAINS, help="value domain (repeatable)")
     v.add_argument("--case", action="append", default=[], metavar="ID",
                    help="run exactly this case id, e.g. wkv7/model/B2-T37-H2-N64-h0/bf16/s0 (repeatable)")
@@ -80,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
                         "the missing (variant, case, kind) rows, write one complete file (F.json unless "
                         "--output)")
     lst = sub.add_parser("list", help="list registered variants and why unavailable ones cannot run")
-    _common(lst)
+    selection_args(lst)
     lst.add_argument("--names", action="store_true", help="print only the matching names, one per line (scripts)")
     rp = sub.add_parser("replay", help="re-run a shrunk failure saved as .npz (printed by verify)")
     rp.add_argument("npz", type=Path)
@@ -88,13 +73,13 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--plugin", action="append", default=[], metavar="PATH")
     rp.add_argument("--no-entry-points", action="store_true")
     d = sub.add_parser("drift", help="relative error of y against position over one long sequence (JSON + SVG)")
-    _common(d)
+    selection_args(d)
     d.add_argument("--T", type=int, default=16384, help="sequence length (default 16384)")
     d.add_argument("--N", type=int, default=64, help="head size (default 64)")
     d.add_argument("--domain", default="model", choices=DOMAINS)
     d.add_argument("--output", type=Path, default=None, help="JSON path (the SVG is written beside it)")
     b = sub.add_parser("bench", help="time CUDA variants on named shape sets (device time, roofline, bench/1 JSON)")
-    _common(b)
+    selection_args(b)
     b.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME",
                    help="shape set: quick, decode, prefill, long, head128, or 'standard' for all (repeatable)")
     b.add_argument("--warm", action="store_true", help="warm L2 (default: cold, flushed before every repetition)")

@@ -22,9 +22,9 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .schemas import BENCH, GATE, VERIFY
 from .stats import mann_whitney_u, quartiles, robust_rel_sd
 
-VERIFY, BENCH, ASV = "wkvbench.verify/1", "wkvbench.bench/1", "asv/2"
 NOISE = "wkvbench.gate-noise/1"
 IDENTITY_FIELDS = ("gpu", "driver", "cuda", "torch", "triton")
 
@@ -144,7 +144,10 @@ def load_side(paths: list[str | Path]) -> Side:
         doc = load_json(path)
         schema = doc.get("schema")
         if schema is None and ASV_KEYS <= set(doc):
-            doc, schema = asv_to_bench(doc, Path(path)), BENCH
+            try:
+                doc, schema = asv_to_bench(doc, Path(path)), BENCH
+            except ValueError as exc:
+                raise GateInputError(str(exc)) from None
         side.files.append(str(path))
         if schema not in (VERIFY, BENCH):
             raise GateInputError(
@@ -256,7 +259,7 @@ class GateReport:
     def as_dict(self) -> dict:
         s = self.settings
         return {
-            "schema": "wkvbench.gate/1",
+            "schema": GATE,
             "verdict": "FAIL" if self.failures() else "PASS",
             "settings": {
                 "accuracy_factor": s.accuracy_factor,

@@ -52,7 +52,7 @@ from pathlib import Path
 from .procs import Load, Procs, complete, py, say, tail
 from .runfile import State, print_breakdown
 from .side import run_side, side_tasks
-from .verify_file import attach_properties, merge_verify
+from .verify_merge import attach_properties, merge_verify
 
 DTYPES_ALL = ("bf16", "fp16", "fp32")
 HEARTBEAT_S = 30.0

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -32,11 +33,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._worker import CUDA_EXIT
 from .cases import Case
 from .check import CRASH, TIMEOUT, CheckResult
 
 TAIL_LINES = 20
+# a worker whose CUDA context is broken reports its case as CRASH and exits with CUDA_EXIT (the
+# parent starts a fresh worker for the rest); CUDA_FATAL tells such an error from others
+CUDA_FATAL = re.compile(r"CUDA error|illegal memory access|illegal address|device-side assert|"
+                        r"cudaError|CUDA_ERROR|unspecified launch failure|misaligned address", re.I)
+CUDA_EXIT = 70
 END_WAIT = 10.0  # seconds the waiting workers get to exit at the end of a run before they are killed
 DEFAULT_TIMEOUT = 300.0  # seconds per case; WKVBENCH_TIMEOUT or --timeout override it
 

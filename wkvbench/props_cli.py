@@ -30,6 +30,7 @@ from rich.table import Table
 
 from .cases import DOMAINS, OP_DOMAINS, Case, Shape
 from .check import ERROR, FAIL, Checker
+from .cliargs import selection_args
 from .kernels.base import KernelVariant, availability, refusal
 from .properties import (
     PACK_LENGTHS,
@@ -41,6 +42,7 @@ from .properties import (
     packing_invariance,
     state_passing,
 )
+from .schemas import PROPERTIES as SCHEMA
 
 PROPERTIES = ("state_passing", "batch_invariance", "packing", "determinism")
 SPLITS = ((1, 20), (16, 32), (36,))
@@ -51,11 +53,10 @@ LENGTHS = ((37, SPLITS), (48, SPLITS_16))  # (T, splits), tried in order
 
 
 def add_parser(sub) -> None:
-    """Register the ``properties`` subcommand (its selection options come from ``cli._common``)."""
-    from .cli import _common
+    """Register the ``properties`` subcommand (with the selection options of ``cliargs``)."""
 
     p = sub.add_parser("properties", help="state passing, batch/packing invariance, determinism per variant")
-    _common(p)
+    selection_args(p)
     p.add_argument("--property", action="append", default=[], choices=PROPERTIES,
                    help="(repeatable; default all)")
     p.add_argument("--domain", default="model", choices=DOMAINS)
@@ -137,7 +138,7 @@ def run_properties(args: argparse.Namespace, console: Console, variants: list[Ke
     autotune.install()  # one pinned configuration per autotuned Triton kernel, as in verify
     checker = Checker()
     results: list[dict] = []
-    head = {"schema": "wkvbench.properties/1", "provenance": provenance(),
+    head = {"schema": SCHEMA, "provenance": provenance(),
             "selection": {"variants": [v.name for v in variants],
                           "properties": list(args.property or PROPERTIES), "domain": args.domain,
                           "N": args.N, "seed": args.seed, "dtypes": list(args.dtype),

@@ -13,7 +13,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SCHEMA = "wkvbench.run/1"
+from .schemas import RUN
+
+SCHEMA = RUN
 
 
 @dataclass

@@ -26,6 +26,8 @@ import re
 import sys
 from pathlib import Path
 
+from .schemas import SANITIZE
+
 PREFIX = re.compile(r"^=+ ?")
 HEADLINES = ("Invalid ", "Program hit ", "Error: ", "Warning: ", "Race ", "Barrier error",
              "Malloc/Free error",
@@ -135,7 +137,7 @@ def summarize(folder: Path) -> dict:
                            else "no summary line: the tool or the program died before the end")
         runs.append(row)
     found = [r for r in runs if r["errors"]]
-    return {"schema": "wkvbench.sanitize/1", "runs": runs,
+    return {"schema": SANITIZE, "runs": runs,
             "totals": {"runs": len(runs), "with_errors": len(found),
                        "incomplete": sum(not r["summary_found"] for r in runs),
                        "variants_with_errors": sorted({f"{r['variant']} ({r['tool']})" for r in found})}}

@@ -21,7 +21,9 @@ import statistics
 import time
 from pathlib import Path
 
-SCHEMA = "wkvbench.stability/1"
+from .schemas import STABILITY
+
+SCHEMA = STABILITY
 SPREAD_MAX = 0.01
 RATIO_MAX = 0.02
 

@@ -1,7 +1,5 @@
-"""The verify results file (schema ``wkvbench.verify/1``): written while a run goes on, read back to
-resume a stopped run, and joined inside one ``wkvbench gpu`` run (the ggml variants' rows, verified
-in a process of their own after their build, and the per-variant property files under
-``"properties"``)."""
+"""The verify results file (schema ``wkvbench.verify/1``): written while a run goes on (``ResultsWriter``),
+complete at its end (``write_json``), read back to resume a stopped run (``load_previous``)."""
 
 from __future__ import annotations
 
@@ -15,8 +13,9 @@ from typing import TYPE_CHECKING
 from .check import SKIP, STATUSES, CheckResult
 from .kernels.base import availability
 from .provenance import provenance
+from .schemas import VERIFY
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the run's types; verify imports this module
     from .verify import Report, Selection
 
 
@@ -104,7 +103,7 @@ def load_previous(path: Path) -> tuple[dict | None, list[CheckResult], Path]:
         except json.JSONDecodeError as exc:
             raise ValueError(f"{json_path} is not valid JSON ({exc}); "
                              f"resume from {partial} instead") from None
-        if doc.get("schema") != "wkvbench.verify/1":
+        if doc.get("schema") != VERIFY:
             raise ValueError(f"{json_path} has schema {doc.get('schema')!r}; "
                              "--resume needs wkvbench.verify/1")
         for d in doc.get("results", []):
@@ -122,7 +121,7 @@ def load_previous(path: Path) -> tuple[dict | None, list[CheckResult], Path]:
 def _document(selection: Selection, prov: dict, counts: dict, skips: dict, seconds: float, complete: bool,
               extra: dict | None = None, described: dict | None = None) -> dict:
     return {
-        "schema": "wkvbench.verify/1",
+        "schema": VERIFY,
         "complete": complete,
         "provenance": prov,
         "selection": {"ops": list(selection.ops), "variants": list(selection.variant_globs),
@@ -155,42 +154,3 @@ def write_json(report: Report, path: Path, selection: Selection, prov: dict | No
         doc["unit_seconds"] = dict(sorted(report.unit_seconds.items()))
     doc["results"] = [r.as_dict() for r in report.results]
     _atomic_write(path, json.dumps(doc, indent=1))
-
-
-def merge_verify(main: Path, part: Path) -> None:
-    """The rows of ``part`` (another verify run of the same command: the ggml variants after their
-    build) added to ``main``; counts, skips and worker times recomputed. Used inside one run only."""
-    from .verify import Report, Selection
-
-    doc, rows, _ = load_previous(main)
-    pdoc, prow, _ = load_previous(part)
-    keys = {(r.variant, r.case.id, r.kind) for r in prow}
-    rep = Report(results=[r for r in rows if (r.variant, r.case.id, r.kind) not in keys] + prow,
-                 seconds=(doc or {}).get("seconds", 0.0) + (pdoc or {}).get("seconds", 0.0),
-                 unit_seconds={**(doc or {}).get("unit_seconds", {}), **(pdoc or {}).get("unit_seconds", {})})
-    s = (doc or {})["selection"]
-    sel = Selection(ops=tuple(s["ops"]), variant_globs=tuple(s["variants"]), dtypes=tuple(s["dtypes"]),
-                    domains=tuple(s["domains"]), case_ids=tuple(s["cases"]), seed=s["seed"],
-                    case_set=s["case_set"], devices=tuple(s["devices"]), exclude_globs=(),
-                    with_backward=bool(s.get("with_backward")), extra_cases=tuple(s.get("extra_cases", ())))
-    extra = {k: s[k] for k in ("plugins", "entry_points", "mutants") if k in s}
-    # the variants as the two runs described them: asking their availability here would initialize every
-    # package's CUDA in this process (ggml's beside the others crashed it, H100 2026-11-24)
-    write_json(rep, main, sel, prov=doc["provenance"], extra=extra,
-               described={**doc.get("variants", {}), **(pdoc or {}).get("variants", {})})
-
-
-def attach_properties(verify: Path, files: list[Path]) -> None:
-    """The property results of the per-variant files under ``"properties"`` of the verify file."""
-    doc = json.loads(verify.read_text())
-    rows = []
-    for f in files:
-        try:
-            rows += json.loads(f.read_text()).get("results", [])
-        except (OSError, ValueError):
-            continue
-    doc["properties"] = rows
-    doc["property_counts"] = dict(collections.Counter(r["status"] for r in rows))
-    tmp = verify.with_name(verify.name + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=1))
-    os.replace(tmp, verify)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from wkvbench.asv_record import BENCHMARK, record
-from wkvbench.verify_file import attach_properties, merge_verify
+from wkvbench.verify_merge import attach_properties, merge_verify
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE_BENCH = REPO / "suites/data/report/results/bench/bench-fixture.json"

@@ -24,10 +24,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-VERIFY = "wkvbench.verify/1"
-BENCH = "wkvbench.bench/1"
-RUN = "wkvbench.run/1"  # a `nox -s gpu` run: phases and time breakdown
-STABILITY = "wkvbench.stability/1"  # the timing engine against do_bench
+from ..schemas import BENCH, RUN, STABILITY, VERIFY
+
 SKIP_DIRS = ("asv", "html", "parts")  # asv's files, the report's output, the parts of merged files
 # git-ignored local output (``verify`` writes reports/results/ by default): not part of the committed
 # report; pass ``--results reports/results`` to build a report of local runs

@@ -1,0 +1,15 @@
+"""The name and version of every results file the suite writes or reads, in one place.
+
+A file carries its schema in ``"schema"``; a reader refuses a file whose schema it does not know
+(docs/results-format.md describes each)."""
+
+from __future__ import annotations
+
+VERIFY = "wkvbench.verify/1"  # verify: every result with its errors, provenance, skips by reason
+BENCH = "wkvbench.bench/1"  # bench: device times, roofline, how each row was timed
+PROPERTIES = "wkvbench.properties/1"  # properties: state passing, invariances, determinism
+RUN = "wkvbench.run/1"  # a `nox -s gpu` run: phases, time breakdown, CPU seconds, load
+STABILITY = "wkvbench.stability/1"  # the timing engine against triton's do_bench
+GATE = "wkvbench.gate/1"  # a regression gate verdict
+SANITIZE = "wkvbench.sanitize/1"  # compute-sanitizer runs of the CUDA variants
+ASV = "asv/2"  # asv's result files (api version 2), read by the gate and the report
