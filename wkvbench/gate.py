@@ -22,10 +22,9 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .schemas import BENCH, GATE, VERIFY
+from .schemas import BENCH, GATE, NOISE, VERIFY
 from .stats import mann_whitney_u, quartiles, robust_rel_sd
 
-NOISE = "wkvbench.gate-noise/1"
 IDENTITY_FIELDS = ("gpu", "driver", "cuda", "torch", "triton")
 
 ACCURACY_FACTOR = 2.0  # verify allows 4x the in-tree baseline; the gate flags half of that as drift

@@ -11,5 +11,6 @@ PROPERTIES = "wkvbench.properties/1"  # properties: state passing, invariances, 
 RUN = "wkvbench.run/1"  # a `nox -s gpu` run: phases, time breakdown, CPU seconds, load
 STABILITY = "wkvbench.stability/1"  # the timing engine against triton's do_bench
 GATE = "wkvbench.gate/1"  # a regression gate verdict
+NOISE = "wkvbench.gate-noise/1"  # the run-to-run noise the gate measured on one machine
 SANITIZE = "wkvbench.sanitize/1"  # compute-sanitizer runs of the CUDA variants
 ASV = "asv/2"  # asv's result files (api version 2), read by the gate and the report
