@@ -17,15 +17,19 @@ never compared: ``NotComparable`` names the field. Pure logic: no torch import.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from .schemas import BENCH, GATE, NOISE, VERIFY
+from .gate_inputs import (
+    GateInputError,
+    NoiseTable,
+    NotComparable,
+    Side,
+    identity_diffs,
+    identity_str,
+)
+from .schemas import GATE
 from .stats import mann_whitney_u, quartiles, robust_rel_sd
-
-IDENTITY_FIELDS = ("gpu", "driver", "cuda", "torch", "triton")
 
 ACCURACY_FACTOR = 2.0  # verify allows 4x the in-tree baseline; the gate flags half of that as drift
 ALPHA = 0.01  # one-sided significance of the Mann-Whitney test
@@ -43,147 +47,6 @@ PASS_, FAIL_, IMPROVED, NOT_JUDGED, UNCONFIRMED, NEW, KNOWN = (
     "XFAIL",
 )
 EXIT_PASS, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_NOT_COMPARABLE = 0, 1, 2, 3
-
-
-class GateInputError(ValueError):
-    """A results file that cannot be read (exit 2); the message names the file."""
-
-
-class NotComparable(Exception):
-    """Baseline and candidate come from different identities (exit 3)."""
-
-    def __init__(self, diffs: list[tuple[str, str, str]], what: str = "baseline and candidate"):
-        self.diffs = diffs
-        super().__init__(
-            f"{what} are not comparable: " + "; ".join(f"{f} differs ({a!r} vs {b!r})" for f, a, b in diffs)
-        )
-
-
-# ---- reading results ------------------------------------------------------------------------------
-
-
-def identity_of(prov: dict) -> dict[str, str]:
-    """The comparability key of a run: bench's ``identity`` string when present, else provenance."""
-    ident = prov.get("identity")
-    if isinstance(ident, str) and ident.count("|") == 4:
-        parts = [p.strip() for p in ident.split("|")]
-        for i, prefix in ((2, "cuda "), (3, "torch "), (4, "triton ")):
-            parts[i] = parts[i].removeprefix(prefix)
-        return dict(zip(IDENTITY_FIELDS, parts, strict=True))
-    gpu = prov.get("gpu") or {}
-    versions = prov.get("versions") or {}
-    machine = prov.get("machine") or {}
-    name = gpu.get("name") or f"cpu: {machine.get('cpu', '?')}"
-    vals = (name, gpu.get("driver"), gpu.get("cuda"), versions.get("torch"), versions.get("triton"))
-    return {f: "-" if v is None else str(v) for f, v in zip(IDENTITY_FIELDS, vals, strict=True)}
-
-
-def identity_str(ident: dict[str, str]) -> str:
-    return "|".join(f"{k}={ident[k]}" for k in sorted(ident))
-
-
-def identity_diffs(a: dict[str, str], b: dict[str, str]) -> list[tuple[str, str, str]]:
-    return [
-        (f, a.get(f, "-"), b.get(f, "-")) for f in sorted(set(a) | set(b)) if a.get(f, "-") != b.get(f, "-")
-    ]
-
-
-@dataclass
-class Side:
-    """All results of one side (baseline or candidate), from one or more files."""
-
-    files: list[str] = field(default_factory=list)
-    identity: dict[str, str] | None = None
-    verify: dict[tuple, dict] = field(default_factory=dict)  # (variant, case, kind) -> row
-    bench: dict[tuple, dict] = field(default_factory=dict)  # (variant, case) -> row, samples pooled
-    injected: list[str] = field(default_factory=list)  # WKVBENCH_INJECT values seen in provenance
-
-    def add_identity(self, ident: dict[str, str], path: str) -> None:
-        if self.identity is None:
-            self.identity = ident
-        elif diffs := identity_diffs(self.identity, ident):
-            raise NotComparable(diffs, f"the files of one side ({self.files[0]} and {path})")
-
-
-def bench_key(row: dict) -> tuple[str, str]:
-    case = row.get("case") or f"{row.get('shape', '?')}/{row.get('dtype', '?')}"
-    return (str(row["variant"]), str(case))
-
-
-def _pool(old: dict, new: dict) -> dict:
-    """Two rows of the same key (repeated runs, A/B rounds): samples concatenated."""
-    if old.get("status") != "OK" or new.get("status") != "OK":
-        return new if old.get("status") == "OK" else old  # keep the non-OK one: it must be seen
-    merged = dict(old)
-    merged["samples_ms"] = list(old.get("samples_ms") or []) + list(new.get("samples_ms") or [])
-    return merged
-
-
-def load_json(path: str | Path) -> dict:
-    p = Path(path)
-    if not p.is_file():
-        raise GateInputError(f"{p}: no such results file")
-    try:
-        doc = json.loads(p.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise GateInputError(f"{p}: not a JSON results file ({exc})") from None
-    if not isinstance(doc, dict):
-        raise GateInputError(f"{p}: expected a JSON object, found {type(doc).__name__}")
-    return doc
-
-
-def load_side(paths: list[str | Path]) -> Side:
-    """Read verify/1, bench/1 and asv result files into one ``Side``."""
-    from .asv_results import ASV_KEYS, asv_to_bench
-
-    if not paths:
-        raise GateInputError("no results files given")
-    side = Side()
-    for path in paths:
-        doc = load_json(path)
-        schema = doc.get("schema")
-        if schema is None and ASV_KEYS <= set(doc):
-            try:
-                doc, schema = asv_to_bench(doc, Path(path)), BENCH
-            except ValueError as exc:
-                raise GateInputError(str(exc)) from None
-        side.files.append(str(path))
-        if schema not in (VERIFY, BENCH):
-            raise GateInputError(
-                f"{path}: unknown schema {schema!r} (expected {VERIFY}, {BENCH} or an asv result file)"
-            )
-        prov = doc.get("provenance")
-        rows = doc.get("results" if schema == VERIFY else "rows")
-        if not isinstance(prov, dict) or not isinstance(rows, list):
-            raise GateInputError(
-                f"{path}: {schema} file without 'provenance' or its "
-                f"{'results' if schema == VERIFY else 'rows'} list"
-            )
-        side.add_identity(identity_of(prov), str(path))
-        inj = (prov.get("env") or {}).get("WKVBENCH_INJECT")
-        if inj:
-            side.injected.append(f"{path}: WKVBENCH_INJECT={inj}")
-        for i, row in enumerate(rows):
-            if not isinstance(row, dict) or "variant" not in row or "status" not in row:
-                raise GateInputError(f"{path}: row {i} lacks 'variant' or 'status'")
-            if schema == VERIFY:
-                if "case" not in row:
-                    raise GateInputError(f"{path}: row {i} lacks 'case'")
-                side.verify[(row["variant"], row["case"], row.get("kind", "forward"))] = row
-            else:
-                samples = row.get("samples_ms")
-                if row["status"] == "OK" and (
-                    not isinstance(samples, list)
-                    or not samples
-                    or not all(isinstance(s, (int, float)) and math.isfinite(s) and s > 0 for s in samples)
-                ):
-                    raise GateInputError(
-                        f"{path}: OK row {i} ({row['variant']}) needs samples_ms: "
-                        "a non-empty list of positive times"
-                    )
-                key = bench_key(row)
-                side.bench[key] = _pool(side.bench[key], row) if key in side.bench else dict(row)
-    return side
 
 
 # ---- decisions -------------------------------------------------------------------------------------
@@ -393,27 +256,6 @@ def _accuracy(base: Side, cand: Side, out: GateReport) -> None:
     out.counts_checked["accuracy"] = n
 
 
-@dataclass
-class NoiseTable:
-    """Same-vs-same noise per (identity, variant, case), from ``gate noise``."""
-
-    rows: dict[tuple[str, str, str], dict] = field(default_factory=dict)
-    path: str = ""
-
-    @classmethod
-    def load(cls, path: str | Path) -> NoiseTable:
-        doc = load_json(path)
-        if doc.get("schema") != NOISE:
-            raise GateInputError(f"{path}: unknown schema {doc.get('schema')!r} (expected {NOISE})")
-        t = cls(path=str(path))
-        for r in doc.get("rows", []):
-            t.rows[(r["identity"], r["variant"], r["case"])] = r
-        return t
-
-    def lookup(self, ident: dict[str, str] | None, variant: str, case: str) -> dict | None:
-        return self.rows.get((identity_str(ident or {}), variant, case))
-
-
 def threshold_for(b: list[float], c: list[float], noise: dict | None, s: Settings) -> tuple[float, str]:
     """The relative slowdown a row must exceed, and where its noise figure came from."""
     if noise is not None:
@@ -521,52 +363,3 @@ def gate(
     if not cand.bench:
         rep.warnings.append("no bench results in the candidate: the performance gate had nothing to compare")
     return rep
-
-
-# ---- noise -----------------------------------------------------------------------------------------
-
-
-def measure_noise(paths: list[str | Path]) -> dict:
-    """Same-vs-same noise from repeated bench runs of one build: per (variant, case) the relative
-    differences of the medians of every pair of runs, and their RMS as ``noise`` (a sigma)."""
-    if len(paths) < 2:
-        raise GateInputError("gate noise needs at least two bench results files of the same build")
-    sides = [load_side([p]) for p in paths]
-    for s in sides[1:]:
-        if diffs := identity_diffs(sides[0].identity or {}, s.identity or {}):
-            raise NotComparable(diffs, f"noise runs {sides[0].files[0]} and {s.files[0]}")
-    ident = identity_str(sides[0].identity or {})
-    keys = sorted({k for s in sides for k, r in s.bench.items() if r["status"] == "OK"})
-    rows = []
-    for variant, case in keys:
-        meds = [
-            quartiles(s.bench[(variant, case)]["samples_ms"])[1]
-            for s in sides
-            if s.bench.get((variant, case), {}).get("status") == "OK"
-        ]
-        if len(meds) < 2:
-            continue
-        diffs = [abs(a - b) / min(a, b) for i, a in enumerate(meds) for b in meds[i + 1 :]]
-        row = next(s.bench[(variant, case)] for s in sides if (variant, case) in s.bench)
-        rows.append(
-            {
-                "identity": ident,
-                "variant": variant,
-                "case": case,
-                "shape": row.get("shape", ""),
-                "dtype": row.get("dtype", ""),
-                "runs": len(meds),
-                "medians_ms": meds,
-                "rel_diffs": diffs,
-                "max": max(diffs),
-                "noise": math.sqrt(sum(d * d for d in diffs) / len(diffs)),
-            }
-        )
-    return {
-        "schema": NOISE,
-        "identity": sides[0].identity,
-        "files": [str(p) for p in paths],
-        "k": K,
-        "floor": FLOOR,
-        "rows": rows,
-    }

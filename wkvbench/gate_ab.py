@@ -14,18 +14,8 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from .gate import (
-    FAIL_,
-    UNCONFIRMED,
-    GateInputError,
-    GateReport,
-    NoiseTable,
-    Settings,
-    Side,
-    compare_samples,
-    gate,
-    load_side,
-)
+from .gate import FAIL_, UNCONFIRMED, GateReport, Settings, compare_samples, gate
+from .gate_inputs import GateInputError, NoiseTable, Side, load_side
 
 Runner = Callable[[str], subprocess.CompletedProcess]
 

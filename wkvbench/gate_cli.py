@@ -25,16 +25,13 @@ from .gate import (
     EXIT_NOT_COMPARABLE,
     EXIT_PASS,
     FLOOR,
-    GateInputError,
     GateReport,
     K,
-    NoiseTable,
-    NotComparable,
     Settings,
     gate,
-    load_side,
-    measure_noise,
 )
+from .gate_inputs import GateInputError, NoiseTable, NotComparable, load_side
+from .gate_noise import measure_noise
 
 
 def _options(p: argparse.ArgumentParser) -> None:

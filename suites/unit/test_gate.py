@@ -12,24 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wkvbench.gate import (
-    FAIL_,
-    IMPROVED,
-    KNOWN,
-    NEW,
-    NOT_JUDGED,
-    PASS_,
-    GateInputError,
-    NoiseTable,
-    NotComparable,
-    Settings,
-    Side,
-    compare_samples,
-    gate,
-    identity_of,
-    load_side,
-    measure_noise,
-)
+from wkvbench.gate import FAIL_, IMPROVED, KNOWN, NEW, NOT_JUDGED, PASS_, Settings, compare_samples, gate
+from wkvbench.gate_inputs import GateInputError, NoiseTable, NotComparable, Side, identity_of, load_side
+from wkvbench.gate_noise import measure_noise
 from wkvbench.gate_render import markdown
 
 REPO = Path(__file__).resolve().parents[2]

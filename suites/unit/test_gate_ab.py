@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from wkvbench.gate import FAIL_, UNCONFIRMED, GateInputError, Settings
+from wkvbench.gate import FAIL_, UNCONFIRMED, Settings
 from wkvbench.gate_ab import interleaved, order, render
+from wkvbench.gate_inputs import GateInputError
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE = (
