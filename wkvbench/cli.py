@@ -116,7 +116,7 @@ def _parser() -> argparse.ArgumentParser:
                    "(gate --help, gate noise --help, gate ab --help)")
     sub.add_parser("stability", add_help=False, help="the timing engine vs triton's do_bench over repeated "
                    "rounds of a bench file's rows (stability --help)")
-    from .gpu import add_parser as _add_gpu
+    from .gpu_cli import add_parser as _add_gpu
     from .props_cli import add_parser as _add_properties
 
     _add_properties(sub)
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         return _report(args, console)
     try:
         if args.command == "gpu":  # the whole GPU evidence: its phases run as processes of their own
-            from .gpu import main as gpu_main
+            from .gpu_cli import main as gpu_main
 
             return gpu_main(args)
         from . import kernels  # noqa: F401  (registers the built-in variants)
@@ -365,8 +365,8 @@ def _kill_report(report, console: Console, out: Path) -> int:
     """Mutants: killed when at least one case fails; exit 0 only if every mutant is killed."""
     from rich.table import Table
 
-    from .mutants import Mutant
     from .kernels.base import get
+    from .mutants import Mutant
 
     by: dict[str, list] = {}
     for r in report.results:
@@ -408,9 +408,9 @@ def _replay(args: argparse.Namespace, console: Console) -> int:
 
 
 def _show_case(case_id: str, console: Console) -> int:
+    from .ops import default_state, round_inputs
     from .references import ORACLES
     from .references.inputs import generate
-    from .ops import default_state, round_inputs
 
     case = Case.parse(case_id)
     x = generate(case)
