@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import os
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -32,7 +31,7 @@ from .check import PASS, Checker
 from .kernels.base import KernelVariant, availability, variants
 from .provenance import provenance
 from .roofline import Ceilings, flops, measure_ceilings, min_bytes
-from .schemas import BENCH
+from .schemas import BENCH, atomic_write
 from .timing import SEM_BOUND
 
 SCHEMA = BENCH
@@ -303,9 +302,7 @@ class Bench:
 
     def save(self, complete: bool) -> None:
         self.out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.out.with_name(self.out.name + ".tmp")
-        tmp.write_text(json.dumps(self.document(complete), indent=1))
-        os.replace(tmp, self.out)
+        atomic_write(self.out, json.dumps(self.document(complete), indent=1))
 
     def run(self, warm_only: bool = False) -> list[dict]:
         import torch

@@ -389,9 +389,9 @@ def _kill_report(report, console: Console, out: Path) -> int:
     console.print(f"kill rate {n - len(survivors)}/{n}" + (f"; survivors: {', '.join(survivors)}" if survivors else ""))
     doc = json.loads(out.read_text())
     doc["mutants"] = {"killed": n - len(survivors), "total": n, "survivors": survivors}
-    from .verify_file import _atomic_write
+    from .schemas import atomic_write
 
-    _atomic_write(out, json.dumps(doc, indent=1))
+    atomic_write(out, json.dumps(doc, indent=1))
     console.print(f"results: {out}")
     return 1 if survivors else 0
 

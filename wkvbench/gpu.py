@@ -99,13 +99,7 @@ class GpuRun:
         self.verify = opt.out / "verify.json"
         self.bench = opt.out / "bench.json"
         self.warmed_before = 0  # warm-up tasks an earlier run did into the caches kept here
-        self.load = Load()
-
-    def _sample_load(self) -> list:
-        """One sample of the box's load into run.json's time line (seconds from this run's start)."""
-        row = self.load.sample()
-        self.state.timeline.append([round(time.time() - self.state.started_at, 1), *row[1:]])
-        return row
+        self.load = Load(t0=self.state.started_at)  # the time line counts from the run's first start
 
     # -- plan --------------------------------------------------------------------------------
     def _filters(self) -> list[str]:
@@ -269,7 +263,9 @@ class GpuRun:
             time.sleep(1)
             if time.time() >= next_beat:
                 next_beat += HEARTBEAT_S
-                _, cpu, gpu, mem = self._sample_load()
+                row = self.load.sample()
+                self.state.timeline.append(row)
+                _, cpu, gpu, mem = row
                 say(f"[{time.time() - t0:.0f} s] verify {_rows(self.verify)} rows"
                      f"{' (finished)' if vp is None or vp.returncode is not None else ''}; "
                      f"side {sum(counts.values())}/{len(tasks)} done; CPU {cpu} % busy, GPU {gpu} %, "
@@ -371,8 +367,11 @@ class GpuRun:
             rows = json.loads((self.opt.out / "stability.json").read_text())["rows"]
         except (OSError, ValueError, KeyError):
             return False, f"stability exited with {rc} and wrote no results: " + tail(self.procs.logs / "stability.log", 3)
+        from .stability import RATIO_MAX, SPREAD_MAX
+
         ok = sum(1 for r in rows if r.get("ok"))
-        return rc in (0, 1), f"{ok}/{len(rows)} rows within the targets (spread <= 1 %, |ratio - 1| <= 2 %)"
+        return rc in (0, 1), (f"{ok}/{len(rows)} rows within the targets (spread <= {SPREAD_MAX:.0%}, "
+                              f"|ratio - 1| <= {RATIO_MAX:.0%})")
 
     def _asv(self) -> tuple[bool, str]:
         from .asv_record import record

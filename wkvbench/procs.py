@@ -91,12 +91,11 @@ def tail(path: Path, n: int = 8) -> str:
 
 
 class Load:
-    """Samples of how busy the box is: ``[seconds since start, CPU busy %, GPU busy %, GPU GiB used]``
-    (None where a reading is not available)."""
+    """Samples of how busy the box is: ``[seconds since t0, CPU busy % since the last sample, GPU busy %,
+    GPU GiB used]`` (None where a reading is not available)."""
 
-    def __init__(self) -> None:
-        self.t0 = time.time()
-        self.samples: list[list[float | None]] = []
+    def __init__(self, t0: float | None = None) -> None:
+        self.t0 = time.time() if t0 is None else t0
         self._cpu = _cpu_times()
 
     def sample(self) -> list[float | None]:
@@ -107,9 +106,7 @@ class Load:
             busy = round(100.0 * (1 - d_idle / d_total), 1) if d_total > 0 else None
         self._cpu = now
         gpu, mem = _gpu_busy()
-        row = [round(time.time() - self.t0, 1), busy, gpu, mem]
-        self.samples.append(row)
-        return row
+        return [round(time.time() - self.t0, 1), busy, gpu, mem]
 
 
 def _cpu_times() -> tuple[int, int] | None:

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .schemas import RUN
+from .schemas import RUN, atomic_write
 
 SCHEMA = RUN
 
@@ -82,9 +82,7 @@ class State:
                               for k, p in self.phases.items()},
                    "variant_seconds": dict(sorted(self.variant_seconds.items())),
                    "cpu_s": self.cpu_s, "cores": os.cpu_count(), "load": self.timeline}
-            tmp = self.path.with_name(self.path.name + ".tmp")
-            tmp.write_text(json.dumps(doc, indent=1))
-            os.replace(tmp, self.path)
+            atomic_write(self.path, json.dumps(doc, indent=1))
 
 
 # phases on the critical path, one after the other (the wall time is their sum plus the install);

@@ -1,9 +1,13 @@
-"""The name and version of every results file the suite writes or reads, in one place.
+"""The name and version of every results file the suite writes or reads, in one place, and the one
+way they are written (``atomic_write``).
 
 A file carries its schema in ``"schema"``; a reader refuses a file whose schema it does not know
 (docs/results-format.md describes each)."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 VERIFY = "wkvbench.verify/1"  # verify: every result with its errors, provenance, skips by reason
 BENCH = "wkvbench.bench/1"  # bench: device times, roofline, how each row was timed
@@ -14,3 +18,11 @@ GATE = "wkvbench.gate/1"  # a regression gate verdict
 NOISE = "wkvbench.gate-noise/1"  # the run-to-run noise the gate measured on one machine
 SANITIZE = "wkvbench.sanitize/1"  # compute-sanitizer runs of the CUDA variants
 ASV = "asv/2"  # asv's result files (api version 2), read by the gate and the report
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """``text`` into ``path`` through a temporary file renamed over it (``os.replace``): a reader, or a
+    run killed mid-write, sees the old file or the new one, never a torn one."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)

@@ -45,6 +45,7 @@ def side_tasks(run, ggml: bool) -> list[tuple[str, list[str], str]]:
                                                  "--dtype", "fp32", "--output", str(out)), v.name))
     return tasks
 
+
 def run_side(run, tasks, slots: int, stop: threading.Event, counts: collections.Counter) -> None:
     """Run the side tasks, ``slots`` at a time; per-variant seconds and CPU seconds into run.json."""
     queue = list(tasks)
@@ -68,7 +69,6 @@ def run_side(run, tasks, slots: int, stop: threading.Event, counts: collections.
             elif warm and rc == 0:
                 mark_warm(run.state.provenance, name)
         time.sleep(0.5)
-
 
 
 def warm_groups(sets: tuple[str, ...]) -> list[tuple[str, ...]]:

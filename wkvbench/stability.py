@@ -16,12 +16,11 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
-import os
 import statistics
 import time
 from pathlib import Path
 
-from .schemas import STABILITY
+from .schemas import STABILITY, atomic_write
 
 SCHEMA = STABILITY
 SPREAD_MAX = 0.01
@@ -133,12 +132,11 @@ def main(argv: list[str] | None = None) -> int:
     have = {_key(r) for r in results}
     if results:
         con.print(f"stability: {len(results)} rows kept from {out_path} (an earlier run of the same file)")
+
     def save() -> None:
-        tmp = out_path.with_name(out_path.name + ".tmp")
-        tmp.write_text(json.dumps({"schema": SCHEMA, "provenance": prov, "bench": a.bench.name,
-                                   "repeats": a.repeats, "spread_max": SPREAD_MAX, "ratio_max": RATIO_MAX,
-                                   "rows": results}, indent=1))
-        os.replace(tmp, out_path)
+        atomic_write(out_path, json.dumps({"schema": SCHEMA, "provenance": prov, "bench": a.bench.name,
+                                           "repeats": a.repeats, "spread_max": SPREAD_MAX,
+                                           "ratio_max": RATIO_MAX, "rows": results}, indent=1))
 
     todo = [r for r in rows if _key(r) not in have]
     for i, r in enumerate(todo):

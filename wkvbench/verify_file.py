@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from .check import SKIP, STATUSES, CheckResult
 from .kernels.base import availability
 from .provenance import provenance
-from .schemas import VERIFY
+from .schemas import VERIFY, atomic_write
 
 if TYPE_CHECKING:  # the run's types; verify imports this module
     from .verify import Report, Selection
@@ -72,19 +72,13 @@ class ResultsWriter:
         doc = _document(self.selection, self.prov, {s: self.counts.get(s, 0) for s in STATUSES},
                         dict(self.skips.most_common()), time.perf_counter() - self.t0, False, self.extra)
         head = json.dumps(doc)
-        _atomic_write(self.path, head[:-1] + ', "results": [\n' + ",\n".join(self.rows) + "\n]}")
+        atomic_write(self.path, head[:-1] + ', "results": [\n' + ",\n".join(self.rows) + "\n]}")
 
     def finish(self, report: Report) -> None:
         """The complete file (rows as they stand after shrinking); the partial file is removed."""
         self._sink.close()
         write_json(report, self.path, self.selection, prov=self.prov, extra=self.extra)
         self.partial.unlink(missing_ok=True)
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def load_previous(path: Path) -> tuple[dict | None, list[CheckResult], Path]:
@@ -153,4 +147,4 @@ def write_json(report: Report, path: Path, selection: Selection, prov: dict | No
     if report.unit_seconds:
         doc["unit_seconds"] = dict(sorted(report.unit_seconds.items()))
     doc["results"] = [r.as_dict() for r in report.results]
-    _atomic_write(path, json.dumps(doc, indent=1))
+    atomic_write(path, json.dumps(doc, indent=1))

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import collections
 import json
-import os
 from pathlib import Path
 
+from .schemas import atomic_write
 from .verify import Report, Selection
 from .verify_file import load_previous, write_json
 
@@ -46,6 +46,4 @@ def attach_properties(verify: Path, files: list[Path]) -> None:
             continue
     doc["properties"] = rows
     doc["property_counts"] = dict(collections.Counter(r["status"] for r in rows))
-    tmp = verify.with_name(verify.name + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=1))
-    os.replace(tmp, verify)
+    atomic_write(verify, json.dumps(doc, indent=1))
