@@ -1,5 +1,9 @@
 import sys
 
-from .cli import main
+from .cudawait import apply_env
+
+apply_env()  # WKVBENCH_CUDA_WAIT, before anything creates a CUDA context
+
+from .cli import main  # noqa: E402
 
 sys.exit(main())

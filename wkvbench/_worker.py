@@ -56,6 +56,9 @@ def _load_registry(job: dict) -> list[str]:
 
 
 def main() -> int:
+    from .cudawait import apply_env
+
+    apply_env()  # WKVBENCH_CUDA_WAIT (``wkvbench gpu`` sets block), before any CUDA context exists
     fd = int(os.environ["WKVBENCH_RESULT_FD"])
     variant = None
     for line in sys.stdin:

@@ -48,7 +48,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .procs import Load, Procs, complete, py, say, tail
+from .procs import Load, Procs, complete, py, say, tail, untimed_env
 from .runfile import State, print_breakdown
 from .side import run_side, side_tasks
 from .verify_merge import attach_properties, merge_verify
@@ -246,7 +246,7 @@ class GpuRun:
         if not verify_done and "verify" in self.opt.phases and not complete(self.verify):
             cmd = self._verify_cmd(self.verify)
             say(f"verify: {shlex.join(cmd[3:])[:300]}")
-            vp = self.procs.start("verify", cmd)
+            vp = self.procs.start("verify", cmd, untimed_env())
         tasks = side_tasks(self, ggml=False) if not side_done else []
         # one per core beside the verification's workers: both wait on the GPU much of the time. With
         # half the cores the side tasks ended 210 s after the verification on the H100 (2026-11-24);
@@ -306,7 +306,7 @@ class GpuRun:
             if not names:
                 return True, "no ggml variant selected"
             part = self.work / "verify-ggml.json"
-            p = self.procs.start("verify-ggml", self._verify_cmd(part, variants=names))
+            p = self.procs.start("verify-ggml", self._verify_cmd(part, variants=names), untimed_env())
             tasks = side_tasks(self, ggml=True)
             counts: collections.Counter = collections.Counter()
             run_side(self, tasks, max(1, len(tasks)), threading.Event(), counts)

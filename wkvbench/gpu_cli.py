@@ -41,8 +41,13 @@ def main(args: argparse.Namespace) -> int:
     from .bench import machine_slug
     from .provenance import provenance
 
-    out = args.output or Path("reports") / "gpu" / machine_slug(provenance())
-    if args.fresh and out.exists():
+    prov = provenance()
+    out = args.output or Path("reports") / "gpu" / machine_slug(prov)
+    stale = _other_commit(out / "run.json", prov["git"]["commit"])
+    if stale and not args.fresh:
+        print(f"wkvbench gpu: {out} holds the results of commit {stale}, not of this one "
+              f"({prov['git']['commit'] or 'unknown'}): starting a new results set there", flush=True)
+    if (args.fresh or stale) and out.exists():
         shutil.rmtree(out)
     phases = tuple(x for x in args.only.split(",") if x) or Options(out).phases
     t0 = os.environ.get("WKVBENCH_T0")
@@ -52,3 +57,16 @@ def main(args: argparse.Namespace) -> int:
                   ggml_pip=tuple(shlex.split(args.ggml_pip)), phases=phases, time_cap_s=args.time_cap,
                   timeout_s=args.timeout, stability=args.stability, t0=float(t0) if t0 else None)
     return GpuRun(opt).run()
+
+
+def _other_commit(run_json: Path, commit: str | None) -> str | None:
+    """The commit of the results set at ``run_json`` when it is not ``commit`` (a set committed to the
+    repository by an earlier commit, found in a new clone): that set is not resumed but replaced. None
+    when there is nothing there, or it is this commit's (a stopped run, resumed)."""
+    import json
+
+    try:
+        theirs = json.loads(run_json.read_text())["provenance"]["git"]["commit"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return theirs if theirs and theirs != commit else None

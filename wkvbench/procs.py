@@ -26,6 +26,15 @@ def py(*args: str) -> list[str]:
     return [sys.executable, "-m", "wkvbench", *args]
 
 
+def untimed_env() -> dict[str, str]:
+    """The environment of the processes that share the GPU and are not timed (verification, warm-ups,
+    properties): their waits for the GPU sleep instead of spinning a core (``wkvbench.cudawait``), so
+    the cores go to compilations and the oracle. The timed bench keeps CUDA's default."""
+    from .cudawait import ENV
+
+    return {ENV: os.environ.get(ENV) or "block"}
+
+
 def complete(path: Path) -> bool:
     try:
         return bool(json.loads(path.read_text()).get("complete"))

@@ -15,7 +15,7 @@ import threading
 import time
 from pathlib import Path
 
-from .procs import complete, py, say, tail
+from .procs import complete, py, say, tail, untimed_env
 
 
 def side_tasks(run, ggml: bool) -> list[tuple[str, list[str], str]]:
@@ -53,7 +53,8 @@ def run_side(run, tasks, slots: int, stop: threading.Event, counts: collections.
     while (queue or running) and not stop.is_set():
         while queue and len(running) < slots:
             name, cmd, variant = queue.pop(0)
-            running.append((name, run.procs.start(name, cmd, {"OMP_NUM_THREADS": "1"}), time.time(), variant))
+            env = {"OMP_NUM_THREADS": "1", **untimed_env()}
+            running.append((name, run.procs.start(name, cmd, env), time.time(), variant))
         for item in list(running):
             name, p, t0, variant = item
             rc = run.procs.poll(p)

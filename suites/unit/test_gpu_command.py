@@ -193,3 +193,20 @@ def test_processes_are_reaped_with_their_cpu_seconds_and_the_load_is_sampled(tmp
     assert q.returncode == 3 and (tmp_path / "logs" / "fail.log").read_text().startswith("$ ")
     t, cpu, _gpu, _mem = load.sample()
     assert t >= 0 and 0 <= cpu <= 100  # /proc/stat: the CI machine is Linux
+
+
+def test_a_results_set_of_another_commit_is_replaced_not_resumed(tmp_path):
+    """A clone finds the results set an earlier commit committed for the same machine: the command
+    starts a new one there instead of keeping the old phases as done; a stopped run of this commit is
+    resumed."""
+    from wkvbench.gpu_cli import _other_commit
+
+    run = tmp_path / "run.json"
+    assert _other_commit(run, "abc") is None  # nothing there
+    run.write_text(json.dumps({"provenance": {"git": {"commit": "old"}}, "complete": True}))
+    assert _other_commit(run, "abc") == "old"
+    assert _other_commit(run, None) == "old"  # a copy that cannot say its commit starts over too
+    run.write_text(json.dumps({"provenance": {"git": {"commit": "abc"}}, "complete": False}))
+    assert _other_commit(run, "abc") is None  # this commit's stopped run: resumed
+    run.write_text("{not json")
+    assert _other_commit(run, "abc") is None
