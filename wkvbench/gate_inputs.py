@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .schemas import BENCH, NOISE, VERIFY
+from .schemas import BENCH, NOISE, VERIFY, read_text
 
 IDENTITY_FIELDS = ("gpu", "driver", "cuda", "torch", "triton")
 
@@ -93,8 +93,8 @@ def load_json(path: str | Path) -> dict:
     if not p.is_file():
         raise GateInputError(f"{p}: no such results file")
     try:
-        doc = json.loads(p.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        doc = json.loads(read_text(p))
+    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise GateInputError(f"{p}: not a JSON results file ({exc})") from None
     if not isinstance(doc, dict):
         raise GateInputError(f"{p}: expected a JSON object, found {type(doc).__name__}")

@@ -1,11 +1,12 @@
 """The name and version of every results file the suite writes or reads, in one place, and the one
-way they are written (``atomic_write``).
+way they are written (``atomic_write``) and read (``read_text``).
 
 A file carries its schema in ``"schema"``; a reader refuses a file whose schema it does not know
 (docs/results-format.md describes each)."""
 
 from __future__ import annotations
 
+import gzip
 import os
 from pathlib import Path
 
@@ -26,3 +27,19 @@ def atomic_write(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
+
+
+def read_text(path: Path) -> str:
+    """The text of a results file; ``*.gz`` is decompressed. The large results committed to the
+    repository (a GPU box's verify.json, the CPU edge runs, mutants) are kept gzip-compressed
+    (``verify.json.gz``): every reader of committed results goes through here."""
+    path = Path(path)
+    if path.name.endswith(".gz"):
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            return f.read()
+    return path.read_text()
+
+
+def is_results_name(name: str) -> bool:
+    """A name a results file can have: ``*.json``, or ``*.json.gz`` for a compressed one."""
+    return name.endswith(".json") or name.endswith(".json.gz")

@@ -148,8 +148,8 @@ def test_every_verify_row_appears(page, root, request):
 def test_the_committed_results_are_all_in_the_report(committed_page):
     """Every committed verify file (CPU seeds, mutants, H200, partial streams) is read: nothing is dropped."""
     _, text, _ = committed_page
-    for f in ["reports/cpu/verify-cpu-seed0.json", "reports/cpu/verify-cpu-seed5.json",
-              "reports/gpu/h200-2026-11-22/verify-gpu.json", "reports/cpu/mutants-2026-11-22.json",
+    for f in ["reports/cpu/verify-cpu-seed0.json.gz", "reports/cpu/verify-cpu-seed5.json.gz",
+              "reports/gpu/h200-2026-11-22/verify-gpu.json.gz", "reports/cpu/mutants-2026-11-22.json.gz",
               "reports/gpu/h200-2026-11-22/run1-verify-gpu.partial.jsonl",
               "reports/cpu/drift-wkv7-T16384.json"]:
         assert f in text, f

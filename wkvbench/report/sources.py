@@ -2,7 +2,7 @@
 
 Under one folder (``reports/`` by default), recursively and in sorted path order:
 
-* ``wkvbench.verify/1`` JSON (``verify --output``), and ``*.partial.jsonl`` streams of runs that were
+* ``wkvbench.verify/1`` JSON (``verify --output``; ``*.json.gz`` files are read too, decompressed), and ``*.partial.jsonl`` streams of runs that were
   cut short (only where the finished ``.json`` beside them is missing);
 * ``wkvbench.bench/1`` JSON (``bench --output``);
 * drift profiles (``drift --output``: a JSON list of profiles);
@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..schemas import BENCH, RUN, STABILITY, VERIFY
+from ..schemas import BENCH, RUN, STABILITY, VERIFY, is_results_name, read_text
 
 SKIP_DIRS = ("asv", "html", "parts")  # asv's files, the report's output, the parts of merged files
 # git-ignored local output (``verify`` writes reports/results/ by default): not part of the committed
@@ -87,8 +87,8 @@ def _is_drift(doc: object) -> bool:
 
 def _read_json(path: Path) -> object:
     try:
-        return json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return json.loads(read_text(path))
+    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ReportInputError(f"{path}: not readable as JSON ({exc})") from None
 
 
@@ -123,13 +123,15 @@ def load(root: Path) -> Sources:
     for p in files:
         rel = _rel(p, root)
         if p.name.endswith(".partial.jsonl"):
-            finished = p.with_name(p.name[: -len(".partial.jsonl")] + ".json")
-            if finished.exists():
+            stem = p.name[: -len(".partial.jsonl")]
+            finished = next((f for f in (p.with_name(stem + ".json"), p.with_name(stem + ".json.gz"))
+                             if f.exists()), None)
+            if finished is not None:
                 src.not_read.append((rel, f"superseded by the finished {finished.name}"))
             else:
                 src.verify.append(VerifyRun(rel, {}, _partial_rows(p), partial=True))
             continue
-        if p.suffix != ".json":
+        if not is_results_name(p.name):
             continue
         doc = _read_json(p)
         if _is_drift(doc):
