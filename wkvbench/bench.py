@@ -29,7 +29,7 @@ from pathlib import Path
 from .cases import Case, Shape
 from .check import PASS, Checker
 from .kernels.base import KernelVariant, availability, variants
-from .provenance import provenance
+from .provenance import Machine, provenance
 from .roofline import Ceilings, flops, measure_ceilings, min_bytes
 from .schemas import BENCH, atomic_write
 from .timing import SEM_BOUND
@@ -150,25 +150,13 @@ class BenchRun:
 
 
 def identity(prov: dict) -> str:
-    """What results must share to be compared: GPU, driver, CUDA, torch, triton."""
-    g = prov.get("gpu") or {}
-    v = prov.get("versions") or {}
-    return f"{g.get('name')}|driver {g.get('driver')}|cuda {g.get('cuda')}|torch {v.get('torch')}|triton {v.get('triton')}"
-
-
-def file_slug(text: str) -> str:
-    """``text`` in file-name characters: each run of other characters becomes one ``-``."""
-    import re
-
-    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")
+    """What results must share to be compared, as bench files record it (``provenance.Machine``)."""
+    return Machine.of(prov).key()
 
 
 def machine_slug(prov: dict) -> str:
     """The asv machine name and results folder: the identity, in file-name characters."""
-    g = prov.get("gpu") or {}
-    v = prov.get("versions") or {}
-    return file_slug(f"{g.get('name') or 'cpu'}-drv{g.get('driver')}-cuda{g.get('cuda')}-torch{v.get('torch')}"
-                     f"-triton{v.get('triton')}")
+    return Machine.of(prov).slug()
 
 
 def gates_from(path: Path) -> dict[tuple, dict]:

@@ -9,9 +9,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .provenance import Machine
 from .schemas import BENCH, NOISE, VERIFY, read_text
-
-IDENTITY_FIELDS = ("gpu", "driver", "cuda", "torch", "triton")
 
 
 class GateInputError(ValueError):
@@ -32,19 +31,8 @@ class NotComparable(Exception):
 
 
 def identity_of(prov: dict) -> dict[str, str]:
-    """The comparability key of a run: bench's ``identity`` string when present, else provenance."""
-    ident = prov.get("identity")
-    if isinstance(ident, str) and ident.count("|") == 4:
-        parts = [p.strip() for p in ident.split("|")]
-        for i, prefix in ((2, "cuda "), (3, "torch "), (4, "triton ")):
-            parts[i] = parts[i].removeprefix(prefix)
-        return dict(zip(IDENTITY_FIELDS, parts, strict=True))
-    gpu = prov.get("gpu") or {}
-    versions = prov.get("versions") or {}
-    machine = prov.get("machine") or {}
-    name = gpu.get("name") or f"cpu: {machine.get('cpu', '?')}"
-    vals = (name, gpu.get("driver"), gpu.get("cuda"), versions.get("torch"), versions.get("triton"))
-    return {f: "-" if v is None else str(v) for f, v in zip(IDENTITY_FIELDS, vals, strict=True)}
+    """The comparability key of a run, field by field (``provenance.Machine``)."""
+    return Machine.of(prov).fields()
 
 
 def identity_str(ident: dict[str, str]) -> str:

@@ -8,6 +8,7 @@ import os
 import platform
 import subprocess
 import sys
+from dataclasses import dataclass
 
 PACKAGES = ("numpy", "torch", "triton", "fla-core", "rwkv", "rwkv-ops", "keras", "ggml-python", "rich")
 
@@ -78,3 +79,58 @@ def provenance() -> dict:
         "env": {k: v for k, v in os.environ.items() if k.startswith(("WKVBENCH_", "KERAS_", "KERNEL_", "TRITON_", "FLA_"))},
         "argv": sys.argv,
     }
+
+
+IDENTITY_FIELDS = ("gpu", "driver", "cuda", "torch", "triton")
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What results must share to be compared (the one machine identity of the suite): the GPU, its
+    driver and CUDA, torch and triton. A bench file records it as ``provenance["identity"]`` (``key``);
+    the gate compares it field by field; the asv machine name and a GPU run's results folder are its
+    ``slug``. Without a GPU, ``gpu`` is ``"cpu: <processor>"``; an unknown field is ``"-"``."""
+
+    gpu: str
+    driver: str = "-"
+    cuda: str = "-"
+    torch: str = "-"
+    triton: str = "-"
+
+    @classmethod
+    def of(cls, prov: dict) -> Machine:
+        """From a provenance block; an identity string it records (a bench file's) wins."""
+        ident = prov.get("identity")
+        if isinstance(ident, str) and ident.count("|") == 4:
+            return cls.parse(ident)
+        gpu, versions = prov.get("gpu") or {}, prov.get("versions") or {}
+        name = gpu.get("name") or f"cpu: {(prov.get('machine') or {}).get('cpu', '?')}"
+        vals = (gpu.get("driver"), gpu.get("cuda"), versions.get("torch"), versions.get("triton"))
+        return cls(str(name), *("-" if v is None else str(v) for v in vals))
+
+    @classmethod
+    def parse(cls, key: str) -> Machine:
+        """The inverse of ``key``."""
+        parts = [p.strip() for p in key.split("|")]
+        for i, prefix in ((1, "driver "), (2, "cuda "), (3, "torch "), (4, "triton ")):
+            parts[i] = parts[i].removeprefix(prefix)
+        return cls(*parts)
+
+    def key(self) -> str:
+        """``GPU|driver D|cuda C|torch T|triton R``: the string bench and stability files record."""
+        return f"{self.gpu}|driver {self.driver}|cuda {self.cuda}|torch {self.torch}|triton {self.triton}"
+
+    def fields(self) -> dict[str, str]:
+        return {f: getattr(self, f) for f in IDENTITY_FIELDS}
+
+    def slug(self) -> str:
+        """The identity in file-name characters (asv's machine name, a GPU run's results folder)."""
+        gpu = "cpu" if self.gpu.startswith("cpu: ") else self.gpu
+        return file_slug(f"{gpu}-drv{self.driver}-cuda{self.cuda}-torch{self.torch}-triton{self.triton}")
+
+
+def file_slug(text: str) -> str:
+    """``text`` in file-name characters: each run of other characters becomes one ``-``."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")

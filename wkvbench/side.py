@@ -84,10 +84,10 @@ def warm_groups(sets: tuple[str, ...]) -> list[tuple[str, ...]]:
 def warm_marker(prov: dict, name: str) -> Path:
     """The file that says warm-up ``name`` ran to its end on this machine and software stack, into
     Triton's on-disk caches (``~/.cache/wkvbench/warm/``)."""
-    from .bench import file_slug, identity
+    from .provenance import Machine
 
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "wkvbench" / "warm"
-    return root / file_slug(identity(prov)) / f"{name}.done"
+    return root / Machine.of(prov).slug() / f"{name}.done"
 
 
 def triton_caches_kept() -> bool:
