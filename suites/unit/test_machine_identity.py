@@ -13,8 +13,10 @@ H100 = {"gpu": {"name": "NVIDIA H100 80GB HBM3", "driver": "580.159.04", "cuda":
 
 def test_key_fields_and_slug_of_a_gpu_box():
     m = Machine.of(H100)
-    assert identity(H100) == m.key() == "NVIDIA H100 80GB HBM3|driver 580.159.04|cuda 13.0|torch 2.11.0|triton 3.6.0"
-    assert machine_slug(H100) == m.slug() == "NVIDIA-H100-80GB-HBM3-drv580.159.04-cuda13.0-torch2.11.0-triton3.6.0"
+    key = "NVIDIA H100 80GB HBM3|driver 580.159.04|cuda 13.0|torch 2.11.0|triton 3.6.0"
+    slug = "NVIDIA-H100-80GB-HBM3-drv580.159.04-cuda13.0-torch2.11.0-triton3.6.0"
+    assert identity(H100) == m.key() == key
+    assert machine_slug(H100) == m.slug() == slug
     assert identity_of(H100) == m.fields() == {"gpu": "NVIDIA H100 80GB HBM3", "driver": "580.159.04",
                                                "cuda": "13.0", "torch": "2.11.0", "triton": "3.6.0"}
 
