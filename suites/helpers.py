@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from wkvbench.kernels import get
+from wkvkernels import get
 
 
 class Tampered:

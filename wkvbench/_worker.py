@@ -36,7 +36,8 @@ def _send(fd: int, msg: dict) -> None:
 def _load_registry(job: dict) -> list[str]:
     """Register what the parent registered; returns the plug-in import errors (another variant's
     broken plug-in must not take this variant down)."""
-    from . import kernels  # noqa: F401  (registers the built-in variants)
+    import wkvkernels  # noqa: F401  (registers the built-in variants)
+
     from .plugins import load_entry_points, load_file
 
     errors = []
@@ -79,7 +80,7 @@ def _start(job: dict):
     """The job's variant from the registry the parent described (None, with the reason on stderr, when it
     is not there); pinned autotuning from here on."""
     errors = _load_registry(job)
-    from .kernels.base import get
+    from wkvkernels.base import get
 
     try:
         variant = get(job["variant"])
@@ -95,7 +96,8 @@ def _start(job: dict):
 
 
 def _run_job(fd: int, variant, job: dict) -> None:
-    from .cases import Case
+    from wkvkernels.cases import Case
+
     from .check import CRASH, ERROR, Checker
     from .verify import _check
 

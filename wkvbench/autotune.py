@@ -164,8 +164,9 @@ def sweep(checker, variant, case, kind: str, alive=None):
     One ``CheckResult`` of kind ``<kind>-configs``: PASS when every round passed (the worst error of
     all rounds), FAIL naming the first failing round's configurations, SKIP when there is nothing to
     sweep. ``alive(round)`` is called after each round (the isolated runner's heartbeat)."""
+    from wkvkernels.base import availability
+
     from .check import PASS, SKIP, CheckResult, check_backward
-    from .kernels.base import availability
 
     label = f"{kind}-configs"
     av = availability(variant.name)

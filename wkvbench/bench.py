@@ -26,9 +26,10 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .cases import Case, Shape
+from wkvkernels.base import KernelVariant, availability, variants
+from wkvkernels.cases import Case, Shape
+
 from .check import PASS, Checker
-from .kernels.base import KernelVariant, availability, variants
 from .provenance import Machine, provenance
 from .roofline import Ceilings, flops, measure_ceilings, min_bytes
 from .schemas import BENCH, atomic_write
@@ -83,7 +84,7 @@ def bench_inputs(case: Case) -> dict:
     benchmark; the values stay in the model domain, so nothing overflows."""
     import numpy as np
 
-    from .references.inputs import generate
+    from wkvoracle.inputs import generate
 
     s = case.shape
     ts = min(s.T, TILE_T)

@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from wkvkernels.base import KernelVariant, Unsupported, availability, variants
+from wkvkernels.cases import Case
+from wkvkernels.ops import default_state, op_spec
+from wkvoracle import ORACLES
+from wkvoracle.inputs import generate
+
 from . import tolerances
-from .cases import Case
-from .kernels.base import KernelVariant, Unsupported, availability, variants
 from .metrics import TensorError, tensor_error
-from .ops import default_state, op_spec
-from .references import ORACLES
-from .references.inputs import generate
 from .validate import InvalidInput, validate_inputs
 
 PASS, FAIL, SKIP, ERROR, XFAIL, XPASS = "PASS", "FAIL", "SKIP", "ERROR", "XFAIL", "XPASS"
@@ -258,7 +259,7 @@ def upstream_gradients(case: Case, ref_outputs: dict) -> dict:
 def backward_problem(checker: Checker, case: Case, effective: dict) -> tuple[dict, dict, dict]:
     """The oracle side of a backward check on the inputs a variant sees (``effective``): the full
     inputs (default state added), the upstream gradients drawn for them, and the upstream-state
-    keyword arguments of ``references.BACKWARDS[case.op]`` (``dstate``; wkv4: ``daa``, ``dbb``, ``dpp``)."""
+    keyword arguments of ``wkvoracle.BACKWARDS[case.op]`` (``dstate``; wkv4: ``daa``, ``dbb``, ``dpp``)."""
     spec = op_spec(case.op)
     full = {**default_state(case.op, effective), **effective}
     up = upstream_gradients(case, checker.oracle(case.op, full))
@@ -268,10 +269,10 @@ def backward_problem(checker: Checker, case: Case, effective: dict) -> tuple[dic
 
 
 def check_backward(checker: Checker, variant: KernelVariant, case: Case) -> CheckResult:
-    """Gradients of ``variant`` vs the float64 backward oracle (``references.BACKWARDS``), judged
+    """Gradients of ``variant`` vs the float64 backward oracle (``wkvoracle.BACKWARDS``), judged
     with the ``grad_<input>`` entries of the tolerance table (baseline: autograd through
     ``<op>.torch.recurrent``)."""
-    from .references import BACKWARDS
+    from wkvoracle import BACKWARDS
 
     t0 = time.perf_counter()
     if not variant.supports_backward:

@@ -12,7 +12,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from .cases import ALL_DOMAINS, CASE_SETS, DOMAINS, Case
+from wkvkernels.cases import ALL_DOMAINS, DOMAINS, Case
+
+from .case_sets import CASE_SETS
 from .cliargs import selection_args
 from .console import make_console
 
@@ -153,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
             from .gpu_cli import main as gpu_main
 
             return gpu_main(args)
-        from . import kernels  # noqa: F401  (registers the built-in variants)
+        import wkvkernels  # noqa: F401  (registers the built-in variants)
+
         from .verify import Selection, list_variants, print_report, run
 
         if args.command == "case":
@@ -365,7 +368,8 @@ def _kill_report(report, console: Console, out: Path) -> int:
     """Mutants: killed when at least one case fails; exit 0 only if every mutant is killed."""
     from rich.table import Table
 
-    from .kernels.base import get
+    from wkvkernels.base import get
+
     from .mutants import Mutant
 
     by: dict[str, list] = {}
@@ -408,9 +412,9 @@ def _replay(args: argparse.Namespace, console: Console) -> int:
 
 
 def _show_case(case_id: str, console: Console) -> int:
-    from .ops import default_state, round_inputs
-    from .references import ORACLES
-    from .references.inputs import generate
+    from wkvkernels.ops import default_state, round_inputs
+    from wkvoracle import ORACLES
+    from wkvoracle.inputs import generate
 
     case = Case.parse(case_id)
     x = generate(case)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from .ops import DTYPES, OPS
+from wkvkernels.ops import DTYPES, OPS
 
 
 def selection_args(p: argparse.ArgumentParser) -> None:

@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .cases import Case, Shape
+from wkvkernels.base import KernelVariant, availability
+from wkvkernels.cases import Case, Shape
+from wkvkernels.ops import default_state, round_to
+
 from .check import Checker
-from .kernels.base import KernelVariant, availability
 from .metrics import UNIT_ROUNDOFF
-from .ops import default_state, round_to
 
 
 @dataclass

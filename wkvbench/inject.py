@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from .kernels.base import KernelVariant
-from .ops import op_spec, round_to
+from wkvkernels.base import KernelVariant
+from wkvkernels.ops import op_spec, round_to
 
 ENV = "WKVBENCH_INJECT"
 _WARNED: set[str] = set()

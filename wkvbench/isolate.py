@@ -33,7 +33,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .cases import Case
+from wkvkernels.cases import Case
+
 from .check import CRASH, TIMEOUT, CheckResult
 
 TAIL_LINES = 20

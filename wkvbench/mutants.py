@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from .kernels.base import KernelVariant, register, unregister, variants
-from .ops import DTYPES, default_state, op_spec, round_inputs, round_to
-from .references import ORACLES
+from wkvkernels.base import KernelVariant, register, unregister, variants
+from wkvkernels.ops import DTYPES, default_state, op_spec, round_inputs, round_to
+from wkvoracle import ORACLES
 
 CHUNK = 16
 

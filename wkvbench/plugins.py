@@ -24,8 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from .kernels.base import Availability, KernelVariant, register
-from .ops import DTYPES, OPS
+from wkvkernels.base import Availability, KernelVariant, register
+from wkvkernels.ops import DTYPES, OPS
+
 from .validate import InvalidInput, validate_inputs
 
 ENTRY_POINT_GROUP = "wkvbench.variants"

@@ -29,11 +29,12 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .cases import Case
+from wkvkernels.base import KernelVariant, Unsupported, availability
+from wkvkernels.cases import Case
+from wkvkernels.ops import default_state, op_spec
+
 from .check import FAIL, PASS, SKIP, Checker, mark_known, validate_case_inputs
-from .kernels.base import KernelVariant, Unsupported, availability
 from .metrics import UNIT_ROUNDOFF, tensor_error
-from .ops import default_state, op_spec
 from .validate import InvalidInput
 
 # progress of the long properties (a first call of an autotuned kernel can take minutes on a GPU):
@@ -306,8 +307,9 @@ def poison_uninitialized():
 
 
 def _packing(variant, case, packed_case, alone_cases, lengths, slack, checker, backward) -> PropertyResult:
+    from wkvoracle import BACKWARDS
+
     from .check import upstream_gradients
-    from .references import BACKWARDS
 
     prop = "packing_invariance"
     spec = op_spec(case.op)
@@ -363,7 +365,7 @@ def _packing(variant, case, packed_case, alone_cases, lengths, slack, checker, b
 def _packed_gradients(variant, case, packed_case, inputs, packed, cu, lengths, slack, up, checker):
     """Gradients of the packed run: slack rows exactly 0, the rest vs the float64 backward oracle,
     no worse than 2x the same variant's gradients of each sequence run alone (plus two floors)."""
-    from .references import BACKWARDS
+    from wkvoracle import BACKWARDS
 
     spec = op_spec(case.op)
     used = int(cu[-1])

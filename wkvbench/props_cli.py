@@ -28,10 +28,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from .cases import DOMAINS, OP_DOMAINS, Case, Shape
+from wkvkernels.base import KernelVariant, availability, refusal
+from wkvkernels.cases import DOMAINS, OP_DOMAINS, Case, Shape
+
 from .check import ERROR, FAIL, Checker
 from .cliargs import selection_args
-from .kernels.base import KernelVariant, availability, refusal
 from .properties import (
     PACK_LENGTHS,
     PACK_SLACK,

@@ -42,7 +42,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .ops import op_spec
+from wkvkernels.ops import op_spec
 
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 CHUNK = 64  # chunk length of the chunked kernels (FLA, rwkv-ops)

@@ -52,9 +52,9 @@ def choose_tiny(v) -> tuple[str, str]:
     """The first tiny case ``v`` runs (``TINY_T`` in the model domain, then in the operator's own
     domains) and a note of the refusals that led there (``""`` for the first). With none, the first
     (the sanitized run then shows the variant's own reason)."""
-    from .cases import OP_DOMAINS, Case
-    from .kernels.base import refusal
-    from .references.inputs import generate
+    from wkvkernels.base import refusal
+    from wkvkernels.cases import OP_DOMAINS, Case
+    from wkvoracle.inputs import generate
 
     refused: list[str] = []
     domains = ("model", *OP_DOMAINS.get(v.operator, ()))
@@ -72,8 +72,8 @@ def choose_tiny(v) -> tuple[str, str]:
 
 def plan(globs: list[str]) -> list[tuple[str, str, str]]:
     """``(variant, tiny case id, note)`` per CUDA variant matching ``globs`` (all when empty)."""
-    from . import kernels  # noqa: F401  (registers the built-in variants)
-    from .kernels.base import variants
+    import wkvkernels  # noqa: F401  (registers the built-in variants)
+    from wkvkernels.base import variants
 
     return [(v.name, *choose_tiny(v)) for v in variants()
             if v.device == "cuda" and (not globs or any(fnmatch.fnmatchcase(v.name, g) for g in globs))]

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .cases import Case, Shape
+from wkvkernels.base import KernelVariant, get
+from wkvkernels.cases import Case, Shape
+
 from .check import ERROR, FAIL, Checker, CheckResult, validate_case_inputs
-from .kernels.base import KernelVariant, get
 from .validate import InvalidInput
 
 PER_HEAD_FREE = ("u",)  # wkv6's bonus is [H, N]: sliced by head, not by batch

@@ -37,9 +37,10 @@ def measure(row: dict, repeats: int, settings: dict, rep_ms: int) -> dict:
     """The engine and the reference on one bench row, ``repeats`` alternating rounds."""
     import torch
 
+    from wkvkernels.base import get
+    from wkvkernels.cases import Case
+
     from .bench import bench_inputs
-    from .cases import Case
-    from .kernels.base import get
     from .timing import _capture, time_call
 
     v = get(row["variant"])
@@ -99,7 +100,8 @@ def _kept(path: Path, bench_name: str, repeats: int) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
 
-    from . import kernels  # noqa: F401
+    import wkvkernels  # noqa: F401
+
     from .bench import identity
     from .console import make_console
     from .provenance import provenance

@@ -99,7 +99,7 @@ CEILINGS: dict[tuple[str, str, str], Tol] = {
 }
 
 # Gradients (``grad_<input>``), measured 2026-11-22 on this CPU machine with autograd through
-# ``<op>.torch.recurrent`` (same-dtype activations, fp32 state) against ``references.BACKWARDS``,
+# ``<op>.torch.recurrent`` (same-dtype activations, fp32 state) against ``wkvoracle.BACKWARDS``,
 # default case set, seeds 0-5: worst floor multiple and where; ceiling = 4x that. Gradients of fp32
 # inputs (decays, gates, states, w4) carry the low-dtype products and read large in fp32-floor units.
 CEILINGS.update({

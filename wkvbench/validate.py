@@ -1,6 +1,6 @@
 """Input validation for every public entry point that takes canonical arrays.
 
-``validate_inputs(op, inputs)`` checks a canonical problem (spec §9, ``wkvbench/ops.py``) before
+``validate_inputs(op, inputs)`` checks a canonical problem (spec §9, ``wkvkernels/ops.py``) before
 any kernel or oracle sees it, and raises an ``InvalidInput`` (a ``ValueError``) whose message names
 the array, the problem and what was expected:
 
@@ -23,7 +23,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .ops import OPS, op_spec
+from wkvkernels.ops import OPS, op_spec
 
 
 class InvalidInput(ValueError):

@@ -23,13 +23,15 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from wkvkernels.base import KernelVariant, availability, variants
+from wkvkernels.cases import DOMAINS, Case
+from wkvkernels.ops import DTYPES, OPS
+
 from . import inject
-from .cases import DOMAINS, Case, default_cases
+from .case_sets import default_cases
 from .check import BAD, ERROR, FAIL, PASS, SKIP, STATUSES, XFAIL, XPASS, Checker, CheckResult, check_backward
 from .console import make_console, track
 from .isolate import WorkerConfig, run_variant
-from .kernels.base import KernelVariant, availability, variants
-from .ops import DTYPES, OPS
 from .verify_file import ResultsWriter, row_key
 
 REPO = Path(__file__).resolve().parent.parent
@@ -315,7 +317,8 @@ MAX_SHRINK = 5  # shrink at most this many failures per run (each costs a few re
 
 
 def _shrink_failures(report: Report, checker: Checker, out_dir: Path) -> None:
-    from .kernels.base import get
+    from wkvkernels.base import get
+
     from .shrink import shrink
 
     for r in [r for r in report.failed if r.status in (FAIL, ERROR) and r.kind == "forward"][:MAX_SHRINK]:

@@ -10,8 +10,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from wkvkernels.base import availability
+
 from .check import SKIP, STATUSES, CheckResult
-from .kernels.base import availability
 from .provenance import provenance
 from .schemas import VERIFY, atomic_write
 

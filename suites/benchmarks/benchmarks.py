@@ -38,13 +38,12 @@ for _p in [*os.environ.get("WKVBENCH_SYS_PATH", "").split(os.pathsep)[::-1], str
     if _p and _p not in sys.path:
         sys.path.insert(0, _p)
 
-from wkvbench.kernels.base import availability, get  # noqa: E402
-
-from wkvbench import kernels  # noqa: E402, F401  (registers the variants)
+import wkvkernels  # noqa: E402, F401  (registers the variants)
 from wkvbench.bench import SHAPE_SETS, asv_variants, bench_inputs, gate_case, set_shape  # noqa: E402
-from wkvbench.cases import Case  # noqa: E402
 from wkvbench.check import PASS, Checker  # noqa: E402
 from wkvbench.timing import BATCH  # noqa: E402
+from wkvkernels.base import availability, get  # noqa: E402
+from wkvkernels.cases import Case  # noqa: E402
 
 
 def grid() -> tuple[str, list[str], list[str], list[str]]:

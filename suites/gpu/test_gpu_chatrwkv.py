@@ -1,7 +1,7 @@
 """ChatRWKV's CUDA ops (``rwkv`` 0.8.32) on a GPU: accuracy beyond the default set, and the B > 1 hazard.
 
 What runs here (everything skips with the availability reason without a CUDA device, the package,
-nvcc or ninja; kernels/_chatrwkv.py):
+nvcc or ninja; wkvkernels/_chatrwkv.py):
 
 * every ChatRWKV variant on head sizes 64 and 128, B = 1 (and B = 3 for the ``_loop`` variants and
   the batched RWKV-4 kernel), every domain and dtype, judged by the same ``Checker`` as
@@ -27,19 +27,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import wkvbench.kernels.wkv4.rwkv_cuda  # noqa: F401  # registers the variants
-import wkvbench.kernels.wkv6.rwkv_cuda  # noqa: F401
-import wkvbench.kernels.wkv7.rwkv_cuda  # noqa: F401
-from wkvbench.kernels import _chatrwkv as chat
-from wkvbench.kernels.base import get
-from wkvbench.references import ORACLES
-from wkvbench.references.inputs import generate
 
+import wkvkernels.wkv4.rwkv_cuda  # noqa: F401  # registers the variants
+import wkvkernels.wkv6.rwkv_cuda  # noqa: F401
+import wkvkernels.wkv7.rwkv_cuda  # noqa: F401
 from wkvbench import tolerances
-from wkvbench.cases import DOMAINS, Case, Shape
 from wkvbench.check import PASS, SKIP, Checker
 from wkvbench.metrics import tensor_error
-from wkvbench.ops import default_state
+from wkvkernels import _chatrwkv as chat
+from wkvkernels.base import get
+from wkvkernels.cases import DOMAINS, Case, Shape
+from wkvkernels.ops import default_state
+from wkvoracle import ORACLES
+from wkvoracle.inputs import generate
 
 ENV = chat.environment()
 pytestmark = [pytest.mark.thirdparty, pytest.mark.skipif(not ENV, reason=ENV.reason or "")]
@@ -156,10 +156,10 @@ def test_rwkv5_skips_time_varying_decay():
 # --------------------------------------------------------------------------- the B > 1 hazard
 
 _NATIVE_B2 = textwrap.dedent("""
-    import wkvbench.kernels.wkv7.rwkv_cuda
-    from wkvbench.cases import Case, Shape
-    from wkvbench.kernels.base import get
-    from wkvbench.references.inputs import generate
+    import wkvkernels.wkv7.rwkv_cuda
+    from wkvkernels.cases import Case, Shape
+    from wkvkernels.base import get
+    from wkvoracle.inputs import generate
     case = Case("wkv7", "model", Shape(2, 8, 1, 64, h0=True), "fp32")
     v = get("wkv7.rwkv.wkv7s")
     out = v.to_canonical(v.run(v.prepare(generate(case), case)))  # B = 2 passed straight to the kernel

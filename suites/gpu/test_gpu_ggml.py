@@ -19,11 +19,11 @@ import importlib
 import numpy as np
 import pytest
 
-from wkvbench.cases import Case, Shape
-from wkvbench.kernels import _ggml
-from wkvbench.kernels.base import get
-from wkvbench.references import ORACLES
-from wkvbench.references.inputs import generate
+from wkvkernels import _ggml
+from wkvkernels.base import get
+from wkvkernels.cases import Case, Shape
+from wkvoracle import ORACLES
+from wkvoracle.inputs import generate
 
 _MISSING = _ggml.cuda_unavailable()
 pytestmark = [pytest.mark.thirdparty, pytest.mark.skipif(bool(_MISSING), reason=_MISSING or "")]
@@ -36,7 +36,7 @@ FP32_REL = {"wkv6": 2e-6, "wkv7": 2e-6, "gla": 2e-6, "gdn": 1e-5}
 
 
 def variant(op: str, device: str):
-    importlib.import_module(f"wkvbench.kernels.{op}.ggml_{device}")
+    importlib.import_module(f"wkvkernels.{op}.ggml_{device}")
     return get(f"{op}.ggml.{device}")
 
 

@@ -1,5 +1,5 @@
-"""rwkv-ops' GPU kernels behind their adapters (kernels/wkv7/rwkv_ops_cuda.py, kernels/wkv6/rwkv_ops_cuda.py,
-kernels/gdn/rwkv_ops_triton.py, kernels/gdn/rwkv_ops_cuda.py).
+"""rwkv-ops' GPU kernels behind their adapters (wkvkernels/wkv7/rwkv_ops_cuda.py, wkvkernels/wkv6/rwkv_ops_cuda.py,
+wkvkernels/gdn/rwkv_ops_triton.py, wkvkernels/gdn/rwkv_ops_cuda.py).
 
 Two groups:
 
@@ -20,13 +20,13 @@ import contextlib
 
 import numpy as np
 import pytest
-from wkvbench.kernels import _rwkv_ops as rops
-from wkvbench.kernels.base import availability, get
-from wkvbench.references import ORACLES
-from wkvbench.references.inputs import generate
 
-from wkvbench.cases import Case, Shape
-from wkvbench.ops import round_to
+from wkvkernels import _rwkv_ops as rops
+from wkvkernels.base import availability, get
+from wkvkernels.cases import Case, Shape
+from wkvkernels.ops import round_to
+from wkvoracle import ORACLES
+from wkvoracle.inputs import generate
 
 pytestmark = pytest.mark.thirdparty
 
@@ -34,10 +34,10 @@ _MODULE, _LOADED = rops.load()
 needs_rwkv_ops = pytest.mark.skipif(not _LOADED, reason=_LOADED.reason or "")
 
 if _LOADED:
-    import wkvbench.kernels.gdn.rwkv_ops_cuda  # noqa: F401  # registers the variants
-    import wkvbench.kernels.gdn.rwkv_ops_triton as gdn_gpu
-    import wkvbench.kernels.wkv6.rwkv_ops_cuda as wkv6_cuda
-    import wkvbench.kernels.wkv7.rwkv_ops_cuda as wkv7_gpu
+    import wkvkernels.gdn.rwkv_ops_cuda  # noqa: F401  # registers the variants
+    import wkvkernels.gdn.rwkv_ops_triton as gdn_gpu
+    import wkvkernels.wkv6.rwkv_ops_cuda as wkv6_cuda
+    import wkvkernels.wkv7.rwkv_ops_cuda as wkv7_gpu
 
 # variant -> a CUDA kernel name that only that implementation launches (its forward)
 KERNELS = {
@@ -234,7 +234,7 @@ def test_gdn_conversions_simulated(h0, dtype):
 
 @needs_rwkv_ops
 def test_gdn_other_scale_is_unsupported():
-    from wkvbench.kernels.base import Unsupported
+    from wkvkernels.base import Unsupported
 
     inputs = generate(Case("gdn", "model", Shape(1, 16, 1, 8), "fp32"))
     with pytest.raises(Unsupported, match="K\\^-0.5"):

@@ -4,7 +4,7 @@
   round-offs (the stress domain amplifies them, as it does for every fp32 kernel), bf16 at the
   output's own rounding floor (the error of the exact result rounded once to bf16);
 * the state is carried exactly: two halves equal one run bit for bit, and in-place state works;
-* backward against central finite differences of ``references.recurrent_wkv4`` in float64 on a
+* backward against central finite differences of ``wkvoracle.recurrent_wkv4`` in float64 on a
   tiny case (B=1, T=6, C=4), with upstream gradients of the final state and the initial state's
   gradients, and on a larger case against float64 torch autograd of the same recurrence.
 
@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from wkvbench.kernels._torch import to_torch
-from wkvbench.kernels.base import availability
-from wkvbench.kernels.wkv4 import wkvbench_cuda as w4
-from wkvbench.references.inputs import generate
-from wkvbench.references.wkv4 import recurrent_wkv4
 
-from wkvbench.cases import Case, Shape
-from wkvbench.ops import round_to
+from wkvkernels._torch import to_torch
+from wkvkernels.base import availability
+from wkvkernels.cases import Case, Shape
+from wkvkernels.ops import round_to
+from wkvkernels.wkv4 import wkvbench_cuda as w4
+from wkvoracle.inputs import generate
+from wkvoracle.wkv4 import recurrent_wkv4
 
 NAME = "wkv4.wkvbench.cuda"
 STATE = ("aa", "bb", "pp")

@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from wkvbench.kernels import _nvcc
+
+from wkvkernels import _nvcc
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "suites" / "plugins" / "cuda_oob.py"
@@ -49,10 +50,9 @@ def test_an_out_of_bounds_cuda_kernel_is_a_crash_and_the_rest_still_passes(tmp_p
 
 
 def test_the_gpu_plugin_is_unavailable_with_a_reason_here():
-    from wkvbench.kernels import get, unregister
-
-    from wkvbench.cases import Case
     from wkvbench.plugins import load_file
+    from wkvkernels import get, unregister
+    from wkvkernels.cases import Case
 
     load_file(PLUGIN)
     try:

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from wkvbench.references.gla import backward_gla, recurrent_gla
-from wkvbench.references.inputs import generate
-from wkvbench.references.wkv4 import backward_wkv4, recurrent_wkv4
-from wkvbench.references.wkv6 import backward_wkv6, recurrent_wkv6
 
-from wkvbench.cases import Case, Shape
+from wkvkernels.cases import Case, Shape
+from wkvoracle.gla import backward_gla, recurrent_gla
+from wkvoracle.inputs import generate
+from wkvoracle.wkv4 import backward_wkv4, recurrent_wkv4
+from wkvoracle.wkv6 import backward_wkv6, recurrent_wkv6
 
 torch = pytest.importorskip("torch")
 
@@ -311,6 +311,6 @@ def test_wkv4_t1_default_state_gradients_are_exact_zeros():
 def test_references_do_not_import_torch():
     import pathlib
 
-    root = pathlib.Path(__file__).resolve().parents[2] / "references"
+    root = pathlib.Path(__file__).resolve().parents[2] / "wkvoracle"
     for name in ("wkv4.py", "wkv6.py", "gla.py"):
         assert "torch" not in (root / name).read_text(), name

@@ -15,11 +15,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from wkvbench.references.gdn import backward_gdn, recurrent_gdn
-from wkvbench.references.inputs import generate
-from wkvbench.references.wkv7 import backward_wkv7, recurrent_wkv7
 
-from wkvbench.cases import Case, Shape
+from wkvkernels.cases import Case, Shape
+from wkvoracle.gdn import backward_gdn, recurrent_gdn
+from wkvoracle.inputs import generate
+from wkvoracle.wkv7 import backward_wkv7, recurrent_wkv7
 
 FORWARD = {"wkv7": recurrent_wkv7, "gdn": recurrent_gdn}
 BACKWARD = {"wkv7": backward_wkv7, "gdn": backward_gdn}

@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wkvbench.cases import Case, Shape
-from wkvbench.ops import default_state
-from wkvbench.references import ALTERNATES, ORACLES, kkt_inverse, recurrent_gdn, recurrent_gdn_wy
-from wkvbench.references.gdn_wy import substitution_gdn_wy
-from wkvbench.references.inputs import chunk_local_cumsum, generate
+from wkvkernels.cases import Case, Shape
+from wkvkernels.ops import default_state
+from wkvoracle import ALTERNATES, ORACLES, kkt_inverse, recurrent_gdn, recurrent_gdn_wy
+from wkvoracle.gdn_wy import substitution_gdn_wy
+from wkvoracle.inputs import chunk_local_cumsum, generate
 
 TOL = 1e-12
 
@@ -226,6 +226,6 @@ def test_references_do_not_import_torch():
     import subprocess
     import sys
 
-    code = "import sys, wkvbench.references, wkvbench.references.inputs; print('torch' in sys.modules)"
+    code = "import sys, wkvoracle, wkvoracle.inputs; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -1,4 +1,4 @@
-"""The algorithm of the wkv4 CUDA backward (``kernels/wkv4/cuda/wkv4.cu``), checked on the CPU.
+"""The algorithm of the wkv4 CUDA backward (``wkvkernels/wkv4/cuda/wkv4.cu``), checked on the CPU.
 
 ``two_sweep_backward`` transcribes the kernel's two sweeps in NumPy, line for line but vectorized
 over (batch, channel): a forward sweep that carries ``dA/dW`` and stores ``gy/d, q, y`` per token,
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from wkvbench.references.inputs import generate
-from wkvbench.references.wkv4 import recurrent_wkv4
 
-from wkvbench.cases import Case, Shape
+from wkvkernels.cases import Case, Shape
+from wkvoracle.inputs import generate
+from wkvoracle.wkv4 import recurrent_wkv4
 
 STATE = ("aa", "bb", "pp")
 

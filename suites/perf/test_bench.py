@@ -32,7 +32,7 @@ def test_flops_models():
     assert roofline.flops("gla", "chunk", 2, 3, 4, 64) == 24 * (4 * 64 * 64 + 4 * 64 * 64)
     assert roofline.flops("wkv4", "recurrent", 2, 10, 1, 256) == 12 * 2 * 10 * 256
     # every operator's shapes cover its spec inputs and outputs
-    from wkvbench.ops import OPS
+    from wkvkernels.ops import OPS
 
     for op, spec in OPS.items():
         shapes = roofline.tensor_shapes(op, 2, 8, 2, 16)
@@ -69,7 +69,7 @@ def test_shape_sets_are_the_issue_s():
 
 @pytest.mark.parametrize("T,want", [(1, 1), (37, 37), (4096, 128), (65536, 128), (300, 100)])
 def test_gate_case_keeps_the_features_that_matter(T, want):
-    from wkvbench.cases import Shape
+    from wkvkernels.cases import Shape
 
     g = gate_case("wkv7", Shape(8, T, 32, 128, h0=True), "bf16")
     assert (g.shape.T, g.shape.N, g.shape.h0, g.shape.B, g.dtype) == (want, 128, True, 1, "bf16")
@@ -135,7 +135,7 @@ def test_bench_cli_without_a_gpu_says_so(capsys):
 @pytest.mark.parametrize("op", ["wkv4", "wkv6", "wkv7", "gla", "gdn"])
 def test_bench_inputs_have_the_canonical_shapes(op):
     from wkvbench.bench import bench_inputs
-    from wkvbench.cases import Case, Shape
+    from wkvkernels.cases import Case, Shape
 
     for shape in (Shape(3, 300, 2, 16), Shape(5, 1, 2, 16, h0=True)):
         x = bench_inputs(Case(op, "model", shape, "bf16", 0))
@@ -158,8 +158,8 @@ def test_a_row_says_where_its_wall_time_went(tmp_path, monkeypatch):
 
     from wkvbench import timing
     from wkvbench.bench import Bench
-    from wkvbench.cases import Case
-    from wkvbench.kernels.base import get
+    from wkvkernels.base import get
+    from wkvkernels.cases import Case
 
     def fake_time_call(fn, **kw):
         fn()
@@ -182,8 +182,8 @@ def test_warm_up_calls_the_benchmark_shape_once_and_no_gate(tmp_path, monkeypatc
     and runs no gate (the timed run reads the gate from the verification or checks it itself); a
     shape the variant does not support is not called. On CPU, with the variant's ``run`` recorded."""
     from wkvbench.bench import Bench
-    from wkvbench.cases import Case
-    from wkvbench.kernels.base import get
+    from wkvkernels.base import get
+    from wkvkernels.cases import Case
 
     v = get("wkv7.torch.recurrent")
     seen: list[tuple] = []

@@ -10,13 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wkvbench import kernels  # noqa: F401
-from wkvbench.cases import Case, Shape
+import wkvkernels  # noqa: F401
 from wkvbench.check import PASS, Checker
-from wkvbench.kernels.base import availability, get
-from wkvbench.ops import default_state, round_inputs
-from wkvbench.references import ORACLES
-from wkvbench.references.inputs import generate
+from wkvkernels.base import availability, get
+from wkvkernels.cases import Case, Shape
+from wkvkernels.ops import default_state, round_inputs
+from wkvoracle import ORACLES
+from wkvoracle.inputs import generate
 
 SHAPE = Shape(1, 256, 2, 64, h0=True)
 OPS = ("wkv4", "wkv6", "wkv7", "gla", "gdn")

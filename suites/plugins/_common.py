@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from wkvbench.references import recurrent_gla
+from wkvoracle import recurrent_gla
 
 
 def exact_unless_single_token(inputs: dict, misbehave, marker: str) -> dict:

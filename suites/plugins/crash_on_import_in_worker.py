@@ -2,9 +2,8 @@
 
 import os
 
-from wkvbench.references import recurrent_gla
-
 from wkvbench.plugins import register_function
+from wkvoracle import recurrent_gla
 
 if "WKVBENCH_RESULT_FD" in os.environ:  # set only in workers
     raise RuntimeError("WORKER-IMPORT-PLUGIN: cannot import here")

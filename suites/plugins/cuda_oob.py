@@ -2,7 +2,7 @@
 the end of its buffer (an illegal address) on the single-token case, and is exact elsewhere; the isolated
 verify runner must report that case as CRASH naming the illegal memory access.
 
-Built with nvcc through ``kernels/_nvcc.py`` (cached like our RWKV-4 kernel), loaded with ctypes.
+Built with nvcc through ``wkvkernels/_nvcc.py`` (cached like our RWKV-4 kernel), loaded with ctypes.
 Unavailable (with the reason) where there is no CUDA device or no nvcc.
 """
 
@@ -12,11 +12,10 @@ import ctypes
 import functools
 from pathlib import Path
 
-from wkvbench.kernels import _nvcc
-from wkvbench.kernels.wkv4.wkvbench_cuda import nvcc_flags
-from wkvbench.references import recurrent_gla
-
 from wkvbench.plugins import register_function
+from wkvkernels import _nvcc
+from wkvkernels.wkv4.wkvbench_cuda import nvcc_flags
+from wkvoracle import recurrent_gla
 
 SOURCE = Path(__file__).with_suffix(".cu")  # the kernel; build_cached takes a file
 

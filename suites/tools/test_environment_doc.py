@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-SOURCES = ("wkvbench", "kernels", "references", "tools", "suites/benchmarks")
+SOURCES = ("wkvbench", "wkvkernels", "wkvoracle", "tools", "suites/benchmarks")
 NAME = re.compile(r"WKVBENCH_[A-Z0-9_]*[A-Z0-9]")
 
 

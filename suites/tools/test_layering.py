@@ -3,12 +3,12 @@ level and inside functions; ``if TYPE_CHECKING:`` blocks left out, they never ru
 
 * no import cycle among the suite's modules (``wkvbench/``);
 * ``references/`` (the float64 oracle) imports only NumPy, the standard library and itself;
-* ``kernels/`` (the adapters) imports from the suite only the canonical types (``wkvbench.ops``,
-  ``wkvbench.cases``) and itself: a ratchet, not yet the goal (issue 18: the adapters free of the
+* ``kernels/`` (the adapters) imports from the suite only the canonical types (``wkvkernels.ops``,
+  ``wkvkernels.cases``) and itself: a ratchet, not yet the goal (issue 18: the adapters free of the
   suite), so the boundary cannot grow while it is being removed.
 
 import-linter would be the library for this, but it builds its graph from the package folder, and
-``wkvbench.kernels`` / ``wkvbench.references`` live beside ``wkvbench/`` (docs/layout.md says why), so
+``wkvkernels`` / ``wkvoracle`` live beside ``wkvbench/`` (docs/layout.md says why), so
 it would not see them."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-TOP = {"wkvbench": REPO / "wkvbench", "wkvbench.kernels": REPO / "kernels",
-       "wkvbench.references": REPO / "references"}
+TOP = {"wkvbench": REPO / "wkvbench", "wkvkernels": REPO / "kernels",
+       "wkvoracle": REPO / "references"}
 
 
 def _modules() -> dict[str, Path]:
@@ -89,28 +89,28 @@ def _cycles(names: list[str]) -> list[list[str]]:
 
 
 def test_the_suite_has_no_import_cycle():
-    suite = [n for n in MODS if n.startswith("wkvbench") and not n.startswith(("wkvbench.kernels",
-                                                                                  "wkvbench.references"))]
+    suite = [n for n in MODS if n.startswith("wkvbench") and not n.startswith(("wkvkernels",
+                                                                                  "wkvoracle"))]
     assert len(suite) > 50
     assert _cycles(suite) == []
 
 
 def test_the_oracle_imports_only_numpy_and_the_standard_library():
-    for name in (n for n in MODS if n.startswith("wkvbench.references")):
+    for name in (n for n in MODS if n.startswith("wkvoracle")):
         for dep in _imports(name):
             top = dep.split(".")[0]
-            assert dep.startswith("wkvbench.references") or top == "numpy" or top in sys.stdlib_module_names, \
+            assert dep.startswith("wkvoracle") or top == "numpy" or top in sys.stdlib_module_names, \
                 (name, dep)
 
 
 # the one other import of the suite by an adapter: ChatRWKV's child processes are given the folder the
 # package was imported from (kernels/_chatrwkv.py)
-KNOWN = {("wkvbench.kernels._chatrwkv", "wkvbench")}
+KNOWN = {("wkvkernels._chatrwkv", "wkvbench")}
 
 
 def test_the_adapters_import_from_the_suite_only_its_canonical_types():
-    allowed = ("wkvbench.kernels", "wkvbench.references", "wkvbench.ops", "wkvbench.cases")
-    for name in (n for n in MODS if n.startswith("wkvbench.kernels")):
+    allowed = ("wkvkernels", "wkvoracle", "wkvkernels.ops", "wkvkernels.cases")
+    for name in (n for n in MODS if n.startswith("wkvkernels")):
         for dep in _imports(name):
             if (name, dep) in KNOWN:
                 continue

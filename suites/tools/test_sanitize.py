@@ -10,10 +10,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from wkvbench.kernels import get
 
-from wkvbench.cases import Case
 from wkvbench.sanitize import choose_tiny, main, parse_log, plan, summarize
+from wkvkernels import get
+from wkvkernels.cases import Case
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "suites" / "data" / "sanitizer"
@@ -75,7 +75,7 @@ def test_plan_gives_every_cuda_variant_a_tiny_case_it_declares():
 def test_plan_picks_a_case_the_variant_runs():
     """rwkv-ops' training kernels refuse T = 5 by shape (their supports() needs no GPU): T = 16; a
     kernel that raises Unsupported on model-domain values (RWKV-5) gets wkv6's const domain."""
-    from wkvbench.kernels import Availability, Unsupported
+    from wkvkernels import Availability, Unsupported
 
     by_name = {n: (c, note) for n, c, note in plan(["*.rwkv_ops.*"])}
     assert by_name["wkv7.rwkv_ops.cuda"][0] == "wkv7/model/B1-T16-H1-N64-h0/bf16/s0"

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wkvbench.cases import Case, Shape, default_cases
-from wkvbench.check import FAIL, PASS, SKIP, XFAIL, Checker, check_backward
-from wkvbench.kernels import register, unregister, variants
-
 from suites.helpers import Tampered
+from wkvbench.case_sets import default_cases
+from wkvbench.check import FAIL, PASS, SKIP, XFAIL, Checker, check_backward
+from wkvkernels import register, unregister, variants
+from wkvkernels.cases import Case, Shape
 
 CHECKER = Checker()
 PAIRS = [(v, c) for c in default_cases() if c.op != "gdn_wy" for v in variants(c.op) if v.supports_backward]
@@ -45,8 +45,8 @@ def test_wrong_gradients_fail(corrupt, needle):
 def test_a_backward_the_package_refuses_here_is_a_skip_with_its_reason(monkeypatch):
     """FLA refuses its gated chunk_bwd_dqkwg on Hopper with Triton < 3.7.1 (every gdn.fla.chunk
     backward case raised on the H100 box); such a refusal is a SKIP naming it, never an ERROR."""
-    from wkvbench.kernels import _fla
-    from wkvbench.kernels.base import get
+    from wkvkernels import _fla
+    from wkvkernels.base import get
 
     chunk = get("gdn.fla.chunk")
     assert chunk.gated_dqkwg_backward and not get("gla.fla.chunk").gated_dqkwg_backward

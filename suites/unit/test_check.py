@@ -6,13 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wkvbench.cases import Case, Shape
-from wkvbench.check import ERROR, FAIL, PASS, SKIP, Checker
-from wkvbench.kernels import get, register, unregister
-from wkvbench.metrics import tensor_error
-from wkvbench.ops import round_to
-
 from suites.helpers import Tampered
+from wkvbench.check import ERROR, FAIL, PASS, SKIP, Checker
+from wkvbench.metrics import tensor_error
+from wkvkernels import get, register, unregister
+from wkvkernels.cases import Case, Shape
+from wkvkernels.ops import round_to
 
 CASE = Case("wkv7", "model", Shape(2, 9, 2, 16, h0=True), "bf16")
 

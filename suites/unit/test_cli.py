@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-
-import pytest
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -38,7 +38,7 @@ def test_a_failing_plugin_exits_nonzero_with_a_reproduce_command(tmp_path):
     plugin = tmp_path / "bad.py"
     plugin.write_text(
         "from wkvbench.plugins import register_function\n"
-        "from wkvbench.references import recurrent_gla\n"
+        "from wkvoracle import recurrent_gla\n"
         "def f(inputs, dtype):\n"
         "    out = recurrent_gla(**inputs)\n"
         "    return {'y': out['y'] * 1.01, 'state': out['state']}\n"

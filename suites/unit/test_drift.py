@@ -6,10 +6,9 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from wkvbench.drift import profile, svg
-from wkvbench.kernels import get, register, unregister
-
 from suites.helpers import Tampered
+from wkvbench.drift import profile, svg
+from wkvkernels import get, register, unregister
 
 
 def test_profile_of_an_honest_kernel_is_flat_and_the_chart_parses():

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from wkvbench.references import BACKWARDS, ORACLES
-from wkvbench.references.inputs import generate
 
-from wkvbench.cases import EDGE_OP_DOMAINS, Case, Shape, default_cases
-from wkvbench.ops import default_state
+from wkvbench.case_sets import default_cases
+from wkvkernels.cases import EDGE_OP_DOMAINS, Case, Shape
+from wkvkernels.ops import default_state
+from wkvoracle import BACKWARDS, ORACLES
+from wkvoracle.inputs import generate
 
 EDGE = default_cases(case_set="edge")
 

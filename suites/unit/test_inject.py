@@ -10,14 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from wkvbench.kernels import get
-from wkvbench.kernels.base import availability
 
 from wkvbench import inject
-from wkvbench.cases import Case
 from wkvbench.check import PASS, Checker
-from wkvbench.ops import round_to
 from wkvbench.verify import Selection
+from wkvkernels import get
+from wkvkernels.base import availability
+from wkvkernels.cases import Case
+from wkvkernels.ops import round_to
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -16,12 +16,12 @@ import time
 from pathlib import Path
 
 import pytest
-from wkvbench.kernels import get
 
-from wkvbench.cases import Case
 from wkvbench.check import CRASH, PASS, TIMEOUT, Checker, CheckResult
 from wkvbench.isolate import THREAD_VARS, _describe_exit, default_jobs, default_timeout, headline, worker_env
 from wkvbench.verify_file import load_previous, row_key
+from wkvkernels import get
+from wkvkernels.cases import Case
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGINS = REPO / "suites" / "plugins"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from wkvbench.cases import default_cases
+from wkvbench.case_sets import default_cases
 from wkvbench.check import ERROR, FAIL, Checker
-from wkvbench.kernels import get
 from wkvbench.mutants import register_mutants, unregister_mutants
+from wkvkernels import get
 
 NAMES = register_mutants()
 unregister_mutants()  # registered only inside the tests below, never for the rest of the session

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from wkvbench.cases import Case, Shape
-from wkvbench.check import FAIL, PASS, SKIP, Checker
-from wkvbench.kernels import get, variants
-from wkvbench.properties import batch_invariance, determinism, state_passing
-
 from suites.helpers import Tampered
+from wkvbench.check import FAIL, PASS, SKIP, Checker
+from wkvbench.properties import batch_invariance, determinism, state_passing
+from wkvkernels import get, variants
+from wkvkernels.cases import Case, Shape
 
 CHECKER = Checker()
 CPU = [v for v in variants() if v.device == "cpu" and v.operator != "gdn_wy"]
@@ -56,7 +55,7 @@ def _leak(res):
 
 def test_a_batch_leak_fails_batch_invariance(monkeypatch):
     from wkvbench import properties
-    from wkvbench.kernels import Availability
+    from wkvkernels import Availability
 
     leaky = Tampered("wkv7.test.leaky", _leak)
     monkeypatch.setattr(properties, "availability", lambda name: Availability.yes())
@@ -73,14 +72,14 @@ class _Refusing(Tampered):
         self.refuse_length, self.refuse_values = refuse_length, refuse_values
 
     def supports(self, case):
-        from wkvbench.kernels import Availability
+        from wkvkernels import Availability
 
         if self.refuse_length and self.refuse_length(case):
             return Availability.no(f"needs T % 16 == 0, got T={case.shape.T}")
         return self.base.supports(case)
 
     def prepare(self, inputs, case):
-        from wkvbench.kernels import Unsupported
+        from wkvkernels import Unsupported
 
         if self.refuse_values and self.refuse_values(case):
             raise Unsupported(f"refuses {case.domain} values")
@@ -90,7 +89,7 @@ class _Refusing(Tampered):
 @pytest.fixture
 def available(monkeypatch):
     from wkvbench import properties, props_cli
-    from wkvbench.kernels import Availability
+    from wkvkernels import Availability
 
     for mod in (properties, props_cli):
         monkeypatch.setattr(mod, "availability", lambda name: Availability.yes())

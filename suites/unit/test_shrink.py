@@ -6,12 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from wkvbench.cases import Case, Shape
-from wkvbench.check import FAIL, PASS, Checker
-from wkvbench.kernels import register, unregister
-from wkvbench.shrink import load, replay, shrink
-
 from suites.helpers import Tampered
+from wkvbench.check import FAIL, PASS, Checker
+from wkvbench.shrink import load, replay, shrink
+from wkvkernels import register, unregister
+from wkvkernels.cases import Case, Shape
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -44,6 +43,6 @@ def test_shrink_finds_the_smallest_failing_slice_and_replays_it(tmp_path):
 
 
 def test_a_passing_case_does_not_shrink():
-    from wkvbench.kernels import get
+    from wkvkernels import get
 
     assert shrink(Checker(), get("gla.torch.recurrent"), Case("gla", "model", Shape(1, 5, 1, 8), "fp32")) is None

@@ -14,15 +14,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from wkvbench.kernels import get, unregister
-from wkvbench.references.inputs import generate
 
-from wkvbench.cases import Case
 from wkvbench.check import ERROR, PASS, Checker
 from wkvbench.plugins import register_function
 from wkvbench.properties import state_passing
 from wkvbench.shrink import replay
 from wkvbench.validate import InvalidInput, validate_inputs
+from wkvkernels import get, unregister
+from wkvkernels.cases import Case
+from wkvoracle.inputs import generate
 
 REPO = Path(__file__).resolve().parents[2]
 CASES = {
@@ -197,9 +197,8 @@ def test_cli_replay_of_a_bad_file_exits_2_with_the_message(tmp_path, content, ne
 
 def test_a_plugin_fed_bad_inputs_by_its_own_adapter_is_an_error_not_a_crash():
     # ERROR with the validation message: Checker._measure reports what prepare() raised
-    from wkvbench.kernels.base import register
-
     from wkvbench.plugins import FunctionVariant
+    from wkvkernels.base import register
 
     class Broken(FunctionVariant):
         def prepare(self, inputs, case):

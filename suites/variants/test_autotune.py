@@ -12,8 +12,8 @@ from triton.runtime.autotuner import Autotuner  # noqa: E402
 from triton.runtime.errors import OutOfResources  # noqa: E402
 
 from wkvbench import autotune  # noqa: E402
-from wkvbench.cases import Case  # noqa: E402
 from wkvbench.check import FAIL, PASS, SKIP, CheckResult  # noqa: E402
+from wkvkernels.cases import Case  # noqa: E402
 
 
 def _body(x, n, BLOCK):  # the "kernel sources" Triton's autotuner names
@@ -122,7 +122,7 @@ CASE = Case.parse("wkv7/model/B2-T37-H2-N64-h0/fp32/s0")
 
 
 def test_sweep_checks_every_configuration_of_every_kernel_once(pinned):
-    from wkvbench.kernels.base import get
+    from wkvkernels.base import get
 
     ch = _Checker()
     res = autotune.sweep(ch, get("wkv7.torch.recurrent"), CASE, "forward")
@@ -134,7 +134,7 @@ def test_sweep_checks_every_configuration_of_every_kernel_once(pinned):
 
 
 def test_sweep_names_the_failing_round_and_its_configurations(pinned):
-    from wkvbench.kernels.base import get
+    from wkvkernels.base import get
 
     res = autotune.sweep(_Checker(bad=32), get("wkv7.torch.recurrent"), CASE, "forward")
     assert res.status == FAIL
@@ -143,9 +143,8 @@ def test_sweep_names_the_failing_round_and_its_configurations(pinned):
 
 
 def test_sweep_without_autotuned_kernels_is_a_skip_with_its_reason(pinned):
-    from wkvbench.kernels.base import get
-
     from wkvbench.check import Checker
+    from wkvkernels.base import get
 
     res = autotune.sweep(Checker(), get("wkv7.torch.recurrent"), CASE, "forward")
     assert res.status == SKIP and "no autotuned Triton kernel" in res.reason

@@ -16,16 +16,16 @@ import re
 
 import numpy as np
 import pytest
-import wkvbench.kernels.wkv4.rwkv_cuda  # noqa: F401  # registers the variants
-import wkvbench.kernels.wkv6.rwkv_cuda  # noqa: F401
-import wkvbench.kernels.wkv7.rwkv_cuda  # noqa: F401
-from wkvbench.kernels import _chatrwkv as chat
-from wkvbench.kernels.base import Unsupported, get
-from wkvbench.references import ORACLES
-from wkvbench.references.inputs import generate
 
-from wkvbench.cases import Case, Shape
-from wkvbench.ops import default_state
+import wkvkernels.wkv4.rwkv_cuda  # noqa: F401  # registers the variants
+import wkvkernels.wkv6.rwkv_cuda  # noqa: F401
+import wkvkernels.wkv7.rwkv_cuda  # noqa: F401
+from wkvkernels import _chatrwkv as chat
+from wkvkernels.base import Unsupported, get
+from wkvkernels.cases import Case, Shape
+from wkvkernels.ops import default_state
+from wkvoracle import ORACLES
+from wkvoracle.inputs import generate
 
 EXACT = 1e-12  # float64 emulator vs float64 oracle on identical inputs
 
@@ -212,7 +212,7 @@ def test_wkv4_layout_is_batched(shape, domain):
 @pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
 def test_rwkv7_decay_is_rounded_in_the_case_dtype(dtype):
     """``w_raw = log(-lw)`` travels in the case dtype: the oracle's lw is ``-exp(round(w_raw))``."""
-    from wkvbench.ops import round_to
+    from wkvkernels.ops import round_to
 
     lw = generate(Case("wkv7", "stress", Shape(1, 4, 1, 8), "fp32"))["lw"]
     eff = chat.effective_lw_v7(lw, dtype)
@@ -324,7 +324,7 @@ class EmulatedOps:
 def emulated(monkeypatch):
     """Every ChatRWKV variant on the CPU with :class:`EmulatedOps` instead of a CUDA build."""
     pytest.importorskip("torch")
-    from wkvbench.kernels.base import Availability
+    from wkvkernels.base import Availability
 
     ops: dict[str, EmulatedOps] = {}
 

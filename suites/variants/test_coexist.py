@@ -1,6 +1,6 @@
 """Our top-level folder ``kernels/`` and the PyPI distribution ``kernels`` must coexist.
 
-``kernels/`` is the package ``wkvbench.kernels``. Run from the repository root (``python -c``,
+``kernels/`` is the package ``wkvkernels``. Run from the repository root (``python -c``,
 ``python -m``, pytest's ``pythonpath = ["."]``), the root is on ``sys.path`` ahead of site-packages,
 so the folder is *also* found as top-level ``kernels``: the name of Hugging Face's distribution,
 which transformers probes for (``find_spec`` + metadata, and as a last resort by importing it).
@@ -12,7 +12,7 @@ package.
 Each check runs in fresh subprocesses, in the same environment, twice: with the repository root as
 the working directory (wkvbench's registry, fla and transformers imported, then ``import kernels``),
 and as a control from an empty directory with no repository on the path. The answers must agree and
-``wkvbench.kernels.__file__`` must lie in the repository. Both situations are covered in every
+``wkvkernels.__file__`` must lie in the repository. Both situations are covered in every
 environment: the real one (HF ``kernels`` installed or not), and the other one simulated: a stub
 distribution named ``kernels`` on PYTHONPATH, or a view of site-packages without HF's package
 (``python -S`` plus a folder of symlinks to every other entry).
@@ -39,9 +39,9 @@ for d in SITEDIRS:  # only with -S: the environment's site dirs, one replaced by
     import site; site.addsitedir(d)
 res = {"cwd_on_path": sys.path[0] in ("", "."), "order": ORDER}
 def wkvbench_registry():
-    import wkvbench.kernels
-    res["wkvbench.kernels"] = wkvbench.kernels.__file__
-    res["variants"] = len(wkvbench.kernels.variants())
+    import wkvkernels
+    res["wkvkernels"] = wkvkernels.__file__
+    res["variants"] = len(wkvkernels.variants())
 def transformers_probe():
     import transformers
     from transformers.utils import import_utils as iu
@@ -141,14 +141,14 @@ def test_kernels_folder_neither_shadows_nor_is_shadowed(hf_kernels, tmp_path, ca
     empty = tmp_path / "elsewhere"
     empty.mkdir()
     control = _run(empty, ["fla", "transformers"], env_extra, sitedirs)
-    assert not control.get("wkvbench.kernels") and not _inside_repo(control["kernels"].get("file"))
+    assert not control.get("wkvkernels") and not _inside_repo(control["kernels"].get("file"))
     runs = [_run(ROOT, order, env_extra, sitedirs)
             for order in (["wkvbench", "fla", "transformers"], ["transformers", "fla", "wkvbench"])]
 
     for res in runs:
         where = f"from the repo root, order {res['order']}"
         assert res["cwd_on_path"], "the probe must run with the repository root first on sys.path"
-        assert _inside_repo(res["wkvbench.kernels"]), f"{where}: {res['wkvbench.kernels']}"
+        assert _inside_repo(res["wkvkernels"]), f"{where}: {res['wkvkernels']}"
         assert res["variants"] > 0
         # transformers' probe answers as it does where our folder is not on the path at all
         assert res["is_kernels_available"] == control["is_kernels_available"], where

@@ -25,11 +25,11 @@ import importlib
 import numpy as np
 import pytest
 
-from wkvbench.cases import Case, Shape
-from wkvbench.kernels import _ggml
-from wkvbench.kernels.base import get
-from wkvbench.references import ORACLES
-from wkvbench.references.inputs import generate
+from wkvkernels import _ggml
+from wkvkernels.base import get
+from wkvkernels.cases import Case, Shape
+from wkvoracle import ORACLES
+from wkvoracle.inputs import generate
 
 _MISSING = _ggml.ggml_unavailable()
 pytestmark = [pytest.mark.thirdparty, pytest.mark.skipif(bool(_MISSING), reason=_MISSING or "")]
@@ -42,12 +42,12 @@ WRONG = 0.1
 
 
 def cuda_variant(op: str):
-    importlib.import_module(f"wkvbench.kernels.{op}.ggml_cuda")
+    importlib.import_module(f"wkvkernels.{op}.ggml_cuda")
     return get(f"{op}.ggml.cuda")
 
 
 def cpu_variant(op: str):
-    importlib.import_module(f"wkvbench.kernels.{op}.ggml_cpu")
+    importlib.import_module(f"wkvkernels.{op}.ggml_cpu")
     return get(f"{op}.ggml.cpu")
 
 
@@ -193,7 +193,7 @@ def test_torch_is_loaded_before_ggml():
     import subprocess
     import sys
 
-    code = ("import sys; from wkvbench.kernels import _ggml; assert _ggml.ggml_unavailable() is None; "
+    code = ("import sys; from wkvkernels import _ggml; assert _ggml.ggml_unavailable() is None; "
             "names = list(sys.modules); print(names.index('torch') < names.index('ggml'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -27,11 +27,11 @@ import os
 import numpy as np
 import pytest
 
-from wkvbench.cases import Case, Shape
-from wkvbench.kernels import _ggml
-from wkvbench.kernels.base import Unsupported, get
-from wkvbench.references import ORACLES
-from wkvbench.references.inputs import generate
+from wkvkernels import _ggml
+from wkvkernels.base import Unsupported, get
+from wkvkernels.cases import Case, Shape
+from wkvoracle import ORACLES
+from wkvoracle.inputs import generate
 
 _MISSING = _ggml.ggml_unavailable()
 pytestmark = [pytest.mark.thirdparty, pytest.mark.skipif(bool(_MISSING), reason=_MISSING or "")]
@@ -39,7 +39,7 @@ pytestmark = [pytest.mark.thirdparty, pytest.mark.skipif(bool(_MISSING), reason=
 
 def module(op: str):
     """The adapter module of ``op`` (importing it registers the variant)."""
-    return importlib.import_module(f"wkvbench.kernels.{op}.ggml_cpu")
+    return importlib.import_module(f"wkvkernels.{op}.ggml_cpu")
 
 
 def variant(op: str):

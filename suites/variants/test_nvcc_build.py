@@ -1,8 +1,8 @@
 """The in-tree CUDA sources compile with nvcc (no GPU needed), so a syntax error never lands.
 
 Runs wherever nvcc is found (the CPU CI machine has nvcc 13.0) and skips with the reason where it
-is not. It builds ``kernels/wkv4/cuda/wkv4.cu`` with exactly the flags of the runtime build
-(``wkvbench_cuda.nvcc_flags()``) through the same cache code (``kernels/_nvcc.py``), into a
+is not. It builds ``wkvkernels/wkv4/cuda/wkv4.cu`` with exactly the flags of the runtime build
+(``wkvbench_cuda.nvcc_flags()``) through the same cache code (``wkvkernels/_nvcc.py``), into a
 temporary cache folder; about 5-10 s on two cores. Loading the library and calling its launchers
 with invalid sizes needs no device either (they return before any CUDA call).
 """
@@ -10,8 +10,9 @@ with invalid sizes needs no device either (they return before any CUDA call).
 from __future__ import annotations
 
 import pytest
-from wkvbench.kernels import _nvcc
-from wkvbench.kernels.wkv4 import wkvbench_cuda as w4
+
+from wkvkernels import _nvcc
+from wkvkernels.wkv4 import wkvbench_cuda as w4
 
 NVCC = _nvcc.find_nvcc()
 pytestmark = pytest.mark.skipif(NVCC is None, reason=_nvcc.NVCC_MISSING)

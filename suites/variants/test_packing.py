@@ -13,11 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from wkvbench.kernels import get, register, unregister
 
-from wkvbench.cases import Case, Shape
 from wkvbench.check import FAIL, PASS, SKIP, XFAIL, Checker
 from wkvbench.properties import PACK_LENGTHS, PACK_SLACK, _sequence, pack_inputs, packing_invariance
+from wkvkernels import get, register, unregister
+from wkvkernels.cases import Case, Shape
 
 CHECKER = Checker()
 REPO = Path(__file__).resolve().parents[2]
@@ -177,9 +177,9 @@ def test_uninitialized_allocations_are_poisoned():
 
 _INTERP_SCRIPT = """
 import json, sys
-from wkvbench.cases import Case, Shape
+from wkvkernels.cases import Case, Shape
 from wkvbench.check import Checker, check_backward
-from wkvbench.kernels import get, register, unregister
+from wkvkernels import get, register, unregister
 ch, out = Checker(), {}
 for name in sys.argv[1:]:
     v = get(name)

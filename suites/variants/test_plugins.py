@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wkvbench.cases import Case, Shape
 from wkvbench.check import FAIL, PASS, Checker
-from wkvbench.kernels import get, unregister
 from wkvbench.plugins import load_entry_points, load_file, register_function
+from wkvkernels import get, unregister
+from wkvkernels.cases import Case, Shape
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "numpy_wkv7_plugin.py"
@@ -39,7 +39,7 @@ def test_example_plugin_loads_from_a_file_and_passes():
 
 def test_a_wrong_plugin_fails_with_numbers():
     def off_by_transpose(inputs, dtype):
-        from wkvbench.references import recurrent_wkv7
+        from wkvoracle import recurrent_wkv7
 
         out = recurrent_wkv7(**inputs)
         return {"y": out["y"], "state": np.swapaxes(out["state"], -1, -2)}

@@ -20,11 +20,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wkvbench.cases import Case
 from wkvbench.check import Checker, backward_problem
-from wkvbench.kernels.base import get
 from wkvbench.metrics import tensor_error
-from wkvbench.references import BACKWARDS
+from wkvkernels.base import get
+from wkvkernels.cases import Case
+from wkvoracle import BACKWARDS
 
 RESULTS = Path(__file__).resolve().parents[2] / "reports/gpu/h100-2026-11-23/verify-backward-h100.json"
 CASE = "wkv7/model/B2-T64-H1-N64/bf16/s0"

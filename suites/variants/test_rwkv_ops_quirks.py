@@ -22,12 +22,12 @@ import functools
 import numpy as np
 import pytest
 
-from wkvbench.cases import Case, Shape
-from wkvbench.kernels import _rwkv_ops as rops
-from wkvbench.kernels.base import get
-from wkvbench.ops import round_inputs
-from wkvbench.references import ORACLES
-from wkvbench.references.inputs import generate
+from wkvkernels import _rwkv_ops as rops
+from wkvkernels.base import get
+from wkvkernels.cases import Case, Shape
+from wkvkernels.ops import round_inputs
+from wkvoracle import ORACLES
+from wkvoracle.inputs import generate
 
 pytestmark = pytest.mark.thirdparty
 
@@ -35,9 +35,9 @@ _MODULE, _LOADED = rops.load()
 needs_rwkv_ops = pytest.mark.skipif(not _LOADED, reason=_LOADED.reason or "")
 
 if _LOADED:
-    import wkvbench.kernels.gdn.rwkv_ops_native  # noqa: F401  # registers the variants
-    import wkvbench.kernels.wkv6.rwkv_ops_native  # noqa: F401
-    import wkvbench.kernels.wkv7.rwkv_ops_native  # noqa: F401
+    import wkvkernels.gdn.rwkv_ops_native  # noqa: F401  # registers the variants
+    import wkvkernels.wkv6.rwkv_ops_native  # noqa: F401
+    import wkvkernels.wkv7.rwkv_ops_native  # noqa: F401
 
 VARIANTS = {  # name -> top-level rwkv_ops entry
     "wkv7.rwkv_ops.native": "generalized_delta_rule",

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from wkvbench.cases import default_cases
+from wkvbench.case_sets import default_cases
 from wkvbench.check import FAIL, PASS, SKIP, XFAIL, Checker
-from wkvbench.kernels import variants
+from wkvkernels import variants
 
 CHECKER = Checker()
 PAIRS = [(v, c) for c in default_cases() for v in variants(c.op)]

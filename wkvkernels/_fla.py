@@ -1,0 +1,509 @@
+"""Shared pieces of the FLA (``fla-core``, ``import fla``) adapters.
+
+Two families of variants use this module:
+
+* ``wkvkernels/<op>/fla_naive.py``: FLA's pure-PyTorch reference functions (``fla/ops/*/naive.py``,
+  ``fla/ops/rwkv6/*_naive.py``), run on the CPU in the case dtype. They are *FLA's* references, so
+  they are checked against our float64 oracle like any other implementation.
+* ``wkvkernels/<op>/fla_triton.py``: FLA's Triton kernels. Each is one class per entry point with a
+  ``device`` class attribute: the plain name (``wkv7.fla.fused_recurrent``) runs on ``cuda``; its
+  ``.interp`` twin runs the same kernel source on CPU tensors under the Triton interpreter.
+
+**How FLA behaves without a GPU** (fla-core 0.6.0, triton 3.9, torch CPU build). ``import fla`` and
+``import fla.ops`` work: ``fla.utils`` asks Triton for the active driver, finds none, warns "Triton
+is not supported on current platform, roll back to CPU" and carries on (it then sets its own
+``fla.utils.device`` to ``"cuda"`` anyway). Calling a Triton kernel on CPU tensors without the
+interpreter fails.
+
+**The Triton interpreter is process-global and decided at import time.** ``@triton.jit`` builds an
+``InterpretedFunction`` instead of a ``JITFunction`` when ``TRITON_INTERPRET=1`` is in the
+environment *at the moment the module defining the kernel is imported*. Importing any ``fla.ops``
+module (even a naive one: its package ``__init__`` imports every kernel) fixes the mode for the
+rest of the process. So ``.interp`` variants are available only when the variable was set before
+Python started (``TRITON_INTERPRET=1 pytest ...``), and the ``cuda`` variants only when it was not.
+``triton_reason`` checks the kernels actually built, not just the variable.
+
+**Autotuning under the interpreter.** triton 3.9's ``Autotuner`` benchmarks its configs through
+``driver.active.get_benchmarker()``; on a machine without a GPU there is no active driver and every
+autotuned FLA kernel fails with ``RuntimeError: 0 active drivers ([]). There should only be one.``
+Timing interpreted configs against each other would be meaningless anyway (triton PR #6678 says
+as much), so ``_interpreter_takes_first_config`` makes autotuners pick their first (pruned) config
+without timing, exactly what triton does for a single-config autotuner. It is installed only when
+the kernels are interpreted *and* no Triton driver is active, i.e. only in a process that would
+otherwise crash on every autotuned kernel. Results of ``.interp`` variants therefore say nothing
+about the config a GPU would pick; they check the kernel source's arithmetic and our conventions.
+
+Layout notes shared by every FLA adapter (spec §3.3, §4.7, §5.1): per-token tensors are
+``[B, T, H, N]`` like ours (the naive RWKV-6 and DPLR references are head-first ``[B, H, T, N]``);
+FLA's matrix state is ``[key, value]``, the transpose of our ``[value, key]``.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import math
+import os
+import traceback
+from typing import Any, ClassVar
+
+import numpy as np
+
+from wkvkernels._torch import to_numpy, to_torch, torch_available
+from wkvkernels.base import Availability, KernelVariant, register
+from wkvkernels.cases import Case, Shape
+from wkvkernels.ops import op_spec, round_to
+
+LOG2E = 1.0 / math.log(2.0)  # FLA's RCP_LN2: its chunked kernels take log2-scaled gate cumsums
+
+# optional packages that fla.backends.dispatch may route an op to instead of its Triton kernel
+_DISPATCH_BACKENDS = ("tilelang", "flash_qla", "triton_ascend")
+
+
+# --------------------------------------------------------------------------- imports & environment
+
+
+@functools.cache
+def fla_reason() -> str | None:
+    """None when ``fla`` and its Triton/torch dependencies import, else why not."""
+    if (reason := torch_available()) is not None:
+        return reason
+    if importlib.util.find_spec("fla") is None:
+        return "fla-core not installed (pip install fla-core)"
+    try:
+        importlib.import_module("fla.ops")
+    except Exception as exc:  # noqa: BLE001 - any import failure is a reason, never a crash
+        return f"import fla.ops failed: {type(exc).__name__}: {exc}"
+    return None
+
+
+def fla_versions() -> dict[str, str]:
+    """Versions of fla-core, triton and torch, for results provenance."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for dist in ("fla-core", "triton", "torch"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
+
+
+def fla_fn(module: str, name: str):
+    """``fla.<module>.<name>``, imported on first use (never at registry import)."""
+    return getattr(importlib.import_module(f"fla.{module}"), name)
+
+
+def kernels_interpreted() -> bool:
+    """Whether FLA's Triton kernels in this process were built for the Triton interpreter."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    return isinstance(fla_fn("ops.utils.op", "exp"), InterpretedFunction)
+
+
+def _interpreter_on() -> bool:
+    try:
+        from triton import knobs  # triton >= 3.4
+    except ImportError:
+        return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
+    return bool(knobs.runtime.interpret)
+
+
+@functools.cache
+@functools.cache
+def gated_dqkwg_refused() -> str | None:
+    """FLA's own refusal of its gated ``chunk_bwd_dqkwg`` (fla-core 0.6.0, ``ops/common/chunk_o.py``):
+    on Hopper with Triton >= 3.4.0 and < 3.7.1 it raises instead of computing (miscompiled, its issue
+    #640). Seen on the H100 box (triton 3.6.0, 2026-11-23): every ``gdn.fla.chunk`` backward case."""
+    try:
+        from fla.utils import env, hardware
+    except Exception:  # noqa: BLE001 - no FLA, or no GPU to probe: the call itself will say so
+        return None
+    hopper = getattr(hardware, "IS_NVIDIA_HOPPER", False)
+    if hopper and env.TRITON_ABOVE_3_4_0 and not env.TRITON_ABOVE_3_7_1:
+        return ("FLA refuses its gated chunk_bwd_dqkwg on Hopper with Triton >= 3.4.0 and < 3.7.1 (incorrect "
+                f"results, FLA issue #640); triton {fla_versions()['triton']} here: backward not checkable")
+    return None
+
+
+def triton_reason(device: str) -> str | None:
+    """None when FLA's Triton kernels can run on ``device`` ("cuda", or "cpu" = interpreter)."""
+    if (reason := fla_reason()) is not None:
+        return reason
+    interpreted = kernels_interpreted()
+    if device == "cpu":
+        if not interpreted:
+            if not _interpreter_on():
+                return ("set TRITON_INTERPRET=1 in the environment before starting Python (process-global: "
+                        "triton chooses interpreter or compiler per @triton.jit when fla.ops is imported)")
+            return ("TRITON_INTERPRET=1 was set after fla.ops had been imported, so its kernels are "
+                    "compiled, "
+                    "not interpreted; set it before starting Python")
+        _interpreter_takes_first_config()
+        return None
+    if device != "cuda":
+        return f"device {device!r} not supported (cuda, or cpu through the Triton interpreter)"
+    import torch
+
+    if interpreted:
+        return "TRITON_INTERPRET=1 is set: fla's Triton kernels were built for the CPU interpreter"
+    if not torch.cuda.is_available():
+        return "no CUDA device (torch.cuda.is_available() is False)"
+    if os.environ.get("FLA_DISABLE_BACKEND_DISPATCH") != "1":
+        found = [p for p in _DISPATCH_BACKENDS if importlib.util.find_spec(p) is not None]
+        if found:
+            return (f"{', '.join(found)} installed: fla may dispatch to it instead of its Triton kernel; "
+                    "set FLA_DISABLE_BACKEND_DISPATCH=1 (spec §8 item 9)")
+    return None
+
+
+@functools.cache
+def _interpreter_takes_first_config() -> None:
+    """Make triton autotuners choose their first config without timing (see the module docstring)."""
+    from triton.runtime import autotuner, driver
+
+    try:
+        driver.active  # noqa: B018 - a GPU driver is active: leave triton's benchmarking alone
+        return
+    except RuntimeError:
+        pass
+
+    def untimed(kernel_call, quantiles=None, **_):
+        return [0.0] * len(quantiles) if quantiles else 0.0  # all tie: min() keeps the first config
+
+    autotuner.Autotuner.do_bench = property(lambda self: self._do_bench or untimed)
+
+
+@functools.cache
+def interp_bf16_dot_error() -> float | None:
+    """The relative error of the Triton interpreter's ``tl.dot`` on a bf16 16x16 product, if not ~0.
+
+    triton 3.9.0's interpreter returns garbage there (relative error ~1e9) while fp16/fp32 are exact,
+    so interpreted kernels that multiply bf16 tiles cannot be checked in bf16 on CPU.
+    """
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _dot(a, b, c, N: tl.constexpr):
+        i = tl.arange(0, N)
+        x = tl.load(a + i[:, None] * N + i[None, :])
+        y = tl.load(b + i[:, None] * N + i[None, :])
+        tl.store(c + i[:, None] * N + i[None, :], tl.dot(x, y))
+
+    g = torch.Generator().manual_seed(0)
+    a, b = (torch.randn(16, 16, generator=g).bfloat16() for _ in range(2))
+    c = torch.empty(16, 16)
+    _dot[(1,)](a, b, c, N=16)
+    ref = a.float() @ b.float()
+    err = float((c - ref).norm() / ref.norm())
+    return err if not err < 1e-2 else None
+
+
+# --------------------------------------------------------------------------- conversions
+
+
+def state_in(inputs: dict, dtype: str = "fp32", device: str = "cpu"):
+    """The canonical ``state`` ``[B, H, V, K]`` as FLA's ``[B, H, K, V]`` tensor, or None if absent."""
+    S = inputs.get("state")
+    if S is None:
+        return None
+    return to_torch(np.swapaxes(S, -1, -2), dtype, device)
+
+
+def state_out(h) -> np.ndarray:
+    """FLA's ``[B, H, K, V]`` state as canonical ``[B, H, V, K]`` float64."""
+    return np.ascontiguousarray(np.swapaxes(to_numpy(h), -1, -2))
+
+
+def head_first(t):
+    """``[B, T, H, N]`` -> ``[B, H, T, N]`` (contiguous), for FLA's head-first naive references."""
+    return t.transpose(1, 2).contiguous()
+
+
+def fold_scale(x: np.ndarray, dtype: str, want: float, builtin: float):
+    """``(native, effective)`` for an input that a function multiplies by a hard-coded ``builtin``.
+
+    FLA's ``naive_recurrent_gla`` and the DPLR references always multiply q by ``K**-0.5`` after
+    their fp32 upcast. We feed ``x * (want / builtin)`` rounded to ``dtype`` (no factor when it is
+    exactly 1); the function then computes ``f32(native) * f32(builtin)`` (torch's CPU rule for a
+    float32 tensor times a Python float, checked bit for bit). ``effective`` is that product in
+    float64: what the arithmetic really starts from, so the oracle is given it (with scale 1). When
+    ``want / builtin`` is a power of two (``K`` a power of 4 and no other scale) both roundings are
+    exact and ``effective == round_to(x, dtype) * want``.
+    """
+    factor = want / builtin
+    native = round_to(np.asarray(x, np.float64) * factor if factor != 1.0 else x, dtype)
+    effective = (native.astype(np.float32) * np.float32(builtin)).astype(np.float64)
+    return native, effective
+
+
+def pad_time(t, T_to: int):
+    """Zero-pad dim 1 (time) of a ``[B, T, ...]`` tensor to length ``T_to``.
+
+    Appending zero tokens (zero k, v, a, b and log-decay 0, i.e. decay 1) leaves every earlier
+    output and the final state of RWKV-6/RWKV-7 exactly unchanged, so a function that needs
+    ``T % chunk == 0`` can be given the padded problem and its outputs cut back to ``T``.
+    """
+    import torch
+
+    T = t.shape[1]
+    if T == T_to:
+        return t
+    pad = torch.zeros((t.shape[0], T_to - T, *t.shape[2:]), dtype=t.dtype, device=t.device)
+    return torch.cat([t, pad], dim=1)
+
+
+# --------------------------------------------------------------------------- variant bases
+
+
+class FlaVariant(KernelVariant):
+    """Common attributes of every FLA adapter, and the canonical -> FLA argument mapping.
+
+    ``args`` maps FLA's keyword to our canonical tensor name; activations (spec §9) go in the case
+    dtype, every other tensor (decays, gates, states) in float32.
+    """
+
+    source: ClassVar[str] = "fla-core"
+    dtypes: ClassVar[frozenset[str]] = frozenset({"fp32", "bf16", "fp16"})
+    args: ClassVar[dict[str, str]] = {}
+
+    def available(self) -> Availability:
+        reason = fla_reason()
+        return Availability.no(reason) if reason else Availability.yes()
+
+    def tensors(self, inputs: dict, dtype: str) -> dict:
+        acts = op_spec(self.operator).activations
+        return {fla: to_torch(inputs[name], dtype if name in acts else "fp32", self.device)
+                for fla, name in self.args.items()}
+
+
+class FlaTriton(FlaVariant):
+    """An FLA Triton entry point on ``device``: "cuda", or "cpu" through the Triton interpreter.
+
+    The default ``prepare``/``to_canonical`` serve the matrix-state operators (wkv6, wkv7, gla,
+    gdn): every argument by keyword, ``scale`` explicit (the canonical one, or 1.0 for RWKV: spec §8
+    item 1), the state transposed to FLA's ``[key, value]`` (fp32) and the final state requested.
+
+    ``available()`` on the interpreter also runs the kernel once on a tiny problem (B=1, T=5, H=1,
+    N=16), because several FLA kernels cannot execute in the interpreter at all; the reason is then
+    the actual error, for the versions installed.
+    """
+
+    backend: ClassVar[str] = "triton"
+    device: ClassVar[str] = "cuda"
+    entry: ClassVar[tuple[str, str]]  # (module under fla., function)
+    fixed: ClassVar[dict[str, Any]] = {}  # further keyword arguments, constant
+    uses_dot: ClassVar[bool] = False  # the kernel multiplies input-dtype tiles with tl.dot
+    supports_packing: ClassVar[bool] = True  # takes cu_seqlens (sequences packed into one B = 1 row)
+    supports_backward: ClassVar[bool] = True  # FLA's autograd Function has a backward kernel
+
+    def supports(self, case: Any) -> Availability:
+        bf16_dot = self.device == "cpu" and self.uses_dot and case.dtype == "bf16"
+        if bf16_dot and (err := interp_bf16_dot_error()):
+            return Availability.no(f"the Triton interpreter's tl.dot is wrong on bf16 operands "
+                                   f"(16x16 product off by {err:.2g} relative here; fp16/fp32 exact)")
+        return super().supports(case)
+
+    def available(self) -> Availability:
+        reason = triton_reason(self.device)
+        if reason is None and self.device == "cpu":
+            reason = self._smoke()
+        return Availability.no(reason) if reason else Availability.yes()
+
+    def prepare(self, inputs: dict, case: Any) -> Any:
+        kw = self.tensors(inputs, case.dtype)
+        kw.update(scale=float(inputs["scale"]) if op_spec(self.operator).has_scale else 1.0,
+                  initial_state=state_in(inputs, "fp32", self.device), output_final_state=True, **self.fixed)
+        return fla_fn(*self.entry), kw
+
+    def run(self, native: Any) -> Any:
+        fn, kw = native
+        return fn(**kw)
+
+    def to_canonical(self, out: Any) -> dict:
+        return {n: to_numpy(t) for n, t in self.torch_outputs(out).items()}
+
+    # ---- packed sequences (cu_seqlens) and backward through torch autograd
+
+    def prepare_packed(self, inputs: dict, case: Any, cu_seqlens: np.ndarray) -> Any:
+        """Like ``prepare``, for sequences packed into one B = 1 row: ``cu_seqlens`` (int64, N + 1
+        offsets) is passed to the kernel, the initial state has N rows (canonical ``[N, H, V, K]``)."""
+        import torch
+
+        fn, kw = self.prepare(inputs, case)
+        kw["cu_seqlens"] = torch.as_tensor(np.asarray(cu_seqlens, np.int64), device=self.device)
+        return fn, kw
+
+    def torch_outputs(self, out: Any) -> dict:
+        """The kernel's outputs as torch tensors in canonical layout (differentiable)."""
+        o, h = out
+        return {"y": o, "state": h.transpose(-1, -2)}
+
+    def canonical_grads(self, grads: dict, inputs: dict, case: Any) -> dict:
+        """Gradients w.r.t. the kernel's arguments -> w.r.t. the canonical inputs (float64 NumPy).
+        The FLA arguments here are canonical tensors up to layout (``lw`` is FLA's log decay), so
+        only the state is transposed back; subclasses with another decay encoding apply the chain rule."""
+        out = {self.args[k]: to_numpy(g) for k, g in grads.items() if k in self.args}
+        if "initial_state" in grads:
+            out["state"] = state_out(grads["initial_state"])
+        return out
+
+    def _autograd(self, native: Any, inputs: dict, case: Any, upstream: dict) -> dict:
+        import torch
+
+        fn, kw = native
+        leaves = {k: t.requires_grad_() for k, t in kw.items()
+                  if isinstance(t, torch.Tensor) and t.is_floating_point()}
+        outs = self.torch_outputs(self.run((fn, kw)))
+        loss = sum((outs[n].double() * torch.as_tensor(np.asarray(g, np.float64), device=outs[n].device)).sum()
+                   for n, g in upstream.items() if n in outs and g is not None)
+        grads = torch.autograd.grad(loss, list(leaves.values()), allow_unused=True)
+        # a gradient the function does not produce (None) is left out: the judge reports it missing
+        return self.canonical_grads({k: g for k, g in zip(leaves, grads, strict=True) if g is not None},
+                                    inputs, case)
+
+    gated_dqkwg_backward: ClassVar[bool] = False  # its backward runs FLA's gated chunk_bwd_dqkwg
+
+    def backward_unavailable(self, case: Any) -> str | None:
+        if self.gated_dqkwg_backward and self.device == "cuda" and (why := gated_dqkwg_refused()):
+            return why
+        return None
+
+    def backward(self, inputs: dict, case: Any, upstream: dict) -> dict:
+        """Torch autograd through the FLA function, i.e. FLA's own backward kernels."""
+        return self._autograd(self.prepare(dict(inputs), case), inputs, case, upstream)
+
+    def packed_backward(self, inputs: dict, case: Any, cu_seqlens: np.ndarray, upstream: dict) -> dict:
+        """``backward`` of the packed run (``prepare_packed``)."""
+        return self._autograd(self.prepare_packed(dict(inputs), case, cu_seqlens), inputs, case, upstream)
+
+    def _smoke(self) -> str | None:
+        case = Case(self.operator, "uniform", Shape(1, 5, 1, 16, h0=self.supports_state,
+                                                     C=16 if self.operator == "gdn_wy" else 0), "fp32")
+        try:
+            self.to_canonical(self.run(self.prepare(tiny_inputs(case), case)))
+        except Exception as exc:  # noqa: BLE001 - the error is the reason
+            where = [f"{f.filename.split('site-packages/')[-1]}:{f.lineno}"
+                     for f in traceback.extract_tb(exc.__traceback__) if "/fla/" in f.filename]
+            versions = ", ".join(f"{k} {v}" for k, v in fla_versions().items())
+            msg = " ".join(str(exc).split())[:300]
+            return (f"fails under the Triton interpreter ({versions}): {type(exc).__name__}: {msg}"
+                    + (f" (at {where[-1]})" if where else ""))
+        return None
+
+
+class FlaNaive(FlaVariant):
+    """One of FLA's pure-PyTorch reference functions, on CPU, inputs in the case dtype.
+
+    Their conventions differ from function to function, so each subclass declares them:
+
+    * ``entry``: (module under ``fla.``, function); ``args``: FLA keyword -> canonical name.
+    * ``head_first``: takes and returns ``[B, H, T, N]`` (the RWKV-6 and DPLR references).
+    * ``scale``: ``"arg"`` (a ``scale=`` keyword: we pass the canonical one, 1.0 for RWKV),
+      ``"none"`` (no scale at all, i.e. 1), or ``"builtin"`` (hard-coded ``K**-0.5`` times the
+      query named by ``query``): then the query is pre-multiplied so that the product is the scale
+      we want, and ``effective_inputs`` reports the query the function really multiplies out
+      (``fold_scale``) with scale 1.
+    * ``chunk``: the function asserts ``T % chunk == 0``; we append exact no-op tokens (``pad_time``)
+      and cut the output back. The time of those extra tokens is part of ``run``.
+
+    They upcast to fp32 inside, so the case dtype is the dtype of the inputs given to them; the
+    output dtype is whatever the function returns (some return fp32 whatever the input).
+    """
+
+    backend: ClassVar[str] = "torch"
+    entry: ClassVar[tuple[str, str]]
+    head_first: ClassVar[bool] = False
+    scale: ClassVar[str] = "arg"
+    query: ClassVar[str] = "q"
+    chunk: ClassVar[int] = 0
+    fixed: ClassVar[dict[str, Any]] = {}
+
+    def _fold(self, inputs: dict, dtype: str):
+        want = float(inputs["scale"]) if op_spec(self.operator).has_scale else 1.0
+        K = inputs[self.query].shape[-1]
+        return fold_scale(inputs[self.query], dtype, want, K ** -0.5)
+
+    def effective_inputs(self, inputs: dict, dtype: str) -> dict:
+        out = super().effective_inputs(inputs, dtype)
+        if self.scale == "builtin":
+            out[self.query] = self._fold(inputs, dtype)[1]
+            if op_spec(self.operator).has_scale:
+                out["scale"] = 1.0
+        return out
+
+    def prepare(self, inputs: dict, case: Any) -> Any:
+        if self.scale == "builtin":
+            inputs = {**inputs, self.query: self._fold(inputs, case.dtype)[0]}  # exact in the case dtype
+        kw = self.tensors(inputs, case.dtype)
+        T = case.shape.T
+        for key, t in kw.items():
+            if self.args[key] in _PER_TOKEN:
+                if self.chunk:
+                    t = pad_time(t, -(-T // self.chunk) * self.chunk)
+                kw[key] = head_first(t) if self.head_first and t.dim() == 4 else t
+        if self.scale == "arg":
+            kw["scale"] = float(inputs["scale"]) if op_spec(self.operator).has_scale else 1.0
+        kw.update(initial_state=state_in(inputs, "fp32", self.device), output_final_state=True)
+        kw.update(self.fixed)
+        return functools.partial(fla_fn(*self.entry), **kw), T
+
+    def run(self, native: Any) -> Any:
+        fn, T = native
+        return fn(), T
+
+    def to_canonical(self, out: Any) -> dict:
+        (o, h), T = out
+        if self.head_first:
+            o = o.transpose(1, 2)
+        return {"y": to_numpy(o[:, :T]), "state": state_out(h)}
+
+
+_PER_TOKEN = frozenset({"r", "q", "k", "v", "a", "b", "lw", "g", "beta"})
+
+
+def register_with_interp(cls: type[FlaTriton]) -> type[FlaTriton]:
+    """Register ``cls`` (device cuda) and its ``.interp`` twin (CPU, Triton interpreter); returns ``cls``."""
+    register(cls)
+    twin = type(f"{cls.__name__}Interp", (cls,), {
+        "__doc__": f"{cls.__doc__}\n\n    Under the Triton interpreter on CPU tensors (wkvkernels/_fla.py).",
+        "name": f"{cls.name}.interp", "device": "cpu", "backend": "triton-interpret",
+        "__module__": cls.__module__,
+    })
+    register(twin)
+    return cls
+
+
+def tiny_inputs(case: Case) -> dict[str, Any]:
+    """Small canonical inputs of the right shapes and domains, for smoke runs only (not for checks)."""
+    rng = np.random.default_rng(0)
+    s = case.shape
+    B, T, H, N, C = s.B, s.T, s.H, s.N, s.C
+
+    def f32(*shape, lo=-1.0, hi=1.0):
+        return rng.uniform(lo, hi, shape).astype(np.float32)
+
+    if case.op == "wkv4":
+        out = {"k": f32(B, T, N), "v": f32(B, T, N), "w4": f32(N, lo=-1.0, hi=-0.1), "u": f32(N)}
+        if s.h0:
+            out.update(aa=f32(B, N), bb=f32(B, N, lo=0.5, hi=1.0), pp=f32(B, N))
+        return out
+    tok = {n: f32(B, T, H, N) for n in op_spec(case.op).inputs if n in ("r", "k", "v", "a", "b", "q", "lw")}
+    if "lw" in tok:
+        tok["lw"] = f32(B, T, H, N, lo=-1.0, hi=-0.01)
+    if case.op == "wkv6":
+        tok["u"] = f32(H, N)
+    if case.op in ("gla", "gdn"):
+        tok["scale"] = N ** -0.5
+    if case.op in ("gdn", "gdn_wy"):
+        tok.update(g=f32(B, T, H, lo=-1.0, hi=-0.01), beta=f32(B, T, H, lo=0.1, hi=0.9))
+    if case.op == "gdn_wy":
+        tok.update(A=f32(B, T, H, C), gc=tok.pop("g"))
+    if s.h0 and op_spec(case.op).state:
+        tok["state"] = f32(B, H, N, N)
+    return tok
+

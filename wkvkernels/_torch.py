@@ -1,0 +1,44 @@
+"""Small torch helpers shared by the adapters (torch is imported lazily by callers)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+
+TORCH_DTYPE_NAMES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp64": "float64"}
+
+
+def torch_available() -> str | None:
+    """None when torch imports, else the reason."""
+    if importlib.util.find_spec("torch") is None:
+        return "torch not installed"
+    return None
+
+
+def tdtype(name: str):
+    import torch
+
+    return getattr(torch, TORCH_DTYPE_NAMES[name])
+
+
+def to_torch(x: np.ndarray, dtype: str, device: str = "cpu"):
+    """A canonical NumPy array as a contiguous torch tensor of ``dtype`` on ``device``.
+
+    The float32 -> ``dtype`` cast is torch's round-to-nearest-even, the same rounding as
+    ``wkvkernels.ops.round_to``.
+    """
+    import torch
+
+    return torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(device=device, dtype=tdtype(dtype))
+
+
+def poisoned(shape, dtype: str, device: str = "cpu"):
+    """An output buffer filled with NaN, so an element a kernel forgets to write fails the check."""
+    import torch
+
+    return torch.full(tuple(shape), float("nan"), dtype=tdtype(dtype), device=device)
+
+
+def to_numpy(t) -> np.ndarray:
+    return t.detach().to("cpu", dtype=__import__("torch").float64).numpy()

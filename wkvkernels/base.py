@@ -1,0 +1,170 @@
+"""The adapter interface: ``KernelVariant``, ``Availability`` and the registry (a dict).
+
+A variant wraps one real implementation of one operator. It converts a canonical problem (spec §1
+and §9: NumPy arrays keyed by contract name, ``[B, T, H, N]`` inputs, ``[B, H, V, K]`` states)
+into the implementation's own conventions and its outputs back. Lifecycle, as the runner drives it::
+
+    v.available()                 # environment: package importable, device present (cached)
+    v.supports(case)              # this case: dtype, head size, T divisibility, B, initial state
+    native = v.prepare(inputs, case)   # cast, move, re-layout, allocate (NaN-poisoned); untimed
+    out = v.run(native)           # the only timed call: launches, does not allocate or sync
+    v.to_canonical(out)           # -> dict of float64 NumPy arrays in canonical layout
+
+``effective_inputs`` tells the oracle what the kernel really sees (inputs rounded to the case
+dtype, or through the kernel's own decay encoding), so errors measure arithmetic, not input
+quantization.
+"""
+
+from __future__ import annotations
+
+import functools
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from wkvkernels.ops import op_spec, round_inputs
+
+
+@dataclass(frozen=True)
+class Availability:
+    """``ok`` or not, and always the reason when not. Falsy when unavailable."""
+
+    ok: bool
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.ok and not self.reason:
+            raise ValueError("an unavailable result must carry a reason")
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    @classmethod
+    def yes(cls) -> Availability:
+        return cls(True)
+
+    @classmethod
+    def no(cls, reason: str) -> Availability:
+        return cls(False, reason)
+
+
+class Unsupported(Exception):
+    """Raised by ``prepare`` when a case's *values* (not its shape) are outside what the kernel
+    supports, e.g. a time-varying decay for a time-constant-decay kernel. The runner reports a SKIP
+    with this message as the reason."""
+
+
+class KernelVariant(ABC):
+    """One implementation of one operator. Class attributes describe it without instantiating."""
+
+    name: ClassVar[str]  # unique, dotted: <operator>.<source>.<algorithm>[.<device>]
+    operator: ClassVar[str]
+    source: ClassVar[str]  # package it comes from: "wkvbench", "ggml-python", "rwkv-ops", "fla-core", ...
+    backend: ClassVar[str]  # "torch", "ggml", "keras", "triton", "cuda", "numpy", ...
+    algorithm: ClassVar[str]  # "recurrent", "chunk", "fused_recurrent", ...
+    device: ClassVar[str] = "cpu"
+    dtypes: ClassVar[frozenset[str]] = frozenset({"fp32"})
+    supports_state: ClassVar[bool] = True
+    supports_backward: ClassVar[bool] = False
+    baseline: ClassVar[bool] = False  # the in-tree same-dtype baseline that calibrates tolerances
+
+    def available(self) -> Availability:
+        return Availability.yes()
+
+    def supports(self, case: Any) -> Availability:
+        if case.dtype not in self.dtypes:
+            return Availability.no(f"dtype {case.dtype} not supported (supports {', '.join(sorted(self.dtypes))})")
+        if case.shape.h0 and not self.supports_state:
+            return Availability.no("no initial-state input")
+        return Availability.yes()
+
+    def effective_inputs(self, inputs: dict, dtype: str) -> dict:
+        return round_inputs(self.operator, inputs, dtype)
+
+    def backward_unavailable(self, case: Any) -> str | None:
+        """Why this variant's backward cannot run here although it has one (e.g. the package itself
+        refuses on this GPU and compiler), or None. The judge reports such a case as SKIP with it."""
+        return None
+
+    def backward(self, inputs: dict, case: Any, upstream: dict) -> dict:
+        """Gradients of ``L = sum_n <upstream[n], output n>`` with respect to every canonical input
+        array the variant received (float64 NumPy, canonical names and layouts). Only variants with
+        ``supports_backward`` implement it; gradients with respect to a non-canonical decay
+        encoding are converted by the chain rule inside the adapter (spec §9)."""
+        raise NotImplementedError(f"{self.name} has no backward")
+
+    @abstractmethod
+    def prepare(self, inputs: dict, case: Any) -> Any: ...
+
+    @abstractmethod
+    def run(self, native: Any) -> Any: ...
+
+    @abstractmethod
+    def to_canonical(self, out: Any) -> dict: ...
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+
+_REGISTRY: dict[str, KernelVariant] = {}
+
+
+def register(variant: KernelVariant | type[KernelVariant]) -> KernelVariant:
+    """Add a variant (an instance, or a class instantiated without arguments). Names are unique."""
+    if isinstance(variant, type):
+        variant = variant()
+    op_spec(variant.operator)
+    if variant.name in _REGISTRY:
+        raise ValueError(f"variant {variant.name!r} is already registered")
+    if not variant.name.startswith(variant.operator + "."):
+        raise ValueError(f"variant name {variant.name!r} must start with its operator {variant.operator!r}.")
+    _REGISTRY[variant.name] = variant
+    return variant
+
+
+def unregister(name: str) -> None:
+    _REGISTRY.pop(name, None)
+    availability.cache_clear()
+
+
+def get(name: str) -> KernelVariant:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown variant {name!r}; registered: {', '.join(sorted(_REGISTRY))}") from None
+
+
+def variants(operator: str | None = None) -> list[KernelVariant]:
+    return sorted(
+        (v for v in _REGISTRY.values() if operator is None or v.operator == operator), key=lambda v: v.name
+    )
+
+
+@functools.cache
+def availability(name: str) -> Availability:
+    """``get(name).available()``, cached, with any exception turned into a reason."""
+    try:
+        result = get(name).available()
+    except Exception as exc:  # an availability probe must never take the run down
+        return Availability.no(f"availability check raised {type(exc).__name__}: {exc}")
+    if not isinstance(result, Availability):
+        return Availability.no(f"available() returned {result!r}, not an Availability")
+    return result
+
+
+def refusal(v: KernelVariant, case: Any, inputs: dict | None = None) -> str | None:
+    """Why ``v`` will not run ``case``: its ``supports()`` reason, or, given the case's ``inputs``, the
+    ``Unsupported`` that ``prepare`` raises on their values (RWKV-5: a decay that varies over time).
+    None when it runs, or when something else goes wrong (a run of the case reports that itself).
+    Used where a fallback case is chosen (``props_cli.choose_case``, ``sanitize.choose_tiny``)."""
+    try:
+        av = v.supports(case)
+        if not av:
+            return av.reason or "not supported"
+        if inputs is not None:
+            v.prepare(dict(inputs), case)
+    except Unsupported as exc:
+        return str(exc)
+    except Exception:  # noqa: BLE001 - not a refusal: the case's own run shows it
+        return None
+    return None

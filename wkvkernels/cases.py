@@ -1,0 +1,113 @@
+"""Cases: (operator, domain, shape, dtype, seed) and the readable ids that reproduce them exactly.
+The named case sets built from them (``default``, ``gpu``, ``edge``) are the suite's:
+``wkvbench/case_sets.py``.
+
+A case id reads ``wkv7/model/B2-T64-H2-N64-h0/bf16/s0``: operator, value domain, shape (``h0`` when
+an initial state is given; ``C16`` the chunk length of ``gdn_wy``), dtype, seed. ``Case.parse(id)``
+gives the case back and ``wkvoracle.inputs.generate(case)`` its inputs, bit for bit.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from wkvkernels.ops import DTYPES, OPS
+
+DOMAINS: tuple[str, ...] = ("model", "stress", "uniform")
+# The edge set's value domains (model-domain inputs with one quantity at its limit,
+# wkvoracle/inputs.py): decays -> 1 (lw -> 0), log decays very negative (decays -> 0), and
+# beta (gdn) / the in-context learning rate (wkv7's b = kk * iclr) exactly 0 or 1.
+EDGE_DOMAINS: tuple[str, ...] = ("lw0", "lwneg", "beta0", "beta1")
+# Operator-specific domains of the GPU set. ``const``: the model domain with each
+# sequence's decay constant over time (``lw[:, t] = lw[:, 0]``, still varying per head and key), what
+# RWKV-5's kernels take (one decay per head and key for the whole sequence, spec §3.1); every other
+# wkv6 variant must pass it too.
+OP_DOMAINS: dict[str, tuple[str, ...]] = {"wkv6": ("const",)}
+CONST_DOMAINS: tuple[str, ...] = ("const",)
+ALL_DOMAINS: tuple[str, ...] = DOMAINS + CONST_DOMAINS + EDGE_DOMAINS
+
+# The edge domains that apply to each operator: the decays at their limits and (gdn, gdn_wy, wkv7)
+# beta / iclr at 0 and 1 (the edge set, wkvbench/case_sets.py).
+EDGE_OP_DOMAINS: dict[str, tuple[str, ...]] = {
+    "wkv4": ("lw0", "lwneg"), "wkv6": ("lw0", "lwneg"), "gla": ("lw0", "lwneg"),
+    "wkv7": ("lw0", "lwneg", "beta0", "beta1"), "gdn": ("lw0", "lwneg", "beta0", "beta1"),
+    "gdn_wy": ("beta0", "beta1"),
+}
+
+
+@dataclass(frozen=True, order=True)
+class Shape:
+    B: int
+    T: int
+    H: int
+    N: int
+    h0: bool = False  # an initial state is given
+    C: int = 0  # chunk length (gdn_wy only)
+
+    def __str__(self) -> str:
+        s = f"B{self.B}-T{self.T}-H{self.H}-N{self.N}"
+        if self.C:
+            s += f"-C{self.C}"
+        return s + ("-h0" if self.h0 else "")
+
+    @classmethod
+    def parse(cls, text: str) -> Shape:
+        m = re.fullmatch(r"B(\d+)-T(\d+)-H(\d+)-N(\d+)(?:-C(\d+))?(-h0)?", text)
+        if not m:
+            raise ValueError(f"bad shape {text!r}; expected e.g. B2-T64-H2-N64[-C16][-h0]")
+        B, T, H, N, C, h0 = m.groups()
+        return cls(int(B), int(T), int(H), int(N), bool(h0), int(C or 0))
+
+
+@dataclass(frozen=True, order=True)
+class Case:
+    op: str
+    domain: str
+    shape: Shape
+    dtype: str
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.op not in OPS:
+            raise ValueError(f"unknown operator {self.op!r}; known: {', '.join(OPS)}")
+        if self.domain not in ALL_DOMAINS:
+            raise ValueError(f"unknown domain {self.domain!r}; known: {', '.join(ALL_DOMAINS)}")
+        if self.domain in EDGE_DOMAINS and self.domain not in EDGE_OP_DOMAINS[self.op]:
+            raise ValueError(f"domain {self.domain!r} does not apply to {self.op} "
+                             f"(its edge domains: {', '.join(EDGE_OP_DOMAINS[self.op]) or 'none'})")
+        if self.domain in CONST_DOMAINS and self.domain not in OP_DOMAINS.get(self.op, ()):
+            has = ", ".join(o for o, d in OP_DOMAINS.items() if self.domain in d)
+            raise ValueError(f"domain {self.domain!r} does not apply to {self.op} (operators with it: {has})")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"unknown dtype {self.dtype!r}; known: {', '.join(DTYPES)}")
+        if self.seed < 0:
+            raise ValueError(f"seed must be >= 0, got {self.seed}")
+        s = self.shape
+        if min(s.B, s.T, s.H, s.N) < 1:
+            raise ValueError(f"every dimension must be >= 1, got {s}")
+        if self.op == "gdn_wy" and s.C < 1:
+            raise ValueError("gdn_wy needs a chunk length C (shape ...-C16)")
+
+    @property
+    def id(self) -> str:
+        return f"{self.op}/{self.domain}/{self.shape}/{self.dtype}/s{self.seed}"
+
+    def __str__(self) -> str:
+        return self.id
+
+    @classmethod
+    def parse(cls, text: str) -> Case:
+        parts = text.strip().split("/")
+        if len(parts) != 5 or not parts[4].startswith("s"):
+            raise ValueError(f"bad case id {text!r}; expected op/domain/shape/dtype/sSEED")
+        op, domain, shape, dtype, seed = parts
+        return cls(op, domain, Shape.parse(shape), dtype, int(seed[1:]))
+
+    def with_dtype(self, dtype: str) -> Case:
+        return replace(self, dtype=dtype)
+
+    @property
+    def input_key(self) -> tuple:
+        """Cases that differ only in dtype share their canonical inputs."""
+        return (self.op, self.domain, self.shape, self.seed)

@@ -1,0 +1,12 @@
+"""gdn variants."""
+
+from . import (  # noqa: F401  # noqa: F401
+    fla_naive,
+    fla_triton,
+    ggml_cpu,  # noqa: F401
+    ggml_cuda,  # noqa: F401
+    rwkv_ops_cuda,
+    rwkv_ops_native,  # noqa: F401
+    rwkv_ops_triton,
+    torch_recurrent,  # noqa: F401
+)

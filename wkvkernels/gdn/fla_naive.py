@@ -1,0 +1,39 @@
+"""FLA's pure-PyTorch Gated DeltaNet references (``fla/ops/gated_delta_rule/naive.py``).
+
+Both are time-first ``[B, T, H, N]`` with ``g``/``beta`` ``[B, T, H]``, take ``scale``, upcast to
+fp32 and return the output in **fp32** whatever the input dtype; state ``[B, H, K, V]`` fp32. Note
+the positional orders differ (``(q, k, v, beta, g)`` recurrent, ``(q, k, v, g, beta)`` chunk):
+everything is passed by keyword.
+"""
+
+from __future__ import annotations
+
+from wkvkernels._fla import FlaNaive
+from wkvkernels.base import register
+
+_ARGS = {"q": "q", "k": "k", "v": "v", "g": "g", "beta": "beta"}
+
+
+class GdnFlaNaiveRecurrent(FlaNaive):
+    """``naive_recurrent_gated_delta_rule``: per-token loop (FLA's own oracle in ``test_gdn.py``)."""
+
+    name = "gdn.fla.naive_recurrent"
+    operator = "gdn"
+    algorithm = "recurrent"
+    entry = ("ops.gated_delta_rule.naive", "naive_recurrent_gated_delta_rule")
+    args = _ARGS
+
+
+class GdnFlaNaiveChunk(FlaNaive):
+    """``naive_chunk_gated_delta_rule(..., chunk_size=64)``: WY form, natural-log cumsums, pads T itself."""
+
+    name = "gdn.fla.naive_chunk"
+    operator = "gdn"
+    algorithm = "chunk"
+    entry = ("ops.gated_delta_rule.naive", "naive_chunk_gated_delta_rule")
+    args = _ARGS
+    fixed = {"chunk_size": 64}
+
+
+register(GdnFlaNaiveRecurrent)
+register(GdnFlaNaiveChunk)
