@@ -1,15 +1,16 @@
 """The layering of the code, checked on every CI run from the source (``ast``, every import: module
 level and inside functions; ``if TYPE_CHECKING:`` blocks left out, they never run):
 
-* no import cycle among the suite's modules (``wkvbench/``);
-* ``references/`` (the float64 oracle) imports only NumPy, the standard library and itself;
-* ``kernels/`` (the adapters) imports from the suite only the canonical types (``wkvkernels.ops``,
-  ``wkvkernels.cases``) and itself: a ratchet, not yet the goal (issue 18: the adapters free of the
-  suite), so the boundary cannot grow while it is being removed.
+* no import cycle among the modules of each package (``wkvbench``, ``wkvkernels``, ``wkvoracle``);
+* ``wkvoracle`` (the float64 oracle) imports only NumPy, the standard library and itself;
+* ``wkvkernels`` (the adapter contract, the canonical types, the adapters) imports nothing of
+  ``wkvbench``.
 
-import-linter would be the library for this, but it builds its graph from the package folder, and
-``wkvkernels`` / ``wkvoracle`` live beside ``wkvbench/`` (docs/layout.md says why), so
-it would not see them."""
+The same rules are import-linter's contracts in pyproject (``[tool.importlinter]``), run by
+``test_import_contracts.py``. This check is the independent second opinion (its own import graph, an
+allow-list for the oracle where import-linter has a deny-list); that test breaks each rule in a copy of
+the tree and requires both checks to name the same rule.
+"""
 
 from __future__ import annotations
 
@@ -18,29 +19,26 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-TOP = {"wkvbench": REPO / "wkvbench", "wkvkernels": REPO / "kernels",
-       "wkvoracle": REPO / "references"}
+PACKAGES = ("wkvbench", "wkvkernels", "wkvoracle")
 
 
-def _modules() -> dict[str, Path]:
+def modules(repo: Path = REPO) -> dict[str, Path]:
+    """Every module of the three packages under ``repo``: dotted name -> file."""
     mods = {}
-    for prefix, root in TOP.items():
+    for top in PACKAGES:
+        root = repo / top
         for p in root.rglob("*.py"):
             rel = p.relative_to(root).with_suffix("").parts
-            name = ".".join((prefix, *rel))
-            mods[name.removesuffix(".__init__")] = p
+            mods[".".join((top, *rel)).removesuffix(".__init__")] = p
     return mods
 
 
-MODS = _modules()
-
-
-def _imports(name: str) -> set[str]:
-    """What module ``name`` imports (absolute names; a submodule, not its package, for ``from . import x``)."""
-    path = MODS[name]
-    tree = ast.parse(path.read_text())
-    skip = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-            for n in ast.walk(node)}
+def imports(mods: dict[str, Path], name: str, source: str | None = None) -> set[str]:
+    """What module ``name`` imports (absolute names; ``from . import x`` imports the submodule x)."""
+    path = mods[name]
+    tree = ast.parse(path.read_text() if source is None else source)
+    skip = {id(n) for node in ast.walk(tree)
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test) for n in ast.walk(node)}
     out = set()
     pkg = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     for node in ast.walk(tree):
@@ -51,19 +49,19 @@ def _imports(name: str) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = ".".join(pkg[: len(pkg) - node.level + 1] + ([node.module] if node.module else [])) \
                 if node.level else node.module or ""
-            subs = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in MODS]
+            subs = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in mods]
             out.update(subs or [base])
     return out - {name}
 
 
-def _cycles(names: list[str]) -> list[list[str]]:
-    graph = {n: {d for d in _imports(n) if d in names} for n in names}
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
     found: list[list[str]] = []
 
-    def visit(v: str) -> None:  # Tarjan's strongly connected components
+    def visit(v: str) -> None:
         index[v] = low[v] = len(index)
         stack.append(v)
         for w in graph[v]:
@@ -88,47 +86,49 @@ def _cycles(names: list[str]) -> list[list[str]]:
     return found
 
 
-def test_the_suite_has_no_import_cycle():
-    suite = [n for n in MODS if n.startswith("wkvbench") and not n.startswith(("wkvkernels",
-                                                                                  "wkvoracle"))]
-    assert len(suite) > 50
-    assert _cycles(suite) == []
+def violations(repo: Path = REPO) -> dict[str, list]:
+    """Each rule (named by its import-linter contract id) -> what breaks it; empty lists when all hold."""
+    mods = modules(repo)
+    deps = {n: imports(mods, n) for n in mods}
+    out: dict[str, list] = {"no-cycles": [], "oracle-numpy-only": [], "kernels-free-of-suite": []}
+    for top in PACKAGES:
+        names = [n for n in mods if n.split(".")[0] == top]
+        out["no-cycles"] += cycles({n: {d for d in deps[n] if d in names} for n in names})
+    for name, ds in deps.items():
+        package = name.split(".")[0]
+        for dep in sorted(ds):
+            top = dep.split(".")[0]
+            allowed = top in ("wkvoracle", "numpy") or top in sys.stdlib_module_names
+            if package == "wkvoracle" and not allowed:
+                out["oracle-numpy-only"].append((name, dep))
+            if package == "wkvkernels" and top == "wkvbench":
+                out["kernels-free-of-suite"].append((name, dep))
+    return out
+
+
+def test_each_package_is_found_whole():
+    mods = modules()
+    for top in PACKAGES:
+        assert len([n for n in mods if n.split(".")[0] == top]) > 5, top
+
+
+def test_no_package_has_an_import_cycle():
+    assert violations()["no-cycles"] == []
 
 
 def test_the_oracle_imports_only_numpy_and_the_standard_library():
-    for name in (n for n in MODS if n.startswith("wkvoracle")):
-        for dep in _imports(name):
-            top = dep.split(".")[0]
-            assert dep.startswith("wkvoracle") or top == "numpy" or top in sys.stdlib_module_names, \
-                (name, dep)
+    assert violations()["oracle-numpy-only"] == []
 
 
-# the one other import of the suite by an adapter: ChatRWKV's child processes are given the folder the
-# package was imported from (kernels/_chatrwkv.py)
-KNOWN = {("wkvkernels._chatrwkv", "wkvbench")}
-
-
-def test_the_adapters_import_from_the_suite_only_its_canonical_types():
-    allowed = ("wkvkernels", "wkvoracle", "wkvkernels.ops", "wkvkernels.cases")
-    for name in (n for n in MODS if n.startswith("wkvkernels")):
-        for dep in _imports(name):
-            if (name, dep) in KNOWN:
-                continue
-            if dep == "wkvbench" or (dep.startswith("wkvbench.") and not dep.startswith(allowed)):
-                raise AssertionError(f"{name} imports {dep}")
+def test_the_adapters_import_nothing_of_the_suite():
+    assert violations()["kernels-free-of-suite"] == []
 
 
 def test_a_cycle_is_found():  # the check itself can fail
-    global MODS
-    saved = dict(MODS)
-    try:
-        MODS = {"wkvbench.a": Path("a"), "wkvbench.b": Path("b")}
-        src = {"wkvbench.a": "from . import b\n", "wkvbench.b": "def f():\n    from .a import x\n"}
-        orig = Path.read_text
-        Path.read_text = lambda self, *a, **k: src.get(next(n for n, p in MODS.items() if p == self), "")  # noqa: ARG005
-        try:
-            assert _cycles(list(MODS)) == [["wkvbench.a", "wkvbench.b"]]
-        finally:
-            Path.read_text = orig
-    finally:
-        MODS = saved
+    mods = {"wkvbench.a": Path("a.py"), "wkvbench.b": Path("b.py")}
+    src = {"wkvbench.a": "from . import b\n", "wkvbench.b": "def f():\n    from .a import x\n"}
+    graph = {n: imports(mods, n, src[n]) & set(mods) for n in mods}
+    assert cycles(graph) == [["wkvbench.a", "wkvbench.b"]]
+    src["wkvbench.b"] = "if TYPE_CHECKING:\n    from .a import x\n"  # never runs: no cycle
+    graph = {n: imports(mods, n, src[n]) & set(mods) for n in mods}
+    assert cycles(graph) == []

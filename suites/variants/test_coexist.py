@@ -1,16 +1,14 @@
-"""Our top-level folder ``kernels/`` and the PyPI distribution ``kernels`` must coexist.
+"""Our adapters and the PyPI distribution ``kernels`` coexist.
 
-``kernels/`` is the package ``wkvkernels``. Run from the repository root (``python -c``,
+The adapters were once a top-level folder ``kernels/``: run from the repository root (``python -c``,
 ``python -m``, pytest's ``pythonpath = ["."]``), the root is on ``sys.path`` ahead of site-packages,
-so the folder is *also* found as top-level ``kernels``: the name of Hugging Face's distribution,
-which transformers probes for (``find_spec`` + metadata, and as a last resort by importing it).
-Without a guard that import ran our ``__init__`` a second time and crashed transformers' probe
-(``ValueError: variant ... is already registered``). The guard at the top of ``kernels/__init__.py``
-hands over to the real distribution when one is installed, else stands in as an empty namespace
-package.
+so that folder was found as top-level ``kernels``, the name of Hugging Face's distribution, which
+transformers probes for (``find_spec`` + metadata, and as a last resort by importing it), and it took a
+hand-over in its ``__init__`` to keep transformers' probe from crashing. The package is now
+``wkvkernels``, and no name of ours is ``kernels``; this test keeps it that way.
 
 Each check runs in fresh subprocesses, in the same environment, twice: with the repository root as
-the working directory (wkvbench's registry, fla and transformers imported, then ``import kernels``),
+the working directory (our registry, fla and transformers imported, then ``import kernels``),
 and as a control from an empty directory with no repository on the path. The answers must agree and
 ``wkvkernels.__file__`` must lie in the repository. Both situations are covered in every
 environment: the real one (HF ``kernels`` installed or not), and the other one simulated: a stub
@@ -39,7 +37,7 @@ for d in SITEDIRS:  # only with -S: the environment's site dirs, one replaced by
     import site; site.addsitedir(d)
 res = {"cwd_on_path": sys.path[0] in ("", "."), "order": ORDER}
 def wkvbench_registry():
-    import wkvkernels
+    import wkvbench.cli, wkvkernels
     res["wkvkernels"] = wkvkernels.__file__
     res["variants"] = len(wkvkernels.variants())
 def transformers_probe():
