@@ -100,7 +100,7 @@ def test_const_domain_holds_the_decay_over_time_and_nothing_else():
 
 
 def test_const_cases_are_in_the_gpu_set_only():
-    """bf16 and fp16 only: fp32 is not calibrated for a constant decay (wkvkernels/cases.py)."""
+    """bf16 and fp16 only: fp32 is not calibrated for a constant decay (wkvbench/case_sets.py)."""
     gpu = {c.id for c in default_cases(("wkv6",), case_set="gpu") if c.domain == "const"}
     assert gpu == {f"wkv6/const/{s}/{dt}/s0" for s in ("B1-T37-H2-N64-h0", "B1-T64-H2-N64")
                    for dt in ("bf16", "fp16")}
@@ -112,7 +112,7 @@ def test_const_cases_are_in_the_gpu_set_only():
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
 def test_cpu_wkv6_variants_pass_the_const_cases(dtype):
     """bf16/fp16 pass under the existing ceilings. fp32 does not for the CPU recurrences that round
-    exp(lw) themselves (state 24.3x floor vs the 13x ceiling, wkvkernels/cases.py), so it is not here."""
+    exp(lw) themselves (state 24.3x floor vs the 13x ceiling, wkvbench/case_sets.py), so it is not here."""
     from wkvbench.check import PASS, SKIP, Checker
     from wkvkernels import variants
 
