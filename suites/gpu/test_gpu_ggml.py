@@ -19,13 +19,13 @@ import importlib
 import numpy as np
 import pytest
 
-from wkvkernels import _ggml
+from wkvkernels._ggml import env as ggml_env
 from wkvkernels.base import get
 from wkvkernels.cases import Case, Shape
 from wkvoracle import ORACLES
 from wkvoracle.inputs import generate
 
-_MISSING = _ggml.cuda_unavailable()
+_MISSING = ggml_env.cuda_unavailable()
 pytestmark = [pytest.mark.thirdparty, pytest.mark.skipif(bool(_MISSING), reason=_MISSING or "")]
 
 OPS = ("wkv6", "wkv7", "gla", "gdn")
@@ -45,7 +45,7 @@ def rel(out: np.ndarray, ref: np.ndarray) -> float:
 
 
 def shapes(op: str) -> list[Shape]:
-    heads = _ggml.CUDA_HEAD_SIZES[op]
+    heads = ggml_env.CUDA_HEAD_SIZES[op]
     out = [Shape(2, 37, 2, 64, h0=True), Shape(1, 1, 2, 64, h0=True), Shape(2, 64, 1, 64),
            Shape(1, 256, 1, 64, h0=True), Shape(8, 128, 4, 64, h0=True)]
     out += [Shape(2, 19, 3, n, h0=True) for n in heads if n != 64]
@@ -115,5 +115,5 @@ def test_cuda_build_facts():
     import ggml
 
     assert ggml.GGML_USE_CUDA and ggml.ggml_backend_cuda_get_device_count() >= 1
-    assert _ggml.cuda_description(0)
-    assert _ggml.cuda_build_archs(), _ggml.cuda_features()
+    assert ggml_env.cuda_description(0)
+    assert ggml_env.cuda_build_archs(), ggml_env.cuda_features()

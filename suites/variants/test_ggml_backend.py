@@ -25,13 +25,14 @@ import importlib
 import numpy as np
 import pytest
 
-from wkvkernels import _ggml
+from wkvkernels._ggml import env as ggml_env
+from wkvkernels._ggml.runners import GgmlBackendGraph
 from wkvkernels.base import get
 from wkvkernels.cases import Case, Shape
 from wkvoracle import ORACLES
 from wkvoracle.inputs import generate
 
-_MISSING = _ggml.ggml_unavailable()
+_MISSING = ggml_env.ggml_unavailable()
 pytestmark = [pytest.mark.thirdparty, pytest.mark.skipif(bool(_MISSING), reason=_MISSING or "")]
 
 OPS = ("wkv6", "wkv7", "gla", "gdn")
@@ -69,7 +70,7 @@ def test_backend_path_equals_cpu_path(op, shape):
     v, cpu = on_cpu_backend(op), cpu_variant(op)
     assert v.supports(case), v.supports(case).reason
     native = v.prepare(inputs, case)
-    assert isinstance(native, _ggml.GgmlBackendGraph)
+    assert isinstance(native, GgmlBackendGraph)
     out = v.to_canonical(v.run(native))
     want = cpu.to_canonical(cpu.run(cpu.prepare(inputs, case)))
     ref = ORACLES[op](**v.effective_inputs(inputs, "fp32"))
@@ -119,8 +120,8 @@ def test_backend_path_repeat_and_poison(op):
 
 def test_backend_path_guard_catches_overrun():
     """wkv7's CPU SIMD loop below its step writes past ``dst``: the guard tensor after it sees it."""
-    if (_ggml.f32_simd_step() or 0) <= 8:
-        pytest.skip(f"this build's wkv7 CPU loop ({_ggml.simd_name()}) handles N=8")
+    if (ggml_env.f32_simd_step() or 0) <= 8:
+        pytest.skip(f"this build's wkv7 CPU loop ({ggml_env.simd_name()}) handles N=8")
     case = Case("wkv7", "model", Shape(2, 5, 2, 8, h0=True), "fp32")
     v = on_cpu_backend("wkv7")
     assert not v.supports(case) and "SIMD" in v.supports(case).reason
@@ -141,7 +142,7 @@ def test_backend_graphs_are_freed():
     closed = v.prepare(inputs, case)
     closed.close()
     assert not closed._res
-    assert _ggml.backend_handle("cpu") == _ggml.backend_handle("cpu")  # one backend, reused
+    assert ggml_env.backend_handle("cpu") == ggml_env.backend_handle("cpu")  # one backend, reused
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -169,31 +170,31 @@ def test_cuda_availability_reason():
     """Without a CUDA build the reason says how to get one; with one, it names the device problem."""
     import ggml
 
-    reason = _ggml.cuda_unavailable()
+    reason = ggml_env.cuda_unavailable()
     for op in OPS:
         ok = cuda_variant(op).available()
         assert bool(ok) == (reason is None) and ok.reason == reason
     if not ggml.GGML_USE_CUDA:
         assert reason == 'ggml-python was built without CUDA (rebuild with CMAKE_ARGS="-DGGML_CUDA=on")'
         with pytest.raises(RuntimeError, match="built without CUDA"):
-            _ggml.backend_handle("cuda")
+            ggml_env.backend_handle("cuda")
     elif reason is not None:
         assert "CUDA" in reason or "sm_" in reason
 
 
 def test_int32_index_limit():
-    assert "32-bit" in _ggml.shape_unsupported("wkv7", "cuda", 64, 65536, 32, 128)
-    assert _ggml.shape_unsupported("gdn", "cuda", 64, 65536, 32, 128) is None
-    assert _ggml.shape_unsupported("wkv7", "cuda", 8, 4096, 32, 64) is None
+    assert "32-bit" in ggml_env.shape_unsupported("wkv7", "cuda", 64, 65536, 32, 128)
+    assert ggml_env.shape_unsupported("gdn", "cuda", 64, 65536, 32, 128) is None
+    assert ggml_env.shape_unsupported("wkv7", "cuda", 8, 4096, 32, 64) is None
 
 
 def test_torch_is_loaded_before_ggml():
     """A fresh process that asks whether ggml is usable has torch's libraries loaded before ggml's
-    (the order whose reverse aborted every ggml CUDA worker on the H100, see ``_ggml._torch_first``)."""
+    (the order whose reverse aborted every ggml CUDA worker on the H100, ``_ggml.env._torch_first``)."""
     import subprocess
     import sys
 
-    code = ("import sys; from wkvkernels import _ggml; assert _ggml.ggml_unavailable() is None; "
+    code = ("import sys; from wkvkernels._ggml import env; assert env.ggml_unavailable() is None; "
             "names = list(sys.modules); print(names.index('torch') < names.index('ggml'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -215,10 +216,10 @@ def test_cuda_backend_is_initialized_only_in_a_probe_process(monkeypatch):
 
     monkeypatch.setattr(ggml, "GGML_USE_CUDA", True)
     monkeypatch.setattr(ggml, "ggml_backend_cuda_get_device_count", forbidden, raising=False)
-    monkeypatch.setattr(_ggml, "backend_handle", forbidden)
-    _ggml.cuda_unavailable.cache_clear()
+    monkeypatch.setattr(ggml_env, "backend_handle", forbidden)
+    ggml_env.cuda_unavailable.cache_clear()
     try:
-        reason = _ggml.cuda_unavailable()
+        reason = ggml_env.cuda_unavailable()
     finally:
-        _ggml.cuda_unavailable.cache_clear()
+        ggml_env.cuda_unavailable.cache_clear()
     assert reason is not None and "probe process" in reason, reason

@@ -27,13 +27,14 @@ import os
 import numpy as np
 import pytest
 
-from wkvkernels import _ggml
+from wkvkernels._ggml import env as ggml_env
+from wkvkernels._ggml import graphs as ggml_graphs
 from wkvkernels.base import Unsupported, get
 from wkvkernels.cases import Case, Shape
 from wkvoracle import ORACLES
 from wkvoracle.inputs import generate
 
-_MISSING = _ggml.ggml_unavailable()
+_MISSING = ggml_env.ggml_unavailable()
 pytestmark = [pytest.mark.thirdparty, pytest.mark.skipif(bool(_MISSING), reason=_MISSING or "")]
 
 
@@ -98,7 +99,7 @@ def test_other_state_orientation_is_wrong(op):
 @pytest.mark.parametrize("op", ["wkv6", "wkv7", "gla"])
 def test_decay_is_multiplicative(op, monkeypatch):
     """Feeding the log decay itself (as the canonical form and FLA take it) is wrong."""
-    monkeypatch.setattr(_ggml, "exp_f32", lambda lw: np.asarray(lw, np.float32))
+    monkeypatch.setattr(ggml_graphs, "exp_f32", lambda lw: np.asarray(lw, np.float32))
     case = Case(op, "model", SMALL, "fp32")
     err = errors(variant(op), generate(case), case)
     assert err["y"] > WRONG, err
@@ -143,7 +144,7 @@ def test_gdn_snapshot_slots():
 
 
 def test_wkv7_simd_step_of_this_build():
-    step = _ggml.f32_simd_step()
+    step = ggml_env.f32_simd_step()
     v = variant("wkv7")
     assert v.supports(Case("wkv7", "model", Shape(1, 1, 1, 64), "fp32"))
     if step is None:
@@ -151,15 +152,15 @@ def test_wkv7_simd_step_of_this_build():
         return
     ok = v.supports(Case("wkv7", "model", Shape(1, 1, 1, step // 2), "fp32"))
     assert not ok
-    assert f"N % {step} == 0 ({_ggml.simd_name()} build), got N={step // 2}" in ok.reason
-    if _ggml.simd_name() == "AVX-512":
+    assert f"N % {step} == 0 ({ggml_env.simd_name()} build), got N={step // 2}" in ok.reason
+    if ggml_env.simd_name() == "AVX-512":
         assert step == 64
 
 
 def test_wkv7_below_simd_step_is_wrong():
     """What ``supports`` guards against: at N=8 the SIMD loop runs past every state row (spec §4.5)."""
-    if (_ggml.f32_simd_step() or 0) <= 8:
-        pytest.skip(f"this build's wkv7 CPU loop ({_ggml.simd_name()}) handles N=8")
+    if (ggml_env.f32_simd_step() or 0) <= 8:
+        pytest.skip(f"this build's wkv7 CPU loop ({ggml_env.simd_name()}) handles N=8")
     case = Case("wkv7", "model", Shape(2, 5, 2, 8, h0=True), "fp32")
     v = variant("wkv7")
     assert not v.supports(case)
@@ -179,10 +180,10 @@ def test_threads_and_repeat(op, monkeypatch):
     case = Case(op, "model", SMALL, "fp32")
     v, inputs = variant(op), generate(case)
     native = v.prepare(inputs, case)
-    assert native.n_threads == _ggml.N_THREADS == 2
+    assert native.n_threads == ggml_env.N_THREADS == 2
     first = v.to_canonical(v.run(native))
     again = v.to_canonical(v.run(v.run(native)))
-    monkeypatch.setattr(_ggml, "N_THREADS", 1)
+    monkeypatch.setattr(ggml_env, "N_THREADS", 1)
     single = v.to_canonical(v.run(v.prepare(inputs, case)))
     for t in ("y", "state"):
         assert np.array_equal(first[t], again[t]) and np.array_equal(first[t], single[t]), t

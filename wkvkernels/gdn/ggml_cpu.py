@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wkvkernels._ggml import GdnOp, GgmlCpuVariant
+from wkvkernels._ggml.variants import GdnOp, GgmlCpuVariant
 from wkvkernels.base import register
 
 
@@ -12,7 +12,7 @@ class GdnGgmlCpu(GdnOp, GgmlCpuVariant):
     Every ggml input must be F32 (the op asserts it for all six), so the only dtype is fp32.
     The conventions (log gate, fixed ``1/sqrt(N)`` scale, a case asking for another scale raises
     ``Unsupported`` in ``prepare``, state ``[value][key]``, ``K`` snapshot slots) are ``GdnOp``'s
-    in ``wkvkernels/_ggml.py``, shared with ``gdn.ggml.cuda`` and checked in
+    in ``wkvkernels/_ggml/``, shared with ``gdn.ggml.cuda`` and checked in
     ``suites/variants/test_ggml_quirks.py``. Any head size.
     """
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wkvkernels._ggml import GdnOp, GgmlBackendVariant
+from wkvkernels._ggml.variants import GdnOp, GgmlBackendVariant
 from wkvkernels.base import register
 
 
@@ -11,7 +11,7 @@ class GdnGgmlCuda(GdnOp, GgmlBackendVariant):
 
     Needs ggml-python built with ``CMAKE_ARGS="-DGGML_CUDA=on"`` (``nox -s gpu`` builds it so);
     ``available()`` says which part is missing. The graph and its conventions are ``GdnOp``'s in
-    ``wkvkernels/_ggml.py``, the same code as the CPU adapter; inputs are copied to the device once
+    ``wkvkernels/_ggml/``, the same code as the CPU adapter; inputs are copied to the device once
     in ``prepare``, ``run`` launches on ggml's own stream without synchronizing, and
     ``to_canonical`` synchronizes and copies ``dst`` back (checking the guard after it).
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wkvkernels._ggml import GgmlCpuVariant, GlaOp
+from wkvkernels._ggml.variants import GgmlCpuVariant, GlaOp
 from wkvkernels.base import register
 
 
@@ -11,7 +11,7 @@ class GlaGgmlCpu(GlaOp, GgmlCpuVariant):
 
     Every ggml input must be F32 (the CPU op aborts on any other type), so the only dtype is fp32.
     The conventions (argument order ``k, v, q``, ``g = exp(lw)``, ``scale`` an argument, state
-    ``[key][value]``, ``dst`` packing) are ``GlaOp``'s in ``wkvkernels/_ggml.py``, shared with
+    ``[key][value]``, ``dst`` packing) are ``GlaOp``'s in ``wkvkernels/_ggml/``, shared with
     ``gla.ggml.cuda`` and checked in ``suites/variants/test_ggml_quirks.py``. Any head size.
     """
 

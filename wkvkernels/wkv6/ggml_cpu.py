@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wkvkernels._ggml import GgmlCpuVariant, Wkv6Op
+from wkvkernels._ggml.variants import GgmlCpuVariant, Wkv6Op
 from wkvkernels.base import register
 
 
@@ -11,7 +11,7 @@ class Wkv6GgmlCpu(Wkv6Op, GgmlCpuVariant):
 
     Every ggml input must be F32 (the CPU op aborts on any other type), so the only dtype is fp32.
     The conventions (argument order ``k, v, r``, ``td = exp(lw)``, state ``[key][value]``, ``dst``
-    packing) are ``Wkv6Op``'s in ``wkvkernels/_ggml.py``, shared with ``wkv6.ggml.cuda`` and checked
+    packing) are ``Wkv6Op``'s in ``wkvkernels/_ggml/``, shared with ``wkv6.ggml.cuda`` and checked
     in ``suites/variants/test_ggml_quirks.py``. Any head size.
     """
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wkvkernels._ggml import GgmlCpuVariant, Wkv7Op
+from wkvkernels._ggml.variants import GgmlCpuVariant, Wkv7Op
 from wkvkernels.base import register
 
 
@@ -11,13 +11,13 @@ class Wkv7GgmlCpu(Wkv7Op, GgmlCpuVariant):
 
     Every ggml input must be F32 (the CPU op aborts on any other type), so the only dtype is fp32.
     The conventions (argument order ``r, w, k, v, a, b``, ``w = exp(lw)``, state ``[value][key]``,
-    ``dst`` packing) are ``Wkv7Op``'s in ``wkvkernels/_ggml.py``, shared with ``wkv7.ggml.cuda`` and
+    ``dst`` packing) are ``Wkv7Op``'s in ``wkvkernels/_ggml/``, shared with ``wkv7.ggml.cuda`` and
     checked in ``suites/variants/test_ggml_quirks.py``.
 
     The CPU SIMD loop has no remainder handling: it steps ``GGML_F32_STEP`` floats at a time (64
     on an AVX-512 build, 32 with AVX/AVX2 or SSE3, 16 on NEON), so a head size that is not a
     multiple of it reads and writes past each state row and gives a wrong result. ``supports``
-    refuses those head sizes for the loaded build (``_ggml.shape_unsupported``).
+    refuses those head sizes for the loaded build (``_ggml.env.shape_unsupported``).
     """
 
     name = "wkv7.ggml.cpu"
