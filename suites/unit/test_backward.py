@@ -45,12 +45,12 @@ def test_wrong_gradients_fail(corrupt, needle):
 def test_a_backward_the_package_refuses_here_is_a_skip_with_its_reason(monkeypatch):
     """FLA refuses its gated chunk_bwd_dqkwg on Hopper with Triton < 3.7.1 (every gdn.fla.chunk
     backward case raised on the H100 box); such a refusal is a SKIP naming it, never an ERROR."""
-    from wkvkernels import _fla
+    from wkvkernels import _fla_env
     from wkvkernels.base import get
 
     chunk = get("gdn.fla.chunk")
     assert chunk.gated_dqkwg_backward and not get("gla.fla.chunk").gated_dqkwg_backward
-    monkeypatch.setattr(_fla, "gated_dqkwg_refused", lambda: "FLA refuses (test)")
+    monkeypatch.setattr(_fla_env, "gated_dqkwg_refused", lambda: "FLA refuses (test)")
     case = Case("gdn", "model", Shape(1, 5, 1, 16), "fp32")
     assert chunk.backward_unavailable(case) == "FLA refuses (test)"
     v = Tampered("wkv7.test.refusing", base="wkv7.torch.recurrent")

@@ -40,7 +40,7 @@ class GdnFlaChunk(FlaTriton):
     entry = ("ops.gated_delta_rule", "chunk_gated_delta_rule")
     args = _ARGS
     fixed = _FIXED
-    gated_dqkwg_backward = True  # refused by FLA on Hopper with Triton < 3.7.1 (wkvkernels/_fla.py)
+    gated_dqkwg_backward = True  # refused by FLA on Hopper with Triton < 3.7.1 (wkvkernels/_fla_env.py)
 
     def supports(self, case: Any) -> Availability:
         if case.shape.N > 256:

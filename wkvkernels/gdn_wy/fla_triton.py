@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from wkvkernels._fla import LOG2E, FlaTriton, fla_fn, register_with_interp
+from wkvkernels._fla import LOG2E, FlaTriton, register_with_interp
+from wkvkernels._fla_env import fla_fn
 from wkvkernels._torch import to_numpy, to_torch
 from wkvkernels.ops import round_inputs
 

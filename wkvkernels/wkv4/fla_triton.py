@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from wkvkernels._fla import FlaTriton, fla_fn, register_with_interp
+from wkvkernels._fla import FlaTriton, register_with_interp
+from wkvkernels._fla_env import fla_fn
 from wkvkernels._torch import to_numpy, to_torch
 from wkvkernels.ops import default_state, round_inputs
 

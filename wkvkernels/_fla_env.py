@@ -1,0 +1,178 @@
+"""Whether and how FLA's kernels can run in this process: fla-core importable, the Triton interpreter
+or a GPU, FLA's own refusals, the dispatch backends it could route to instead. The adapters' shared
+classes are in ``wkvkernels/_fla.py``.
+
+**How FLA behaves without a GPU** (fla-core 0.6.0, triton 3.9, torch CPU build). ``import fla`` and
+``import fla.ops`` work: ``fla.utils`` asks Triton for the active driver, finds none, warns "Triton
+is not supported on current platform, roll back to CPU" and carries on (it then sets its own
+``fla.utils.device`` to ``"cuda"`` anyway). Calling a Triton kernel on CPU tensors without the
+interpreter fails.
+
+**The Triton interpreter is process-global and decided at import time.** ``@triton.jit`` builds an
+``InterpretedFunction`` instead of a ``JITFunction`` when ``TRITON_INTERPRET=1`` is in the
+environment *at the moment the module defining the kernel is imported*. Importing any ``fla.ops``
+module (even a naive one: its package ``__init__`` imports every kernel) fixes the mode for the
+rest of the process. So ``.interp`` variants are available only when the variable was set before
+Python started (``TRITON_INTERPRET=1 pytest ...``), and the ``cuda`` variants only when it was not.
+``triton_reason`` checks the kernels actually built, not just the variable.
+
+**Autotuning under the interpreter.** triton 3.9's ``Autotuner`` benchmarks its configs through
+``driver.active.get_benchmarker()``; on a machine without a GPU there is no active driver and every
+autotuned FLA kernel fails with ``RuntimeError: 0 active drivers ([]). There should only be one.``
+Timing interpreted configs against each other would be meaningless anyway (triton PR #6678 says
+as much), so ``_interpreter_takes_first_config`` makes autotuners pick their first (pruned) config
+without timing, exactly what triton does for a single-config autotuner. It is installed only when
+the kernels are interpreted *and* no Triton driver is active, i.e. only in a process that would
+otherwise crash on every autotuned kernel. Results of ``.interp`` variants therefore say nothing
+about the config a GPU would pick; they check the kernel source's arithmetic and our conventions.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import os
+
+from wkvkernels._torch import torch_available
+
+# optional packages that fla.backends.dispatch may route an op to instead of its Triton kernel
+_DISPATCH_BACKENDS = ("tilelang", "flash_qla", "triton_ascend")
+
+
+@functools.cache
+def fla_reason() -> str | None:
+    """None when ``fla`` and its Triton/torch dependencies import, else why not."""
+    if (reason := torch_available()) is not None:
+        return reason
+    if importlib.util.find_spec("fla") is None:
+        return "fla-core not installed (pip install fla-core)"
+    try:
+        importlib.import_module("fla.ops")
+    except Exception as exc:  # noqa: BLE001 - any import failure is a reason, never a crash
+        return f"import fla.ops failed: {type(exc).__name__}: {exc}"
+    return None
+
+
+def fla_versions() -> dict[str, str]:
+    """Versions of fla-core, triton and torch, for results provenance."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for dist in ("fla-core", "triton", "torch"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
+
+
+def fla_fn(module: str, name: str):
+    """``fla.<module>.<name>``, imported on first use (never at registry import)."""
+    return getattr(importlib.import_module(f"fla.{module}"), name)
+
+
+def kernels_interpreted() -> bool:
+    """Whether FLA's Triton kernels in this process were built for the Triton interpreter."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    return isinstance(fla_fn("ops.utils.op", "exp"), InterpretedFunction)
+
+
+def _interpreter_on() -> bool:
+    try:
+        from triton import knobs  # triton >= 3.4
+    except ImportError:
+        return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
+    return bool(knobs.runtime.interpret)
+
+
+@functools.cache
+def gated_dqkwg_refused() -> str | None:
+    """FLA's own refusal of its gated ``chunk_bwd_dqkwg`` (fla-core 0.6.0, ``ops/common/chunk_o.py``):
+    on Hopper with Triton >= 3.4.0 and < 3.7.1 it raises instead of computing (miscompiled, its issue
+    #640). Seen on the H100 box (triton 3.6.0, 2026-11-23): every ``gdn.fla.chunk`` backward case."""
+    try:
+        from fla.utils import env, hardware
+    except Exception:  # noqa: BLE001 - no FLA, or no GPU to probe: the call itself will say so
+        return None
+    hopper = getattr(hardware, "IS_NVIDIA_HOPPER", False)
+    if hopper and env.TRITON_ABOVE_3_4_0 and not env.TRITON_ABOVE_3_7_1:
+        return ("FLA refuses its gated chunk_bwd_dqkwg on Hopper with Triton >= 3.4.0 and < 3.7.1 (incorrect "
+                f"results, FLA issue #640); triton {fla_versions()['triton']} here: backward not checkable")
+    return None
+
+
+def triton_reason(device: str) -> str | None:
+    """None when FLA's Triton kernels can run on ``device`` ("cuda", or "cpu" = interpreter)."""
+    if (reason := fla_reason()) is not None:
+        return reason
+    interpreted = kernels_interpreted()
+    if device == "cpu":
+        if not interpreted:
+            if not _interpreter_on():
+                return ("set TRITON_INTERPRET=1 in the environment before starting Python (process-global: "
+                        "triton chooses interpreter or compiler per @triton.jit when fla.ops is imported)")
+            return ("TRITON_INTERPRET=1 was set after fla.ops had been imported, so its kernels are "
+                    "compiled, "
+                    "not interpreted; set it before starting Python")
+        _interpreter_takes_first_config()
+        return None
+    if device != "cuda":
+        return f"device {device!r} not supported (cuda, or cpu through the Triton interpreter)"
+    import torch
+
+    if interpreted:
+        return "TRITON_INTERPRET=1 is set: fla's Triton kernels were built for the CPU interpreter"
+    if not torch.cuda.is_available():
+        return "no CUDA device (torch.cuda.is_available() is False)"
+    if os.environ.get("FLA_DISABLE_BACKEND_DISPATCH") != "1":
+        found = [p for p in _DISPATCH_BACKENDS if importlib.util.find_spec(p) is not None]
+        if found:
+            return (f"{', '.join(found)} installed: fla may dispatch to it instead of its Triton kernel; "
+                    "set FLA_DISABLE_BACKEND_DISPATCH=1 (spec §8 item 9)")
+    return None
+
+
+@functools.cache
+def _interpreter_takes_first_config() -> None:
+    """Make triton autotuners choose their first config without timing (see the module docstring)."""
+    from triton.runtime import autotuner, driver
+
+    try:
+        driver.active  # noqa: B018 - a GPU driver is active: leave triton's benchmarking alone
+        return
+    except RuntimeError:
+        pass
+
+    def untimed(kernel_call, quantiles=None, **_):
+        return [0.0] * len(quantiles) if quantiles else 0.0  # all tie: min() keeps the first config
+
+    autotuner.Autotuner.do_bench = property(lambda self: self._do_bench or untimed)
+
+
+@functools.cache
+def interp_bf16_dot_error() -> float | None:
+    """The relative error of the Triton interpreter's ``tl.dot`` on a bf16 16x16 product, if not ~0.
+
+    triton 3.9.0's interpreter returns garbage there (relative error ~1e9) while fp16/fp32 are exact,
+    so interpreted kernels that multiply bf16 tiles cannot be checked in bf16 on CPU.
+    """
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _dot(a, b, c, N: tl.constexpr):
+        i = tl.arange(0, N)
+        x = tl.load(a + i[:, None] * N + i[None, :])
+        y = tl.load(b + i[:, None] * N + i[None, :])
+        tl.store(c + i[:, None] * N + i[None, :], tl.dot(x, y))
+
+    g = torch.Generator().manual_seed(0)
+    a, b = (torch.randn(16, 16, generator=g).bfloat16() for _ in range(2))
+    c = torch.empty(16, 16)
+    _dot[(1,)](a, b, c, N=16)
+    ref = a.float() @ b.float()
+    err = float((c - ref).norm() / ref.norm())
+    return err if not err < 1e-2 else None
