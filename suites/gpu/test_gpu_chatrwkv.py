@@ -1,7 +1,7 @@
 """ChatRWKV's CUDA ops (``rwkv`` 0.8.32) on a GPU: accuracy beyond the default set, and the B > 1 hazard.
 
 What runs here (everything skips with the availability reason without a CUDA device, the package,
-nvcc or ninja; wkvkernels/_chatrwkv.py):
+nvcc or ninja; wkvkernels/_chatrwkv_build.py):
 
 * every ChatRWKV variant on head sizes 64 and 128, B = 1 (and B = 3 for the ``_loop`` variants and
   the batched RWKV-4 kernel), every domain and dtype, judged by the same ``Checker`` as
@@ -34,14 +34,14 @@ import wkvkernels.wkv7.rwkv_cuda  # noqa: F401
 from wkvbench import tolerances
 from wkvbench.check import PASS, SKIP, Checker
 from wkvbench.metrics import tensor_error
-from wkvkernels import _chatrwkv as chat
+from wkvkernels import _chatrwkv_build as chat_build
 from wkvkernels.base import get
 from wkvkernels.cases import DOMAINS, Case, Shape
 from wkvkernels.ops import default_state
 from wkvoracle import ORACLES
 from wkvoracle.inputs import generate
 
-ENV = chat.environment()
+ENV = chat_build.environment()
 pytestmark = [pytest.mark.thirdparty, pytest.mark.skipif(not ENV, reason=ENV.reason or "")]
 ROOT = Path(__file__).resolve().parents[2]
 CHECKER = Checker()
@@ -50,7 +50,7 @@ CHECKER = Checker()
 @pytest.fixture(scope="module", autouse=True)
 def builds():
     """Build all seven extensions side by side before the first test loads one."""
-    return chat.prebuild()
+    return chat_build.prebuild()
 
 
 def rel(out: np.ndarray, ref: np.ndarray) -> float:
@@ -96,12 +96,12 @@ def test_matches_oracle(variant, case):
 def test_both_head_sizes_load_in_one_process():
     import torch
 
-    for n in chat.HEAD_SIZES:
-        handle, ok = chat.load_op("rwkv7", n)
+    for n in chat_build.HEAD_SIZES:
+        handle, ok = chat_build.load_op("rwkv7", n)
         assert ok, ok.reason
         assert getattr(torch.ops, f"wkv7s_n{n}").forward_fp32 is not None
         for kind in ("rwkv6", "rwkv5"):
-            mod, ok = chat.load_op(kind, n)
+            mod, ok = chat_build.load_op(kind, n)
             assert ok, ok.reason
             assert mod.__name__ == f"{kind}_n{n}" and callable(mod.forward_bf16)
 

@@ -21,6 +21,7 @@ import wkvkernels.wkv4.rwkv_cuda  # noqa: F401  # registers the variants
 import wkvkernels.wkv6.rwkv_cuda  # noqa: F401
 import wkvkernels.wkv7.rwkv_cuda  # noqa: F401
 from wkvkernels import _chatrwkv as chat
+from wkvkernels import _chatrwkv_build as chat_build
 from wkvkernels.base import Unsupported, get
 from wkvkernels.cases import Case, Shape
 from wkvkernels.ops import default_state
@@ -247,32 +248,33 @@ def test_supports_reports_batch_and_head_size():
 
 
 def test_build_specs():
-    s = chat.build_spec("rwkv7", 64)
+    s = chat_build.build_spec("rwkv7", 64)
     assert (s.name, s.namespace, s.python_module) == ("wkv7s_n64", "wkv7s_n64", False)
     assert s.sources == ("rwkv7_op.cpp", "rwkv7.cu") and "-D_N_=64" in s.cuda_cflags
     assert s.cflags == ("-Dwkv7s=wkv7s_n64",)
-    s = chat.build_spec("rwkv6", 128)
+    s = chat_build.build_spec("rwkv6", 128)
     assert s.python_module and s.cuda_cflags[-2:] == ("-D_N_=128", "-D_T_=4096")
-    s, fallback = chat.build_spec("wkv4"), chat.build_spec("wkv4", cublas=False)
+    s, fallback = chat_build.build_spec("wkv4"), chat_build.build_spec("wkv4", cublas=False)
     assert s.name == fallback.name == "wkv_cuda" and s.namespace == "rwkv"
     assert "gemm_fp16_cublas.cpp" in s.sources and "gemm_fp16_cublas.cpp" not in fallback.sources
     assert fallback.cflags == ("-DDISABLE_CUBLAS_GEMM",)
     with pytest.raises(ValueError, match="head size"):
-        chat.build_spec("rwkv5")
+        chat_build.build_spec("rwkv5")
 
 
-@pytest.mark.skipif(chat.cuda_dir() is None, reason=f"rwkv not installed ({chat.PIP})")
+@pytest.mark.skipif(chat_build.cuda_dir() is None, reason=f"rwkv not installed ({chat_build.PIP})")
 def test_flags_match_the_installed_model_py():
     """Every flag we pass is in ``rwkv/model.py``'s own ``load(...)`` calls, for every build."""
-    text = (chat.cuda_dir().parent / "model.py").read_text()
+    text = (chat_build.cuda_dir().parent / "model.py").read_text()
     calls = re.findall(r'load\(\s*name=f?"(\w+)".*?extra_cuda_cflags=\[(.*?)\]', text, re.S)
     flags = {name: set(re.findall(r'"([^"]*)"', body)) for name, body in calls}
-    assert set(chat.CUDA_FLAGS) <= flags["wkv7s"] and set(chat.CUDA_FLAGS) - {"-Xptxas -O3"} <= flags["rwkv6"]
-    assert set(chat.WKV4_CUDA_FLAGS) == flags["wkv_cuda"]
+    assert set(chat_build.CUDA_FLAGS) <= flags["wkv7s"]
+    assert set(chat_build.CUDA_FLAGS) - {"-Xptxas -O3"} <= flags["rwkv6"]
+    assert set(chat_build.WKV4_CUDA_FLAGS) == flags["wkv_cuda"]
     assert "-D_T_={4096}" in text and '"-DDISABLE_CUBLAS_GEMM"' in text and "-D_N_={HEAD_SIZE}" in text
     for kind in ("rwkv7", "rwkv6", "rwkv5", "wkv4"):
-        spec = chat.build_spec(kind, None if kind == "wkv4" else 64)
-        assert all((chat.cuda_dir() / f).is_file() for f in spec.sources)
+        spec = chat_build.build_spec(kind, None if kind == "wkv4" else 64)
+        assert all((chat_build.cuda_dir() / f).is_file() for f in spec.sources)
 
 
 # --------------------------------------------------------------------------- adapters, end to end (emulated)
@@ -331,7 +333,7 @@ def emulated(monkeypatch):
     def load_op(kind, head_size=None):
         return ops.setdefault(kind, EmulatedOps(kind)), Availability.yes()
 
-    monkeypatch.setattr(chat, "load_op", load_op)
+    monkeypatch.setattr(chat_build, "load_op", load_op)
     monkeypatch.setattr(chat.ChatVariant, "device", "cpu")
     return ops
 

@@ -8,7 +8,7 @@
   ``--use_fast_math``'s ``__expf`` is the kernel's own arithmetic and is *not* modelled;
 * ``state`` fp32 ``[H, N_v, N_k]`` (canonical orientation), updated in place (so never poisoned;
   ``y`` is);
-* ``-D_N_`` is the head size, one build per size (wkvkernels/_chatrwkv.py); the host asserts
+* ``-D_N_`` is the head size, one build per size (wkvkernels/_chatrwkv_build.py); the host asserts
   ``H·N == C`` and ``B == 1``.
 
 Two variants: ``wkv7.rwkv.wkv7s`` calls the kernel once with the case's B, which must be 1 (the
