@@ -52,4 +52,5 @@ class TorchRecurrent(KernelVariant):
         loss = sum((out[n].double() * torch.from_numpy(np.asarray(g, np.float64))).sum()
                    for n, g in upstream.items() if n in out)
         grads = torch.autograd.grad(loss, list(leaves.values()), allow_unused=True)
-        return {k: (to_numpy(g) if g is not None else np.zeros(leaves[k].shape)) for k, g in zip(leaves, grads)}
+        return {k: (to_numpy(g) if g is not None else np.zeros(leaves[k].shape))
+                for k, g in zip(leaves, grads, strict=True)}

@@ -73,7 +73,8 @@ class KernelVariant(ABC):
 
     def supports(self, case: Any) -> Availability:
         if case.dtype not in self.dtypes:
-            return Availability.no(f"dtype {case.dtype} not supported (supports {', '.join(sorted(self.dtypes))})")
+            supported = ", ".join(sorted(self.dtypes))
+            return Availability.no(f"dtype {case.dtype} not supported (supports {supported})")
         if case.shape.h0 and not self.supports_state:
             return Availability.no("no initial-state input")
         return Availability.yes()

@@ -55,7 +55,8 @@ class Wkv7RwkvOpsNative(rops.NativeVariant):
         y, state = self.run(native)
         loss = (y.double() * torch.from_numpy(upstream["y"])).sum()
         loss = loss + (state.double() * torch.from_numpy(upstream["state"])).sum()
-        grads = dict(zip(leaves, torch.autograd.grad(loss, list(leaves.values()), allow_unused=True)))
+        grads = torch.autograd.grad(loss, list(leaves.values()), allow_unused=True)
+        grads = dict(zip(leaves, grads, strict=True))
         out = {n: to_numpy(grads[n]) for n in ("r", "k", "v", "a", "b")}
         out["lw"] = to_numpy(grads["w"]) / rops.effective_lw(inputs["lw"], case.dtype)
         if "initial_state" in leaves and grads["initial_state"] is not None:
