@@ -1,5 +1,5 @@
-"""rwkv-ops' GPU kernels behind their adapters (wkvkernels/wkv7/rwkv_ops_cuda.py, wkvkernels/wkv6/rwkv_ops_cuda.py,
-wkvkernels/gdn/rwkv_ops_triton.py, wkvkernels/gdn/rwkv_ops_cuda.py).
+"""rwkv-ops' GPU kernels behind their adapters (wkvkernels/wkv7/rwkv_ops_cuda.py,
+wkvkernels/wkv6/rwkv_ops_cuda.py, wkvkernels/gdn/rwkv_ops_triton.py, wkvkernels/gdn/rwkv_ops_cuda.py).
 
 Two groups:
 
