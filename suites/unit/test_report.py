@@ -519,6 +519,10 @@ def test_the_filters_narrow_tables_and_charts(fixture_page):
         dtypes = tab.evaluate("""() => Array.from(document.querySelectorAll('div.chart.js-plotly-plot'))
             .filter(e => e.offsetParent !== null).flatMap(e => e.data.flatMap(t => t.x || []))""")
         assert dtypes and "fp32" not in dtypes
+        cats = tab.evaluate("""() => Array.from(document.querySelectorAll('div.chart.js-plotly-plot'))
+            .filter(e => e.offsetParent !== null && e.layout.xaxis.categoryarray)
+            .map(e => e.layout.xaxis.categoryarray)""")
+        assert cats and all(c == ["bf16"] for c in cats)  # the emptied fp32 category left the dtype axis
         tab.select_option("#f-machine", "NVIDIA H100")  # only asv history has it, and it records no dtype
         assert _visible(tab, "div.chart") == 0
         tab.select_option("#f-dtype", "")
