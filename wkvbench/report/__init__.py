@@ -24,7 +24,17 @@ from pathlib import Path
 from .asv import History, history
 from .charts import Chart, Charts, Trace, plotly_js
 from .current import VerifyGroup, bench_files, verify_groups
-from .matrix import counts, error_vs_dtype_charts, fmt, matrix, result_rows, row_dtype, row_op
+from .matrix import (
+    counts,
+    dtype_key,
+    error_vs_dtype_charts,
+    fmt,
+    matrix,
+    op_key,
+    result_rows,
+    row_dtype,
+    row_op,
+)
 from .perf import bench_view
 from .runs import run_views
 from .sources import DriftSet, ReportInputError, Sources, VerifyRun, load
@@ -256,7 +266,7 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
         results=_shown(results),
         asv_results=_shown(asv_results),
         n=n,
-        options=charts.options(),
+        options=charts.options(op_key, dtype_key),
         groups={"current": [_group_view(g) for g in current],
                 "earlier": [_group_view(g) for g in groups if not g.current]},
         errors=errors,

@@ -60,10 +60,8 @@ class Charts:
             if v:
                 vals.add(v)
 
-    def options(self) -> dict[str, list[str]]:
-        """The values each filter control offers: machine, op, dtype."""
-        from .matrix import dtype_key, op_key
-
+    def options(self, op_key=None, dtype_key=None) -> dict[str, list[str]]:
+        """The values each filter control offers: machine, op, dtype (sorted by the keys given)."""
         m, o, d = self.offered
         return {"machine": sorted(m), "op": sorted(o, key=op_key), "dtype": sorted(d, key=dtype_key)}
 
