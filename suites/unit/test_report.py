@@ -11,10 +11,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import struct
 import subprocess
 import sys
-import zlib
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -23,8 +21,10 @@ import pytest
 
 from wkvbench.report import ReportInputError, build, reproduce
 from wkvbench.report.asv import history
-from wkvbench.report.browser import dump_dom, find_chromium, png_stats, read_png, screenshot
-from wkvbench.report.sources import load
+from wkvbench.report.browser import open_page, png_stats, read_png, screenshot, unavailable
+from wkvbench.report.charts import plotly_js
+from wkvbench.report.current import verify_groups
+from wkvbench.report.sources import VerifyRun, load
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "suites" / "data" / "report" / "results"
@@ -32,7 +32,8 @@ VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "met
 
 
 class _Tree(HTMLParser):
-    """Checks that every element is closed in order; collects table rows (cell texts) and chart data."""
+    """Checks that every element is closed in order; collects table rows (cell texts), the attributes of
+    every element with an id, the chart containers and the script elements."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -40,37 +41,39 @@ class _Tree(HTMLParser):
         self.errors: list[str] = []
         self.rows: list[tuple[str, list[str]]] = []  # (class of the enclosing table, cell texts)
         self.tables: list[str] = []
-        self.svgs = 0
-        self.marks = 0  # polylines with points, circles, rects: the data of the charts
+        self.ids: dict[str, dict[str, str | None]] = {}
+        self.charts: list[str] = []  # ids of div.chart
+        self.scripts: list[dict[str, str | None]] = []
+        self.options: dict[str, list[str]] = {}  # select id -> option values
+        self.h3: list[str] = []
+        self._select: str | None = None
         self._cells: list[str] | None = None
         self._has_td = False
         self._text: list[str] = []
-        self.titles: list[str] = []
-        self._in_title = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = dict(attrs)
+        if "id" in a:
+            self.ids[str(a["id"])] = a
         if tag == "table":
             self.tables.append(a.get("class") or "")
         if tag == "tr":
             self._cells, self._has_td = [], False
         if tag == "td":
             self._has_td = True
-        if tag in ("td", "th"):
+        if tag in ("td", "th", "h3"):
             self._text = []
-        if tag == "svg":
-            self.svgs += 1
-        if (tag == "polyline" and a.get("points")) or tag in ("circle", "rect"):
-            self.marks += 1
-        if tag == "title" and "svg" in self.stack:
-            self._in_title, self._text = True, []
+        if tag == "div" and "chart" in (a.get("class") or "").split():
+            self.charts.append(str(a.get("id")))
+        if tag == "script":
+            self.scripts.append(a)
+        if tag == "select":
+            self._select = str(a.get("id"))
+            self.options[self._select] = []
+        if tag == "option" and self._select:
+            self.options[self._select].append(str(a.get("value")))
         if tag not in VOID:
             self.stack.append(tag)
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        a = dict(attrs)
-        if (tag == "polyline" and a.get("points")) or tag in ("circle", "rect"):
-            self.marks += 1
 
     def handle_endtag(self, tag: str) -> None:
         if tag in VOID:
@@ -80,15 +83,16 @@ class _Tree(HTMLParser):
             self.errors.append(f"</{tag}> at {self.getpos()} closes <{top}>")
             return
         self.stack.pop()
+        if tag == "select":
+            self._select = None
+        if tag == "h3":
+            self.h3.append("".join(self._text).strip())
         if tag in ("td", "th") and self._cells is not None:
             self._cells.append("".join(self._text).strip())
         if tag == "tr" and self._cells is not None:
             if self._has_td:  # data rows only, not headers
                 self.rows.append((self.tables[-1] if self.tables else "", self._cells))
             self._cells = None
-        if tag == "title" and self._in_title:
-            self.titles.append("".join(self._text))
-            self._in_title = False
 
     def handle_data(self, data: str) -> None:
         self._text.append(data)
@@ -117,6 +121,12 @@ def committed_page(tmp_path_factory) -> tuple[Path, str, _Tree]:
     return out, text, _parse(text)
 
 
+def _chart_data(text: str) -> dict:
+    start = text.index('<script type="application/json" id="chart-data">')
+    body = text[text.index(">", start) + 1: text.index("</script>", start)]
+    return json.loads(body)
+
+
 def test_the_tag_checker_catches_unbalanced_html():
     assert _parse("<div><p>x</div>").errors
     assert _parse("<div><span>x</span>").stack == ["div"]
@@ -129,6 +139,16 @@ def test_html_parses_with_balanced_tags(page, request):
     assert text.startswith("<!DOCTYPE html>")
     assert not tree.errors, tree.errors[:5]
     assert tree.stack == [], f"unclosed: {tree.stack}"
+
+
+@pytest.mark.parametrize("page", ["fixture_page", "committed_page"])
+def test_every_section_is_rendered(page, request):
+    _, text, tree = request.getfixturevalue(page)
+    for sec in ("correctness", "errors", "performance", "runs", "history", "provenance", "rows", "filters"):
+        assert sec in tree.ids, sec
+    assert "matrix" in tree.tables and "rows" in tree.tables and "perf" in tree.tables
+    assert "No verify results" not in text and "No <code>wkvbench.bench/1</code> results" not in text
+    assert "No asv results" not in text and "No drift profiles" not in text
 
 
 def _verify_rows(root: Path) -> list[tuple[str, str, str]]:
@@ -163,7 +183,7 @@ def test_every_bench_row_appears(fixture_page):
     doc = json.loads((FIXTURE / "bench" / "bench-fixture.json").read_text())
     for r in doc["rows"]:
         assert (r["variant"], r["shape"], r["dtype"], r["status"]) in shown, r
-    ok = [c for cls, c in fixture_page[2].rows if cls == "perf" and len(c) == 12 and c[3] == "OK"]
+    ok = [c for cls, c in tree.rows if cls == "perf" and len(c) == 12 and c[3] == "OK"]
     r0 = next(r for r in doc["rows"]
               if r["status"] == "OK" and r["shape"] == ok[0][1] and r["variant"] == ok[0][0])
     assert ok[0][4] == f"{r0['median_ms']:.4g}" and ok[0][9] == f"{r0['pct_of_floor']:.3g}"
@@ -171,7 +191,8 @@ def test_every_bench_row_appears(fixture_page):
 
 def test_matrix_cells_carry_status_colour_numbers_and_skip_reasons(fixture_page):
     _, text, _ = fixture_page
-    fail = re.search(r'<td class="fail" title="([^"]*)"><b>FAIL 1/1</b><br>y 3.5e\+04x</td>', text)
+    fail = re.search(r'<td class="fail" data-d="fp32" title="([^"]*)"><b>FAIL 1/1</b><br>y 3.5e\+04x</td>',
+                     text)
     assert fail, "the wkv7.fla.chunk fp32 failure cell"
     assert "rel 0.00087 = 3.5e+04x floor" in fail.group(1)
     assert '<td class="xfail"' in text and '<td class="pass"' in text
@@ -179,30 +200,153 @@ def test_matrix_cells_carry_status_colour_numbers_and_skip_reasons(fixture_page)
     assert "1 skipped: dtype bf16 not supported (supports fp32)" in text  # and on hover
 
 
-def test_plots_are_present_with_data(fixture_page):
+def test_charts_are_plotly_figures_with_data(fixture_page):
     _, text, tree = fixture_page
-    assert tree.svgs >= 10 and tree.marks >= 50
+    data = _chart_data(text)
+    charts = {c["id"]: c for c in data["charts"]}
+    assert sorted(charts) == sorted(tree.charts) and len(charts) >= 8  # one container per figure
+    titles = [c["layout"]["title"]["text"] for c in charts.values()]
     for title in ("wkv7: worst error of y vs dtype", "error vs token position", "prefill, bf16: time vs T",
-                  "prefill: % of the roofline floor",
-                  "bench_wkv.TimeWkv7.time_forward(variant=&#x27;wkv7.fla.chunk&#x27;, T=1024)"):
-        assert title in text, title
-    # history: one line per machine/GPU, points dated and tagged with their commit
-    assert "h100-box (NVIDIA H100)" in text and "h200-box (NVIDIA H200)" in text
-    assert any("2026-11-18 aaaaaaaa11" in t for t in tree.titles)
+                  "prefill: % of the roofline floor", "bench_wkv.TimeWkv7.time_forward(T=1024)"):
+        assert any(t.startswith(title) for t in titles), (title, titles)
+    for c in charts.values():  # every trace has points, and a facet key per point
+        assert c["data"] and all(len(t["keys"] if "keys" in t else k) == len(t.get("x") or t.get("y"))
+                                 for t, k in zip(c["data"], c["keys"], strict=True)), c["id"]
+        assert sum(len(k) for k in c["keys"]) > 0
+    assert sum(len(k) for c in charts.values() for k in c["keys"]) >= 50
+    # history: one line per variant and machine/GPU, points dated and tagged with their commit
+    hist = next(c for t, c in zip(titles, charts.values(), strict=True) if t.endswith("(T=4096)"))
+    names = {t["name"] for t in hist["data"]}
+    assert {"wkv7.fla.chunk · NVIDIA H100", "wkv7.fla.chunk · NVIDIA H200"} <= names, names
+    assert any("2026-11-18 aaaaaaaa11" in s for t in hist["data"] for s in t["text"])
 
 
-def test_report_is_self_contained(fixture_page):
-    _, text, _ = fixture_page
-    assert "<link" not in text and " src=" not in text and "@import" not in text and "url(" not in text
-    external = set(re.findall(r'https?://[^"\'<> ]+', text)) - {"http://www.w3.org/2000/svg"}
-    assert not external
+def test_plotly_js_is_inlined_once_and_nothing_is_fetched(fixture_page, committed_page):
+    js = plotly_js()
+    assert js.startswith("/**") and "plotly.js v" in js[:200] and len(js) > 1_000_000
+    for _, text, tree in (fixture_page, committed_page):
+        assert len(tree.charts) > 1  # several charts, one library
+        assert text.count(js[:5000]) == 1 and text.count("plotly.js v") == 1
+        assert not any(s.get("src") for s in tree.scripts)  # no <script src=...>
+        assert "<link" not in text and "@import" not in text
+        # outside the library (which names map-tile servers it would use for maps only): no address at all
+        page = text.replace(js, "")
+        external = set(re.findall(r'https?://[^"\'<> ]+', page)) - {"http://www.w3.org/2000/svg"}
+        assert not external, external
 
 
-def test_output_is_deterministic(tmp_path):
-    a, b = tmp_path / "a" / "index.html", tmp_path / "b" / "index.html"
-    build(FIXTURE, a)
-    build(FIXTURE, b)
-    assert a.read_bytes() == b.read_bytes()
+def test_filter_controls_offer_every_machine_operator_and_dtype(fixture_page):
+    _, text, tree = fixture_page
+    opts = tree.options
+    assert set(opts) >= {"f-machine", "f-op", "f-dtype"} and "f-text" in tree.ids
+    assert opts["f-machine"][0] == "" and "NVIDIA H200" in opts["f-machine"]
+    assert {"NVIDIA H100", "machine not recorded"} <= set(opts["f-machine"])  # asv history, drift
+    assert opts["f-op"] == ["", "wkv6", "wkv7", "gla"]  # in the operators' order
+    assert opts["f-dtype"] == ["", "fp32", "bf16"]
+    data = _chart_data(text)
+    for m, o, d in data["facets"]:  # every point's facets are values the controls offer (or unknown: "")
+        assert m in opts["f-machine"] and o in opts["f-op"] and d in opts["f-dtype"]
+    # the tables carry the attributes the filter script reads
+    assert re.search(r'<tr class="ok" data-o="wkv7" data-d="bf16"', text)
+    assert '<div class="group" data-m="NVIDIA H200">' in text and '<th data-d="fp32">fp32</th>' in text
+    assert '<details class="rowsfile" data-rows-m="NVIDIA H200">' in text
+
+
+def test_superseded_runs_are_not_marked_current(fixture_page):
+    """The fixture's older verify and bench files (same machine, same case set / shape sets) are folded
+    under "earlier runs" with a superseded badge; the current matrix and charts hold the newer run only."""
+    _, text, tree = fixture_page
+    correctness = text[text.index('<section id="correctness"'):text.index('<section id="errors"')]
+    current, earlier = correctness.split('<details class="earlier" id="earlier-runs">')
+    assert "wkv7.old.kernel" not in current and "wkv7.old.kernel" in earlier
+    assert "superseded by results/gpu/verify-fixture.json" in earlier and "badge current" not in earlier
+    assert current.count("badge current") == 1 and "badge superseded" not in current
+    assert "cut-short.partial.jsonl" in earlier and "incomplete" in earlier  # a partial stream: never current
+    perf = text[text.index('<section id="performance"'):text.index('<section id="runs"')]
+    now, before = perf.split('<details class="earlier" id="earlier-bench">')
+    assert "bench-fixture.json" in now and "bench-fixture-older.json" not in now
+    assert "bench-fixture-older.json" in before
+    assert "superseded by <code>results/bench/bench-fixture.json" in before
+    data = _chart_data(text)  # no chart point comes from a superseded run
+    assert not any("old.kernel" in json.dumps(c) for c in data["charts"])
+    first = tree.h3[0]  # the first group of the correctness section
+    assert first.startswith("NVIDIA H200 · case set gpu") and first.endswith("current")
+
+
+def test_the_newest_committed_run_of_each_machine_comes_first(committed_page):
+    """The committed H100 runs of 2026-11-22/23 (the ggml CRASH run among them) are superseded by the
+    2026-11-24 run of the same machine and case set; the bench files likewise by its bench.json."""
+    _, text, tree = committed_page
+    assert tree.h3[0].startswith("NVIDIA H100 80GB HBM3 · case set gpu") and tree.h3[0].endswith("current")
+    correctness = text[text.index('<section id="correctness"'):text.index('<section id="errors"')]
+    current, earlier = correctness.split('<details class="earlier" id="earlier-runs">')
+    assert "reports/gpu/h100-2026-11-22/verify-ggml.json" in earlier
+    assert "reports/gpu/h100-2026-11-22/verify-ggml.json" not in current
+    assert "reports/gpu/h200-2026-11-22/verify-gpu.json.gz" in current  # the only H200 run stays current
+    perf = text[text.index('<section id="performance"'):text.index('<section id="runs"')]
+    now, before = perf.split('<details class="earlier" id="earlier-bench">')
+    assert now.count("badge current") == 1 and "triton3.6.0/bench.json" in now
+    assert "reports/gpu/h100-2026-11-23/bench-bf16.json.gz" in before
+
+
+def _doc(gpu: str, when: str | None, case_set: str = "gpu", kinds: tuple[str, ...] = ("forward",),
+         seed: int = 0) -> VerifyRun:
+    prov = {"gpu": {"name": gpu}, **({"timestamp": when} if when else {})}
+    doc = {"schema": "wkvbench.verify/1", "provenance": prov,
+           "selection": {"case_set": case_set, "seed": seed}}
+    rows = [{"variant": "wkv7.x.y", "case": "wkv7/model/B1-T1-H1-N64/fp32/s0", "status": "PASS", "kind": k}
+            for k in kinds]
+    return VerifyRun(f"{gpu}-{when}-{case_set}-{'+'.join(kinds)}-{seed}.json", doc, rows)
+
+
+def test_supersession_rules():
+    old = _doc("H100", "2026-11-20T00:00:00+00:00")
+    new = _doc("H100", "2026-11-21T00:00:00+00:00", kinds=("forward", "backward"))
+    other_gpu = _doc("H200", "2026-11-19T00:00:00+00:00")
+    other_set = _doc("H100", "2026-11-19T00:00:00+00:00", case_set="edge")
+    back_only_newer = _doc("H100", "2026-11-22T00:00:00+00:00", kinds=("backward",))
+    undated = _doc("H100", None)
+    partial = VerifyRun("p.partial.jsonl", {}, new.rows, partial=True)
+    groups = verify_groups([old, new, other_gpu, other_set, back_only_newer, undated, partial])
+    state = {g.runs[0].path: g for g in groups}
+    # covered by a newer run of the same machine and case set
+    assert state[old.path].superseded_by == new.path and not state[old.path].current
+    assert state[undated.path].superseded_by is not None  # no date: older than any dated run
+    # the newest run does not cover forward, so the run before it stays current
+    assert state[new.path].current and state[back_only_newer.path].current
+    assert state[other_gpu.path].current and state[other_set.path].current
+    assert not state[partial.path].current and state[partial.path].superseded_by is None
+    order = [g.runs[0].path for g in groups]
+    assert order[:4] == [back_only_newer.path, new.path, other_set.path, other_gpu.path]  # newest first
+    # seeds of one selection are one group, current together
+    seeds = verify_groups([_doc("CPU", f"2026-11-20T00:0{i}:00+00:00", seed=i) for i in range(3)])
+    assert len(seeds) == 1 and seeds[0].current and len(seeds[0].runs) == 3
+
+
+def test_names_are_escaped(tmp_path):
+    """A variant, reason or path with markup is shown as text everywhere: in the tables, the titles, the
+    filter options and the chart data (jinja2 autoescape; the JSON escapes < and >)."""
+    evil = "wkv7.<script>alert(1)</script>.x"
+    doc = json.loads((FIXTURE / "gpu" / "verify-fixture.json").read_text())
+    for r in doc["results"]:
+        r["variant"] = evil
+        r["reason"] = '<img src=x onerror="alert(2)">'
+    doc["provenance"]["gpu"]["name"] = 'GPU "<b>bold</b>"'
+    (tmp_path / "gpu").mkdir()
+    (tmp_path / "gpu" / "v.json").write_text(json.dumps(doc))
+    out = tmp_path / "html" / "index.html"
+    build(tmp_path, out)
+    text = out.read_text()
+    assert "<script>alert(1)" not in text and "<img src=x" not in text and "<b>bold</b>" not in text
+    assert "wkv7.&lt;script&gt;alert(1)&lt;/script&gt;.x" in text  # shown, escaped
+    assert "&lt;img src=x onerror=&#34;alert(2)&#34;&gt;" in text
+    tree = _parse(text)
+    assert len(tree.scripts) == 3 and text.count("<script") == 3  # the data, plotly.js, the filters: no other
+    assert not tree.errors and tree.stack == []
+    names = [t["name"] for c in _chart_data(text)["charts"] for t in c["data"]]
+    assert "wkv7.&lt;script&gt;alert(1)&lt;/script&gt;.x" in names  # plotly shows entities as text
+    assert 'GPU "&lt;b&gt;bold&lt;/b&gt;"' in _chart_data(text)["facets"][0][0] or any(
+        '&lt;b&gt;' not in f[0] and "<b>" in f[0] for f in _chart_data(text)["facets"])
 
 
 def test_provenance_and_reproduce_command():
@@ -274,57 +418,44 @@ def test_asv_site_is_linked_when_built(tmp_path):
     assert '<a href="../asv/html/index.html">' in out.read_text()
 
 
-def _png(img: np.ndarray, filters: list[int]) -> bytes:
-    """A minimal PNG encoder using the given filter type per row (to test the decoder on all five)."""
-    h, w, c = img.shape
-    bpp, raw = c, bytearray()
-    prev = np.zeros(w * c, dtype=np.int64)
-    for y in range(h):
-        cur = img[y].reshape(-1).astype(np.int64)
-        left = np.concatenate([np.zeros(bpp, np.int64), cur[:-bpp]])
-        ul = np.concatenate([np.zeros(bpp, np.int64), prev[:-bpp]])
-        f = filters[y % len(filters)]
-        if f == 0:
-            line = cur
-        elif f == 1:
-            line = cur - left
-        elif f == 2:
-            line = cur - prev
-        elif f == 3:
-            line = cur - (left + prev) // 2
-        else:
-            p = left + prev - ul
-            pa, pb, pc = abs(p - left), abs(p - prev), abs(p - ul)
-            pred = np.where((pa <= pb) & (pa <= pc), left, np.where(pb <= pc, prev, ul))
-            line = cur - pred
-        raw += bytes([f]) + bytes((line % 256).astype(np.uint8))
-        prev = cur
+def _pillow_png(path: Path, img: np.ndarray, mode: str) -> None:
+    from PIL import Image
 
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-
-    hdr = struct.pack(">IIBBBBB", w, h, 8, 2 if c == 3 else 6, 0, 0, 0)
-    body = chunk(b"IHDR", hdr) + chunk(b"IDAT", zlib.compress(bytes(raw))) + chunk(b"IEND", b"")
-    return b"\x89PNG\r\n\x1a\n" + body
+    kind = "L" if mode == "L" else ("RGBA" if img.shape[2] == 4 else "RGB")
+    im = Image.fromarray(img[:, :, 0] if mode == "L" else img, kind)
+    if mode == "P":
+        im = im.convert("P", palette=Image.Palette.ADAPTIVE, colors=16)
+    im.save(path, "PNG")
 
 
-@pytest.mark.parametrize("channels", [3, 4])
-def test_png_reader_undoes_every_filter(tmp_path, channels):
-    img = np.random.default_rng(channels).integers(0, 256, size=(10, 7, channels), dtype=np.uint8)
+@pytest.mark.parametrize("mode", ["RGB", "RGBA", "P", "L"])
+def test_png_reader_decodes_what_pillow_writes(tmp_path, mode):
+    rng = np.random.default_rng(len(mode))
+    img = rng.integers(0, 256, size=(10, 7, 4 if mode == "RGBA" else 3), dtype=np.uint8)
+    if mode in ("P", "L"):
+        img = np.repeat(img[:, :, :1] // 16 * 16, 3, axis=2)  # at most 16 levels: exact in a palette
     p = tmp_path / "x.png"
-    p.write_bytes(_png(img, [0, 1, 2, 3, 4]))
-    assert np.array_equal(read_png(p), img)
+    _pillow_png(p, img, mode)
+    got = read_png(p)
+    assert got.dtype == np.uint8 and got.shape == img.shape
+    assert np.array_equal(got, img)
     st = png_stats(p)
-    assert (st.width, st.height) == (7, 10) and st.colours > 60 and st.non_white == 1.0
+    assert (st.width, st.height) == (7, 10)
+    assert st.colours == len({tuple(px) for px in img[:, :, :3].reshape(-1, 3)})
 
 
-CHROMIUM = find_chromium()
-needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="chromium not installed (a system dependency, not installed by nox: apt-get install chromium)")
+def test_a_file_that_is_not_a_png_is_refused(tmp_path):
+    p = tmp_path / "x.png"
+    p.write_bytes(b"not an image")
+    with pytest.raises(ValueError, match="not a PNG"):
+        read_png(p)
 
 
-@needs_chromium
+BROWSER = unavailable()
+needs_browser = pytest.mark.skipif(BROWSER is not None, reason=f"browser test not run: {BROWSER}")
+
+
+@needs_browser
 def test_blank_and_drawn_pages_are_told_apart(tmp_path):
     blank = tmp_path / "blank.html"
     blank.write_text("<!DOCTYPE html><html><body style='background:#fff'></body></html>")
@@ -337,20 +468,74 @@ def test_blank_and_drawn_pages_are_told_apart(tmp_path):
     assert int(np.all(img[:, :, :3] == [255, 0, 0], axis=2).sum()) == 100 * 30
 
 
-@needs_chromium
-def test_headless_chromium_renders_the_report(committed_page):
-    """The report built from the committed results, rendered: not blank, tables and plots in the DOM.
-    The screenshot is kept as an artifact under reports/out/ (git-ignored)."""
-    page, _, _ = committed_page
+def _visible(tab, selector: str) -> int:
+    return tab.eval_on_selector_all(selector, "els => els.filter(e => e.offsetParent !== null).length")
+
+
+@needs_browser
+def test_headless_chromium_renders_the_report_offline(committed_page):
+    """The report built from the committed results, in chromium with every network request refused: not
+    blank, every chart drawn by the inlined plotly.js. The screenshot is kept under reports/out/."""
+    page, text, tree = committed_page
     png = screenshot(page, REPO / "reports" / "out" / "report-screenshot.png", 1400, 2000)
     st = png_stats(png)
     assert (st.width, st.height) == (1400, 2000)
     assert st.colours >= 50 and st.non_white >= 0.05, st  # text, coloured cells: not a blank page
-    dom = dump_dom(page)
-    tree = _parse(dom)
-    assert "matrix" in tree.tables and "rows" in tree.tables
-    assert tree.svgs >= 10 and tree.marks >= 100
-    assert 'id="filter"' in dom and "display: block" in dom  # the optional filter box: the script ran
+    requests: list[str] = []
+    with open_page(page) as tab:
+        tab.route("**/*", lambda route: (requests.append(route.request.url), route.abort())
+                  if not route.request.url.startswith("file:") else route.continue_())
+        tab.reload(wait_until="load")
+        tab.wait_for_selector("body[data-ready]", state="attached")
+        n = len(tree.charts)
+        assert tab.get_attribute("body", "data-ready") == f"{n} charts drawn"
+        assert tab.locator("div.chart.js-plotly-plot").count() == n
+        assert tab.locator("div.chart svg.main-svg").count() >= n
+        assert tab.locator("div.chart .scatterlayer .trace, div.chart .barlayer .trace").count() >= n
+        assert tab.is_visible("#filters") and tab.is_visible("#f-dtype")
+    assert requests == []
+
+
+@needs_browser
+def test_the_filters_narrow_tables_and_charts(fixture_page):
+    page, text, tree = fixture_page
+    with open_page(page) as tab:
+        assert "9 of 9 charts" in tab.inner_text("#filter-note") or "charts" in tab.inner_text("#filter-note")
+        all_rows = tab.eval_on_selector_all("details.rowsfile tbody tr", "els => els.length")
+        tab.eval_on_selector_all("details.rowsfile", "els => els.forEach(d => d.open = true)")
+        assert _visible(tab, "details.rowsfile tbody tr") == all_rows
+        charts = len(tree.charts)
+        tab.select_option("#f-dtype", "bf16")
+        cases = tab.eval_on_selector_all(
+            "details.rowsfile tbody tr",
+            "els => els.filter(e => e.offsetParent !== null).map(e => e.cells[2].textContent)")
+        assert cases and all(c.split("/")[3] == "bf16" for c in cases) and len(cases) < all_rows
+        assert _visible(tab, 'table.matrix td[data-d="fp32"]') == 0
+        assert _visible(tab, 'table.matrix td[data-d="bf16"]') > 0
+        assert _visible(tab, 'table.perf tr[data-d="fp32"]') == 0
+        shown = _visible(tab, "div.chart")
+        assert 0 < shown < charts
+        # every point left in every drawn chart is a bf16 point
+        dtypes = tab.evaluate("""() => Array.from(document.querySelectorAll('div.chart.js-plotly-plot'))
+            .filter(e => e.offsetParent !== null).flatMap(e => e.data.flatMap(t => t.x || []))""")
+        assert dtypes and "fp32" not in dtypes
+        cats = tab.evaluate("""() => Array.from(document.querySelectorAll('div.chart.js-plotly-plot'))
+            .filter(e => e.offsetParent !== null && e.layout.xaxis.categoryarray)
+            .map(e => e.layout.xaxis.categoryarray)""")
+        assert cats and all(c == ["bf16"] for c in cats)  # the emptied fp32 category left the dtype axis
+        tab.select_option("#f-machine", "NVIDIA H100")  # only asv history has it, and it records no dtype
+        assert _visible(tab, "div.chart") == 0
+        tab.select_option("#f-dtype", "")
+        assert _visible(tab, "details.rowsfile") == 0 and _visible(tab, "table.matrix") == 0
+        assert _visible(tab, "div.chart") == 3  # the history charts (T=1024, T=4096, the oracle): H100 lines
+        names = tab.evaluate("""() => Array.from(document.querySelectorAll('div.chart.js-plotly-plot'))
+            .filter(e => e.offsetParent !== null)
+            .flatMap(e => e.data.filter(t => t.x.length).map(t => t.name))""")
+        assert names and all(n.endswith("NVIDIA H100") for n in names)
+        tab.click("#f-reset")
+        assert _visible(tab, "div.chart") == charts
+        tab.fill("#f-text", "not supported")
+        assert _visible(tab, "details.rowsfile tbody tr") == 1
 
 
 def test_local_output_folders_are_not_part_of_the_report(tmp_path):
@@ -368,8 +553,8 @@ def test_a_crashed_or_hung_case_colours_its_cell_as_a_failure():
     from wkvbench.report.matrix import cell
 
     for status in ("CRASH", "TIMEOUT"):
-        cls, body, tip = cell([{"variant": "gla.ggml.cuda", "case": "c", "status": status, "reason": "signal 6"}])
-        assert cls == "fail" and "FAIL 1/1" in body and status in tip
+        c = cell([{"variant": "gla.ggml.cuda", "case": "c", "status": status, "reason": "signal 6"}])
+        assert c.cls == "fail" and c.head == "FAIL 1/1" and status in c.tip
 
 
 def test_the_report_shows_where_a_gpu_runs_time_went_and_its_stability(tmp_path):
@@ -392,10 +577,10 @@ def test_the_report_shows_where_a_gpu_runs_time_went_and_its_stability(tmp_path)
         "load": [[30.0, 99.5, 40.0, 20.1], [60.0, 70.0, 100.0, 30.0], [90.0, None, None, None]]}))
     (d / "stability.json").write_text(json.dumps({
         "schema": "wkvbench.stability/1", "repeats": 5, "spread_max": 0.01, "ratio_max": 0.02, "rows": [
-            {"shape_set": "decode", "variant": "v1", "dtype": "bf16", "mode": "graph", "engine_median_ms": 0.1118,
-             "spread": 0.0049, "ratio": 0.994, "ok": True},
-            {"shape_set": "decode", "variant": "v2", "dtype": "bf16", "mode": "graph", "engine_median_ms": 0.0069,
-             "spread": 2.92, "ratio": 5.28, "ok": False}]}))
+            {"shape_set": "decode", "variant": "v1", "dtype": "bf16", "mode": "graph",
+             "engine_median_ms": 0.1118, "spread": 0.0049, "ratio": 0.994, "ok": True},
+            {"shape_set": "decode", "variant": "v2", "dtype": "bf16", "mode": "graph",
+             "engine_median_ms": 0.0069, "spread": 2.92, "ratio": 5.28, "ok": False}]}))
     src = load(tmp_path)
     assert not src.not_read  # both files are read, not listed under "Files not read"
     html = runs_section(src.runs, src.stability)

@@ -1,11 +1,15 @@
 """The static HTML report: ``python -m wkvbench report [--results DIR] [--output FILE.html]``.
 
-One self-contained file (inline CSS, inline SVG, a few lines of optional JS for filtering; no network,
-no fonts, no plotting library) built from the committed results under ``--results``: the correctness
-matrix per machine, error plots (vs dtype, vs token position), performance tables and plots from
-``wkvbench.bench/1`` files, benchmark history from asv results (``<results>/asv/results``), provenance
-and the reproduce command of every results file, and every result row. The same inputs always give
-the same bytes (sorted inputs, no build timestamp), so diffs of a committed report are meaningful.
+One self-contained file built from the committed results under ``--results``: the correctness matrix per
+machine, error plots (vs dtype, vs token position), performance tables and plots from ``wkvbench.bench/1``
+files, benchmark history from asv results (``<results>/asv/results``), provenance and the reproduce command
+of every results file, and every result row. The newest run of each machine and case set comes first;
+older runs it covers are folded under "earlier runs" (``current.py``).
+
+The page is rendered from jinja2 templates (``templates/*.j2``, autoescaped); its charts are plotly figures
+drawn in the browser by plotly.js, inlined once (no network); filter controls (machine, operator, dtype)
+narrow every table and chart client-side. The same inputs always give the same bytes (sorted inputs, no
+build timestamp), so two builds can be compared.
 """
 
 from __future__ import annotations
@@ -17,14 +21,26 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import svg
 from .asv import History, history
-from .matrix import error_vs_dtype_charts, esc, fmt, group_runs, matrix_table, rows_table
-from .perf import bench_section
-from .runs import runs_section
-from .sources import DriftSet, ReportInputError, Sources, load
+from .charts import Chart, Charts, Trace, plotly_js
+from .current import VerifyGroup, bench_files, verify_groups
+from .matrix import (
+    counts,
+    dtype_key,
+    error_vs_dtype_charts,
+    fmt,
+    matrix,
+    op_key,
+    result_rows,
+    row_dtype,
+    row_op,
+)
+from .perf import bench_view
+from .runs import run_views
+from .sources import DriftSet, ReportInputError, Sources, VerifyRun, load
+from .templating import render
 
-__all__ = ["ReportInputError", "Summary", "build"]
+__all__ = ["ReportInputError", "Summary", "build", "reproduce"]
 
 
 @dataclass
@@ -38,35 +54,7 @@ class Summary:
     asv_series: int
     asv_site: Path | None
     charts: int
-
-
-_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 2em 4em;color:#222}
-body{background:#fff}
-h1{margin:.6em 0 .2em}h2{border-bottom:2px solid #ccc;margin-top:2em}h3{margin-top:1.6em}
-nav a{margin-right:1.2em}code,pre{font:12px/1.4 ui-monospace,Menlo,Consolas,monospace;background:#f4f4f4}
-pre{padding:.5em;white-space:pre-wrap;word-break:break-all}
-table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;vertical-align:top}
-table.matrix td{width:15em;font-size:12px}
-table.matrix th.v{text-align:left;font-weight:normal;font-family:monospace}
-tr.op th{background:#eceff1;text-align:left}
-.pass{background:#c8e6c9}.fail,.error,.xpass,.unverified{background:#ffcdd2}.xfail{background:#e1bee7}
-.skip{background:#f5f5f5;color:#555}.none{background:#fff;color:#999}.ok{background:#fff}
-.why{font-size:11px;color:#555}.meta{color:#444;font-size:13px}
-table.rows,table.perf{font-size:12px}table.rows td:nth-child(3){font-family:monospace}
-.charts{display:flex;flex-wrap:wrap;gap:12px}.chart{border:1px solid #ddd;background:#fff}
-.legend span{display:inline-block;padding:1px 8px;margin-right:6px;border:1px solid #ccc}
-dl.prov{display:grid;grid-template-columns:12em 1fr;gap:2px 12px;font-size:13px}dl.prov dt{font-weight:bold}
-#filter{display:none;margin:.5em 0}
-"""
-
-_JS = """
-(function(){var f=document.getElementById('filter');f.style.display='block';
-f.addEventListener('input',function(){var q=f.value.toLowerCase();
-document.querySelectorAll('table.rows tbody tr').forEach(function(tr){
-tr.style.display=!q||tr.textContent.toLowerCase().indexOf(q)>=0?'':'none';});
-if(q){document.querySelectorAll('#rows details').forEach(function(d){d.open=true;});}});})();
-"""
+    bytes: int = 0
 
 
 def reproduce(doc: dict, path: str) -> str:
@@ -92,14 +80,20 @@ def reproduce(doc: dict, path: str) -> str:
     return (f"git checkout {commit} && " if commit else "") + cmd
 
 
-def _prov_block(path: str, doc: dict, extra: str = "") -> str:
+@dataclass
+class Prov:
+    path: str
+    machine: str
+    items: list[tuple[str, str]]  # empty: a partial stream
+    reproduce: str
+    current: bool
+    superseded_by: str | None
+
+
+def _prov_items(doc: dict) -> list[tuple[str, str]]:
     prov = doc.get("provenance") or {}
     if not prov:
-        return (
-            f"<h3>{esc(path)}</h3><p class=meta>No provenance recorded: this is the partial stream of a run "
-            "that was cut short (the finished JSON was never written). The run's log, when committed, sits "
-            "in the same folder.</p>"
-        )
+        return []
     gpu = prov.get("gpu") or {}
     git = prov.get("git") or {}
     m = prov.get("machine") or {}
@@ -108,111 +102,79 @@ def _prov_block(path: str, doc: dict, extra: str = "") -> str:
         ("date", prov.get("timestamp", "-")),
         ("host", f"{prov.get('host', '-')} · {m.get('platform', '-')}"),
         ("CPU", f"{m.get('cpu', '-')}, {m.get('cores', '-')} cores, Python {m.get('python', '-')}"),
-        (
-            "GPU",
-            (
-                f"{gpu.get('name')} (sm {gpu.get('capability', '-')}, {gpu.get('memory_gib', '-')} GiB) × "
+        ("GPU", f"{gpu.get('name')} (sm {gpu.get('capability', '-')}, {gpu.get('memory_gib', '-')} GiB) × "
                 f"{gpu.get('count', 1)}, driver {gpu.get('driver', '-')}, CUDA {gpu.get('cuda', '-')}"
-            )
-            if gpu.get("name")
-            else (gpu.get("error") or "none"),
-        ),
+         if gpu.get("name") else (gpu.get("error") or "none")),
         ("versions", ", ".join(f"{k} {v}" for k, v in sorted((prov.get("versions") or {}).items()) if v)),
-        (
-            "commit",
-            f"{git.get('commit') or 'not recorded'} ({git.get('branch') or '-'}"
-            f"{', uncommitted changes' if git.get('dirty') else ''})",
-        ),
+        ("commit", f"{git.get('commit') or 'not recorded'} ({git.get('branch') or '-'}"
+                   f"{', uncommitted changes' if git.get('dirty') else ''})"),
         ("environment", " ".join(f"{k}={v}" for k, v in sorted((prov.get("env") or {}).items())) or "-"),
     ]
     if prov.get("identity"):
         items.append(("identity", prov["identity"]))
     if "counts" in doc:
-        items.append(
-            (
-                "counts",
-                ", ".join(f"{k} {v}" for k, v in doc["counts"].items())
-                + (f" in {doc.get('seconds', '-')} s" if "seconds" in doc else ""),
-            )
-        )
-    dl = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items)
-    return (
-        f"<h3>{esc(path)}</h3><dl class=prov>{dl}</dl>{extra}"
-        f"<p>reproduce:</p><pre>{esc(reproduce(doc, path))}</pre>"
-    )
+        items.append(("counts", ", ".join(f"{k} {v}" for k, v in doc["counts"].items())
+                      + (f" in {doc.get('seconds', '-')} s" if "seconds" in doc else "")))
+    return [(k, str(v)) for k, v in items]
 
 
-def _drift_chart(d: DriftSet) -> str:
-    series, skipped = [], []
+def _drift(charts: Charts, d: DriftSet) -> dict:
+    """Error vs token position of one drift file (its machine is not recorded in the file)."""
+    traces, skipped = [], []
     for p in d.profiles:
+        parts = str(p["case"]).split("/")
+        dtype = parts[3] if len(parts) > 3 else None
         if p.get("skipped") or not p.get("rel"):
-            skipped.append(
-                f"{p['variant']} ({str(p['case']).split('/')[3]}): {p.get('skipped') or 'no data'}"
-            )
+            skipped.append(f"{p['variant']} ({dtype}): {p.get('skipped') or 'no data'}")
             continue
         block = int(p.get("block", 1))
         fx = p.get("floor_x") or [float("nan")] * len(p["rel"])
-        pts = [
-            (s + block / 2, float(v), f"t {s}..{s + block - 1}: rel {fmt(v)} ({fmt(x)}x floor)")
-            for s, v, x in zip(p["positions"], p["rel"], fx, strict=False)
-        ]
-        series.append(svg.Series(f"{p['variant']} ({str(p['case']).split('/')[3]})", pts))
-    case = str(d.profiles[0]["case"]) if d.profiles else "-"
-    chart = svg.line_chart(
-        f"error vs token position: {case.split('/')[0]}, {case.split('/')[1] if '/' in case else ''}"
-        f" domain, {case.split('/')[2] if case.count('/') > 2 else ''}",
-        series,
-        x_label="token position t",
-        y_label="relative RMS error of y per block",
-        width=900,
-        height=max(340, 60 + 14 * len(series)),
-    )
-    note = "".join(f"<li>skipped: {esc(s)}</li>" for s in skipped)
-    return f"<h3>{esc(d.path)}</h3>{chart}" + (f"<ul class=meta>{note}</ul>" if note else "")
+        t = Trace(f"{p['variant']} ({dtype})")
+        key = charts.key(None, parts[0], dtype)
+        for s, v, x in zip(p["positions"], p["rel"], fx, strict=False):
+            t.add(s + block / 2, float(v), f"t {s}..{s + block - 1}: rel {fmt(v)} ({fmt(x)}x floor)", key)
+        traces.append(t)
+    case = str(d.profiles[0]["case"]).split("/") if d.profiles else ["-"]
+    chart = None
+    if traces:
+        chart = charts.line(f"error vs token position: {case[0]}"
+                            + (f", {case[1]} domain, {case[2]}" if len(case) > 2 else ""),
+                            traces, "token position t", "relative RMS error of y per block")
+    return {"path": d.path, "chart": chart, "skipped": skipped}
 
 
-def _day(seconds: float) -> str:
-    return f"{_dt.datetime.fromtimestamp(seconds, _dt.timezone.utc):%Y-%m-%d}"
+def _day(ms: int) -> str:
+    return f"{_dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc):%Y-%m-%d}"
 
 
-def _history_charts(hist: list[History]) -> list[str]:
-    charts = []
+def _history_charts(charts: Charts, hist: list[History]) -> list[Chart]:
+    """One chart per benchmark and parameter set other than variant and dtype (those are its lines), one
+    line per variant, dtype and machine; x is the commit date."""
+    by: dict[tuple, list[History]] = collections.defaultdict(list)
     for h in hist:
-        scale, unit = (1e3, "ms") if h.unit == "seconds" else (1.0, h.unit or "value")
-        series = []
-        for machine, pts in sorted(h.machines.items()):
-            series.append(
-                svg.Series(
-                    machine,
-                    [
-                        (
-                            p.date_ms / 1000.0,
-                            p.value * scale,
-                            f"{_day(p.date_ms / 1000)} {p.commit[:10]}: "
-                            f"{p.value * scale:.4g} {unit}",
-                        )
-                        for p in pts
-                    ],
-                )
-            )
-        title = h.benchmark if len(h.benchmark) <= 80 else h.benchmark[:79] + "…"
-        dates = sorted({p.date_ms // 1000 for pts in h.machines.values() for p in pts})
-        step = max(1, len(dates) // 5)
-        ticks = [
-            (float(d), f"{_dt.datetime.fromtimestamp(d, _dt.timezone.utc):%Y-%m-%d}") for d in dates[::step]
-        ]
-        charts.append(
-            svg.line_chart(
-                title,
-                series,
-                x_label="commit date (UTC)",
-                y_label=unit,
-                x_ticks=ticks,
-                y_log=False,
-                height=max(280, 60 + 14 * len(series)),
-            )
-        )
-    return charts
+        rest = tuple((k, v) for k, v in h.params.items() if k not in ("variant", "dtype"))
+        by[(h.function or h.benchmark, rest)].append(h)
+    out = []
+    for (fn, rest), hs in sorted(by.items()):
+        traces, unit = [], "value"
+        for h in hs:
+            scale, unit = (1e3, "ms") if h.unit == "seconds" else (1.0, h.unit or "value")
+            variant, dtype = h.params.get("variant"), h.params.get("dtype")
+            op = variant.split(".")[0] if variant else None
+            for label, pts in sorted(h.machines.items()):
+                name = " ".join(x for x in (variant, dtype, f"· {h.gpus.get(label, label)}") if x)
+                t = Trace(name)
+                key = charts.key(h.gpus.get(label, label), op, dtype)
+                for p in pts:
+                    when = _dt.datetime.fromtimestamp(p.date_ms / 1000, _dt.timezone.utc)
+                    t.add(when.strftime("%Y-%m-%d %H:%M"),
+                          p.value * scale, f"{_day(p.date_ms)} {p.commit[:10]}: {p.value * scale:.4g} {unit} "
+                          f"({label})", key)
+                traces.append(t)
+        args = ", ".join(f"{k}={v}" for k, v in rest)
+        out.append(charts.line(f"{fn}({args})" if args else fn, traces, "commit date (UTC)", unit,
+                               x_type="date"))
+    return out
 
 
 def _shown(path: Path) -> str:
@@ -228,6 +190,16 @@ def _relative_link(target: Path, output: Path) -> str:
     return Path(os.path.relpath(target.resolve(), output.resolve().parent)).as_posix()
 
 
+def _group_view(g: VerifyGroup) -> dict:
+    rows = g.rows
+    files = ", ".join(r.path for r in g.runs)
+    when = f"{g.date:%Y-%m-%d %H:%M} UTC" if g.date else "date not recorded"
+    kills = g.runs[0].doc.get("mutants")
+    return {"title": g.title, "machine": g.machine, "matrix": matrix(rows),
+            "meta": f"{len(rows)} results ({counts(rows)}), {when}, from {files}",
+            "mutants": kills if isinstance(kills, dict) else None, "superseded_by": g.superseded_by}
+
+
 def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
     """Write the report for every results file under ``results`` to ``output``; return what went in."""
     src: Sources = load(results)
@@ -235,137 +207,93 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
     hist = history(asv_results, src.not_read)
     asv_html = asv_html or results / "asv" / "html"
     site = asv_html / "index.html"
-    n_charts = 0
+    charts = Charts()
 
-    sec_matrix, sec_err = [], []
-    for title, runs in group_runs(src.verify):
-        rows = [r for run in runs for r in run.rows]
-        counts = collections.Counter(r["status"] for r in rows)
-        head = (
-            f"<h3>{esc(title)}</h3><p class=meta>{len(rows)} results from "
-            + ", ".join(f"<code>{esc(r.path)}</code>" for r in runs)
-            + ": "
-            + esc(", ".join(f"{s} {c}" for s, c in sorted(counts.items())))
-            + "</p>"
-        )
-        kills = [r.doc["mutants"] for r in runs if isinstance(r.doc.get("mutants"), dict)]
-        if kills:  # the mutant panel: FAIL is the expected outcome; collapsed below the real results
-            k = kills[0]
-            sec_matrix.append(
-                f"<details><summary><b>{esc(title)}</b>: {esc(k.get('killed'))}/"
-                f"{esc(k.get('total'))} mutants killed"
-                + (f", survivors: {esc(', '.join(k['survivors']))}" if k.get("survivors") else "")
-                + f"</summary>{head}{matrix_table(rows)}</details>"
-            )
-            continue
-        sec_matrix.append(head)
-        sec_matrix.append(matrix_table(rows))
-        charts = error_vs_dtype_charts(title.split(" · ")[0], rows)
-        n_charts += len(charts)
-        if charts:
-            sec_err.append(f"<h3>{esc(title)}</h3><div class=charts>{''.join(charts)}</div>")
-    drift = [_drift_chart(d) for d in src.drift]
-    n_charts += len(drift)
-    perf = [bench_section(b) for b in src.bench]
-    n_charts += sum(p.count("<svg") for p in perf)
-    hist_charts = _history_charts(hist)
-    n_charts += len(hist_charts)
+    groups = verify_groups(src.verify)
+    current = [g for g in groups if g.current]
+    errors = []
+    for g in current:
+        if not g.mutants:
+            cs = error_vs_dtype_charts(charts, g.title.split(" · ")[0], g.machine, g.rows)
+            if cs:
+                errors.append({"title": g.title, "machine": g.machine, "charts": cs})
+    drift = [_drift(charts, d) for d in src.drift]
+    bfiles = bench_files([b for b in src.bench])
+    bench = {"current": [bench_view(charts, f) for f in bfiles if f.current],
+             "earlier": [bench_view(None, f) for f in bfiles if not f.current]}
+    history_charts = _history_charts(charts, hist)
 
-    total_rows = sum(len(r.rows) for r in src.verify)
-    real = [run for run in src.verify if "mutants" not in run.doc]
-    overall = collections.Counter(r["status"] for run in real for r in run.rows)
-    n_mutant = sum(len(run.rows) for run in src.verify if "mutants" in run.doc)
-    legend = (
-        "<p class=legend><span class=pass>PASS</span><span class=fail>FAIL / ERROR / XPASS</span>"
-        "<span class=xfail>XFAIL (known failure)</span><span class=skip>SKIP (reason shown)</span> "
-        "Cells: status, passed/judged, worst error of y as a multiple of the rounding floor of its dtype "
-        "(1x = as exact as the output format allows). Hover a cell for every tensor's worst error, "
-        "its case, and the skip reasons.</p>"
+    status: dict[str, VerifyGroup] = {r.path: g for g in groups for r in g.runs}
+
+    def machine_of(run: VerifyRun) -> str:
+        return status[run.path].machine
+
+    real_current = [r for g in current if not g.mutants for r in g.rows]
+    n = {
+        "verify_files": len(src.verify),
+        "current_rows": len(real_current),
+        "current_counts": counts(real_current),
+        "earlier_rows": sum(len(g.rows) for g in groups if not g.current),
+        "mutant_rows": sum(len(g.rows) for g in current if g.mutants),
+        "bench_files": len(src.bench),
+        "bench_current": len(bench["current"]),
+        "drift_files": len(src.drift),
+        "asv_series": len(hist),
+    }
+    bench_state = {f.run.path: f for f in bfiles}
+    provenance = [Prov(r.path, machine_of(r), _prov_items(r.doc), reproduce(r.doc, r.path),
+                       status[r.path].current, status[r.path].superseded_by) for r in src.verify]
+    for b in src.bench:
+        f = bench_state[b.path]
+        items = _prov_items(b.doc) or [("schema", str(b.doc.get("schema", "-")))]
+        provenance.append(Prov(b.path, f.machine, items,
+                               reproduce(b.doc, b.path), f.current, f.superseded_by))
+    rows = [{"path": r.path, "machine": machine_of(r), "rows": result_rows(r), "counts": counts(r.rows),
+             "current": status[r.path].current, "superseded_by": status[r.path].superseded_by}
+            for r in sorted(src.verify, key=lambda r: groups.index(status[r.path]))]
+    runs = run_views(src.runs, src.stability)
+    for r in runs:
+        charts.offer(r.machine)
+    for g in groups:  # the filter offers every machine, operator and dtype a table shows
+        for r in g.rows:
+            charts.offer(g.machine, row_op(r), row_dtype(r))
+    for f in bfiles:
+        for r in f.run.rows:
+            charts.offer(f.machine, str(r.get("op") or str(r.get("variant", "")).split(".")[0]),
+                         str(r.get("dtype")))
+    page = render(
+        "page.j2",
+        results=_shown(results),
+        asv_results=_shown(asv_results),
+        n=n,
+        options=charts.options(op_key, dtype_key),
+        groups={"current": [_group_view(g) for g in current],
+                "earlier": [_group_view(g) for g in groups if not g.current]},
+        errors=errors,
+        drift=drift,
+        bench=bench,
+        runs=runs,
+        history=history_charts,
+        site_link=_relative_link(site, output) if site.exists() else None,
+        provenance=provenance,
+        rows=rows,
+        not_read=src.not_read,
+        chart_data=charts.payload(),
+        plotly_js=plotly_js(),
     )
-    site_link = (
-        f'<p>The asv site (<code>asv publish</code>): <a href="{esc(_relative_link(site, output))}">'
-        f"{esc(_relative_link(site, output))}</a></p>"
-        if site.exists()
-        else "<p class=meta>No asv site built (run <code>nox -s report</code> where asv results exist).</p>"
-    )
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        "<title>wkvbench report</title>",
-        f"<style>{_CSS}</style></head><body>",
-        "<h1>wkvbench report</h1>",
-        f"<p class=meta>Built from <code>{esc(_shown(results))}</code>: {len(src.verify)} verify files "
-        f"({total_rows - n_mutant} results: {esc(', '.join(f'{s} {c}' for s, c in sorted(overall.items())))}"
-        + (f"; plus {n_mutant} rows of the mutant panel" if n_mutant else "")
-        + "), "
-        f"{len(src.bench)} bench files, {len(src.drift)} drift files, {len(hist)} asv series. "
-        "Every error is judged against the float64 NumPy oracle.</p>",
-        '<nav><a href="#correctness">correctness</a><a href="#errors">error plots</a>'
-        '<a href="#performance">performance</a><a href="#runs">GPU runs</a><a href="#history">history</a>'
-        '<a href="#provenance">provenance</a><a href="#rows">all results</a></nav>',
-        '<section id="correctness"><h2>Correctness: variant × operator × dtype</h2>',
-        legend,
-        *sec_matrix,
-        "</section>",
-        '<section id="errors"><h2>Error plots</h2><p class=meta>Worst relative RMS error of y per dtype '
-        "(one line per variant; dashed: the rounding floor of y). Hover a point for its numbers.</p>",
-        *sec_err,
-        "<h3>Error vs token position (long sequences)</h3>",
-        *(drift or ["<p class=meta>No drift profiles (<code>python -m wkvbench drift</code>) found.</p>"]),
-        "</section>",
-        '<section id="performance"><h2>Performance</h2>',
-        *(
-            perf
-            or [
-                "<p class=meta>No <code>wkvbench.bench/1</code> results under "
-                f"<code>{esc(_shown(results))}"
-                "</code> yet (<code>python -m wkvbench bench --output reports/bench/NAME.json</code>); the "
-                "report picks them up automatically.</p>"
-            ]
-        ),
-        "</section>",
-        '<section id="runs"><h2>GPU runs: where the time went</h2>',
-        runs_section(src.runs, src.stability),
-        "</section>",
-        '<section id="history"><h2>History (asv)</h2>',
-        site_link,
-        (
-            f"<p class=meta>One chart per benchmark and parameter set, one line per machine/GPU "
-            f"(from <code>{esc(_shown(asv_results))}</code>).</p>"
-            f"<div class=charts>{''.join(hist_charts)}</div>"
-            if hist_charts
-            else f"<p class=meta>No asv results under <code>{esc(_shown(asv_results))}</code>.</p>"
-        ),
-        "</section>",
-        '<section id="provenance"><h2>Provenance and reproduce commands</h2>',
-        *[_prov_block(r.path, r.doc) for r in src.verify],
-        *[_prov_block(b.path, b.doc) for b in src.bench],
-        "</section>",
-        '<section id="rows"><h2>All results</h2><input id="filter" type="search" size="60" '
-        'placeholder="filter rows (variant, case, status, reason)">',
-        *[rows_table(r) for r in src.verify],
-        "</section>",
-    ]
-    if src.not_read:
-        parts.append(
-            "<section id=not-read><h2>Files not read</h2><ul>"
-            + "".join(f"<li><code>{esc(p)}</code>: {esc(why)}</li>" for p, why in src.not_read)
-            + "</ul></section>"
-        )
-    parts += [f"<script>{_JS}</script>", "</body></html>", ""]
     output.parent.mkdir(parents=True, exist_ok=True)
     tmp = output.with_suffix(".tmp")
-    tmp.write_text("\n".join(parts), encoding="utf-8")
+    tmp.write_text(page, encoding="utf-8")
     tmp.replace(output)
     return Summary(
         output,
         len(src.verify),
-        total_rows,
+        sum(len(r.rows) for r in src.verify),
         len(src.bench),
         sum(len(b.rows) for b in src.bench),
         len(src.drift),
         len(hist),
         site if site.exists() else None,
-        n_charts,
+        len(charts.charts),
+        len(page.encode()),
     )

@@ -29,6 +29,9 @@ class History:
     benchmark: str  # e.g. "bench_wkv.TimeWkv7.time_forward(variant='wkv7.fla.chunk', T=4096)"
     unit: str
     machines: dict[str, list[Point]] = field(default_factory=dict)  # machine label -> points by date
+    function: str = ""  # the benchmark without its parameters, e.g. "bench_wkv.TimeWkv7.time_forward"
+    params: dict[str, str] = field(default_factory=dict)  # e.g. {"variant": "wkv7.fla.chunk", "T": "4096"}
+    gpus: dict[str, str] = field(default_factory=dict)  # machine label -> its GPU (the machine filter)
 
 
 def _machine_label(folder: Path) -> str:
@@ -38,6 +41,20 @@ def _machine_label(folder: Path) -> str:
         return folder.name
     extra = [str(info[k]) for k in ("gpu", "cpu") if info.get(k)]
     return folder.name + (f" ({'; '.join(extra)})" if extra else "")
+
+
+def gpu_name(folder: Path) -> str:
+    """The GPU of an asv machine folder, as the verify and bench files name it: ``machine.json``'s ``gpu``
+    without its driver, else the folder name (``Machine.slug``: ``NVIDIA-H200-drv...``) before ``-drv``."""
+    try:
+        gpu = str(json.loads((folder / "machine.json").read_text()).get("gpu") or "")
+    except (OSError, json.JSONDecodeError, AttributeError):
+        gpu = ""
+    if gpu:
+        return gpu.split(" driver ")[0].strip()
+    if "-drv" in folder.name:
+        return folder.name.split("-drv")[0].replace("-", " ")
+    return folder.name
 
 
 def history(results_dir: Path, not_read: list[tuple[str, str]] | None = None) -> list[History]:
@@ -56,7 +73,7 @@ def history(results_dir: Path, not_read: list[tuple[str, str]] | None = None) ->
         pass
     out: dict[str, History] = {}
     for folder in sorted(p for p in results_dir.iterdir() if p.is_dir()):
-        label = _machine_label(folder)
+        label, gpu = _machine_label(folder), gpu_name(folder)
         for f in sorted(folder.glob("*.json")):
             if f.name == "machine.json":
                 continue
@@ -82,7 +99,10 @@ def history(results_dir: Path, not_read: list[tuple[str, str]] | None = None) ->
                         continue
                     args = ", ".join(f"{n}={v}" for n, v in zip(names, combo, strict=False))
                     key = f"{bench}({args})" if args else bench
-                    h = out.setdefault(key, History(key, units.get(bench, "seconds")))
+                    h = out.setdefault(key, History(key, units.get(bench, "seconds"), function=bench,
+                                                    params={n: str(v).strip("'\"") for n, v
+                                                            in zip(names, combo, strict=False)}))
+                    h.gpus[label] = gpu
                     h.machines.setdefault(label, []).append(
                         Point(
                             date,

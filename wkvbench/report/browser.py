@@ -1,57 +1,74 @@
-"""Headless Chromium for the report: a screenshot of the page, its rendered DOM, and the screenshot's
-pixel statistics to tell a blank page from a drawn one (decoded by Pillow).
+"""The report in a real browser: Playwright driving the system's chromium (no browser download), for a
+screenshot of the page and for the browser test (its scripts ran, its charts were drawn, its filters
+work). The screenshot's pixels are read by Pillow.
 
-Chromium is a system dependency (``apt-get install chromium`` on Debian/Ubuntu); the tests that need
-it skip with that reason where it is absent.
-
-``chromium --headless`` runs with ``--no-sandbox`` (CI containers run as root) and a private
-profile directory, bounded by a timeout.
+Chromium is a system dependency (Debian/Ubuntu: ``apt-get install chromium``), and playwright is in the
+``test`` dependency group only: where either is missing, ``unavailable()`` says which, and the browser
+test skips with that reason.
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
-import subprocess
-import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+BROWSERS = ("chromium", "chromium-browser")  # Debian's and Ubuntu's names of the system chromium
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--hide-scrollbars"]  # CI containers run as root
 
 
 def find_chromium() -> str | None:
     return next((p for p in map(shutil.which, BROWSERS) if p), None)
 
 
-def _run(args: list[str], timeout: float) -> subprocess.CompletedProcess:
-    exe = find_chromium()
-    if exe is None:
-        raise FileNotFoundError("chromium not installed (a system dependency: apt-get install chromium)")
-    with tempfile.TemporaryDirectory(prefix="wkvbench-chromium-") as profile:
-        return subprocess.run([exe, "--headless", "--disable-gpu", "--no-sandbox", "--hide-scrollbars",
-                               "--no-first-run", f"--user-data-dir={profile}", *args],
-                              capture_output=True, text=True, timeout=timeout)
+def unavailable() -> str | None:
+    """Why the report cannot be opened in a browser here, or None when it can."""
+    if find_chromium() is None:
+        return ("chromium not found on PATH (a system dependency, not installed by nox: "
+                "apt-get install chromium; docs/report.md)")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright not installed (it is in the `test` dependency group: nox -s tests installs it)"
+    return None
+
+
+@contextlib.contextmanager
+def open_page(page: Path, width: int = 1400, height: int = 2000, timeout: float = 120) -> Iterator:
+    """A Playwright page showing ``page`` (a local file) after its scripts ran (``body[data-ready]`` is
+    set by the report's script once its charts are drawn; other pages: after the load event)."""
+    why = unavailable()
+    if why:
+        raise FileNotFoundError(why)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=find_chromium(), args=LAUNCH_ARGS,
+                                     timeout=timeout * 1000)
+        try:
+            tab = browser.new_page(viewport={"width": width, "height": height})
+            tab.set_default_timeout(timeout * 1000)
+            tab.goto(page.resolve().as_uri(), wait_until="load")
+            if tab.locator("#chart-data").count():
+                tab.wait_for_selector("body[data-ready]", state="attached")
+            yield tab
+        finally:
+            browser.close()
 
 
 def screenshot(page: Path, png: Path, width: int = 1400, height: int = 2000, timeout: float = 120) -> Path:
-    """Render ``page`` (a local file) and write a ``width`` x ``height`` PNG."""
+    """Render ``page`` (a local file) and write a ``width`` x ``height`` PNG of its top."""
     png.parent.mkdir(parents=True, exist_ok=True)
     png.unlink(missing_ok=True)
-    p = _run([f"--screenshot={png.resolve()}", f"--window-size={width},{height}", page.resolve().as_uri()],
-             timeout)
+    with open_page(page, width, height, timeout) as tab:
+        tab.screenshot(path=str(png), full_page=False)
     if not png.exists():
-        raise RuntimeError(f"chromium wrote no screenshot (exit {p.returncode}): {p.stderr[-2000:]}")
+        raise RuntimeError(f"chromium wrote no screenshot of {page}")
     return png
-
-
-def dump_dom(page: Path, timeout: float = 120) -> str:
-    """The DOM after rendering (scripts run), serialised by chromium."""
-    p = _run(["--dump-dom", page.resolve().as_uri()], timeout)
-    if p.returncode != 0:
-        raise RuntimeError(f"chromium --dump-dom failed (exit {p.returncode}): {p.stderr[-2000:]}")
-    return p.stdout
 
 
 @dataclass
@@ -63,7 +80,7 @@ class PngStats:
 
 
 def read_png(path: Path) -> np.ndarray:
-    """An RGB or RGBA PNG (what chromium writes) as an (H, W, C) uint8 array, decoded by Pillow."""
+    """A PNG as an (H, W, 3 or 4) uint8 array, decoded by Pillow (palette and grey images converted)."""
     from PIL import Image, UnidentifiedImageError
 
     try:
@@ -71,7 +88,7 @@ def read_png(path: Path) -> np.ndarray:
             if im.format != "PNG":
                 raise ValueError(f"{path}: not a PNG file ({im.format})")
             if im.mode not in ("RGB", "RGBA"):
-                im = im.convert("RGBA" if "A" in im.mode else "RGB")
+                im = im.convert("RGBA" if "A" in im.mode or "transparency" in im.info else "RGB")
             return np.asarray(im)
     except UnidentifiedImageError:
         raise ValueError(f"{path}: not a PNG file") from None

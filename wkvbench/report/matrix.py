@@ -1,5 +1,5 @@
 """The correctness part of the report: runs grouped by machine, a variant x dtype matrix per group,
-error-vs-dtype charts, and the full list of result rows.
+error-vs-dtype charts, and the full list of result rows (data for the templates; no HTML here).
 
 A matrix cell aggregates every result of one variant in one dtype over the group's runs (e.g. the
 six CPU seeds): its colour is the worst status, it shows the counts and the worst error of ``y`` as a
@@ -13,20 +13,15 @@ import collections
 import math
 import statistics
 from collections.abc import Iterable
+from dataclasses import dataclass
 
-from . import svg
+from .charts import Chart, Charts, Trace
 from .sources import VerifyRun
 
 DTYPE_ORDER = ("fp32", "tf32", "bf16", "fp16", "fp8")
 OP_ORDER = ("wkv4", "wkv6", "wkv7", "gla", "gdn", "gdn_wy")
 RAN = ("PASS", "FAIL", "XFAIL", "XPASS")
 BAD = ("FAIL", "ERROR", "XPASS", "CRASH", "TIMEOUT")  # CRASH/TIMEOUT: the worker died or hung (isolate.py)
-
-
-def esc(s: object) -> str:
-    import html
-
-    return html.escape(str(s), quote=True)
 
 
 def fmt(x: float | None) -> str:
@@ -62,35 +57,56 @@ def hardware(run: VerifyRun) -> str:
     return "machine not recorded"
 
 
+def case_set(doc: dict) -> str:
+    sel = doc.get("selection") or {}
+    if sel.get("case_set"):
+        return str(sel["case_set"])
+    argv = [str(a) for a in (doc.get("provenance") or {}).get("argv") or []]
+    for i, a in enumerate(argv):
+        if a == "--set" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--set="):
+            return a.split("=", 1)[1]
+    return "default"
+
+
 def group_runs(runs: Iterable[VerifyRun]) -> list[tuple[str, list[VerifyRun]]]:
     """Runs of the same machine and selection (all but the seed) form one group, in first-path order."""
     groups: dict[tuple, list[VerifyRun]] = {}
-    for run in runs:
+    # newest first, so that a run of a seed a group already has (the same command run again later) starts
+    # a group of its own: the older one, which the newer may supersede (current.py)
+    def when(r: VerifyRun) -> str:
+        return str((r.doc.get("provenance") or {}).get("timestamp", ""))
+
+    for run in sorted(runs, key=when, reverse=True):
         sel = dict(run.doc.get("selection") or {})
         seed = sel.pop("seed", None)
-        del seed
         key = (
             hardware(run),
             "mutants" in run.doc,
             run.partial and run.path,
             tuple(sorted((k, str(v)) for k, v in sel.items())),
         )
-        groups.setdefault(key, []).append(run)
+        n = 0
+        while any((r.doc.get("selection") or {}).get("seed") == seed for r in groups.get((*key, n), [])):
+            n += 1
+        groups.setdefault((*key, n), []).append(run)
+    for rs in groups.values():
+        rs.sort(key=lambda r: r.path)
 
     def order(item: tuple[tuple, list[VerifyRun]]) -> tuple:
-        (hw, mutants, partial, _), rs = item
+        (hw, mutants, partial, _, _), rs = item
         return (bool(mutants), bool(partial), hw.startswith(("CPU", "machine not")), hw, rs[0].path)
 
     out = []
-    for (hw, mutants, partial, _), rs in sorted(groups.items(), key=order):
+    for (hw, mutants, partial, _, _), rs in sorted(groups.items(), key=order):
         sel = rs[0].doc.get("selection") or {}
         parts = [hw]
         if mutants:
             parts.append("mutant panel (every mutant should FAIL)")
         if partial:
             parts.append(f"partial stream {partial}")
-        if sel.get("case_set"):
-            parts.append(f"case set {sel['case_set']}")
+        parts.append(f"case set {case_set(rs[0].doc)}" if not partial else "")
         if sel.get("devices"):
             parts.append("devices " + ",".join(sel["devices"]))
         if sel.get("backward"):
@@ -100,7 +116,7 @@ def group_runs(runs: Iterable[VerifyRun]) -> list[tuple[str, list[VerifyRun]]]:
             f"{len(rs)} run{'s' if len(rs) > 1 else ''}"
             + (f", seeds {', '.join(map(str, seeds))}" if seeds else "")
         )
-        out.append((" · ".join(parts), rs))
+        out.append((" · ".join(p for p in parts if p), rs))
     return out
 
 
@@ -117,8 +133,32 @@ def _worst(rows: list[dict]) -> dict[str, tuple[float, float, str]]:
     return worst
 
 
-def cell(rows: list[dict]) -> tuple[str, str, str]:
-    """(css class, cell HTML, hover text) for one variant x dtype."""
+@dataclass
+class Cell:
+    dtype: str
+    cls: str  # css class: pass, fail, xfail, skip
+    head: str  # e.g. "PASS 6/6"
+    worst: str  # e.g. "y 1.2x" (the worst error of y as a multiple of the floor), or ""
+    why: str  # the skip reason when nothing was judged, shortened
+    tip: str  # hover text: counts, every tensor's worst error with its case, the skip reasons
+
+
+@dataclass
+class VariantRow:
+    name: str
+    op: str
+    cells: list[Cell | None]  # one per dtype column; None where the variant has no result in that dtype
+    skipped: tuple[str, str] | None = None  # (reason, hover) when every result was skipped for one reason
+
+
+@dataclass
+class Matrix:
+    dtypes: list[str]
+    ops: list[tuple[str, list[VariantRow]]]
+
+
+def cell(rows: list[dict], dtype: str = "") -> Cell:
+    """One variant x dtype: the worst status, its counts, the worst error of y and the hover text."""
     n = collections.Counter(r["status"] for r in rows)
     judged = len(rows) - n["SKIP"]
     bad = sum(n[s] for s in BAD)
@@ -139,62 +179,40 @@ def cell(rows: list[dict]) -> tuple[str, str, str]:
     reasons = collections.Counter(str(r.get("reason", "")) for r in rows if r["status"] == "SKIP")
     tip += [f"{c} skipped: {why}" for why, c in sorted(reasons.items())]
     key = "y" if "y" in worst else next(iter(worst), None)
-    body = f"<b>{esc(head)}</b>"
-    if key:
-        body += f"<br>{esc(key)} {esc(fmt(worst[key][1]))}x"
-    elif reasons:
-        body += f"<br><span class=why>{esc(_short(next(iter(sorted(reasons)))))}</span>"
-    return cls, body, "\n".join(tip)
+    shown = f"{key} {fmt(worst[key][1])}x" if key else ""
+    why = _short(next(iter(sorted(reasons)))) if not key and reasons else ""
+    return Cell(dtype, cls, head, shown, why, "\n".join(tip))
 
 
 def _short(s: str, n: int = 70) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-def matrix_table(rows: list[dict]) -> str:
+def matrix(rows: list[dict]) -> Matrix:
+    """variant x dtype cells, variants grouped by operator."""
     dtypes = sorted({row_dtype(r) for r in rows}, key=dtype_key)
     by: dict[str, dict[str, list[dict]]] = collections.defaultdict(lambda: collections.defaultdict(list))
     for r in rows:
         by[str(r["variant"])][row_dtype(r)].append(r)
-    variants = sorted(by, key=lambda v: (op_key(v.split(".")[0]), v))
-    out = [
-        '<table class="matrix"><thead><tr><th>variant</th>'
-        + "".join(f"<th>{esc(d)}</th>" for d in dtypes)
-        + "</tr></thead><tbody>"
-    ]
-    current_op = None
-    for v in variants:
+    ops: dict[str, list[VariantRow]] = {}
+    for v in sorted(by, key=lambda v: (op_key(v.split(".")[0]), v)):
         op = v.split(".")[0]
-        if op != current_op:
-            out.append(f'<tr class="op"><th colspan="{len(dtypes) + 1}">{esc(op)}</th></tr>')
-            current_op = op
         per = by[v]
         all_rows = [r for d in dtypes for r in per.get(d, [])]
         reasons = {str(r.get("reason", "")) for r in all_rows}
         if all_rows and all(r["status"] == "SKIP" for r in all_rows) and len(reasons) == 1:
             why = reasons.pop()
-            out.append(
-                f'<tr><th class="v">{esc(v)}</th><td class="skip" colspan="{len(dtypes)}" '
-                f'title="{esc(f"{len(all_rows)} skipped: {why}")}"><b>SKIP</b> '
-                f"<span class=why>{esc(_short(why, 110))}</span></td></tr>"
-            )
-            continue
-        tds = []
-        for d in dtypes:
-            if d not in per:
-                tds.append('<td class="none">-</td>')
-                continue
-            cls, body, tip = cell(per[d])
-            tds.append(f'<td class="{cls}" title="{esc(tip)}">{body}</td>')
-        out.append(f'<tr><th class="v">{esc(v)}</th>{"".join(tds)}</tr>')
-    out.append("</tbody></table>")
-    return "\n".join(out)
+            row = VariantRow(v, op, [], (_short(why, 110), f"{len(all_rows)} skipped: {why}"))
+        else:
+            row = VariantRow(v, op, [cell(per[d], d) if d in per else None for d in dtypes])
+        ops.setdefault(op, []).append(row)
+    return Matrix(dtypes, list(ops.items()))
 
 
-def error_vs_dtype_charts(title: str, rows: list[dict]) -> list[str]:
+def error_vs_dtype_charts(charts: Charts, title: str, machine: str, rows: list[dict]) -> list[Chart]:
     """One chart per operator: worst relative error of y per dtype, one line per variant, plus the
     median rounding floor of y per dtype (dashed)."""
-    charts = []
+    out = []
     for op in sorted({row_op(r) for r in rows}, key=op_key):
         ops_rows = [
             r for r in rows if row_op(r) == op and r["status"] in RAN and "y" in (r.get("errors") or {})
@@ -202,67 +220,51 @@ def error_vs_dtype_charts(title: str, rows: list[dict]) -> list[str]:
         dtypes = sorted({row_dtype(r) for r in ops_rows}, key=dtype_key)
         if not dtypes:
             continue
-        series = []
+        traces = []
         for v in sorted({str(r["variant"]) for r in ops_rows}):
-            pts = []
-            for i, d in enumerate(dtypes):
+            t = Trace(v)
+            for d in dtypes:
                 errs = [r["errors"]["y"] for r in ops_rows if r["variant"] == v and row_dtype(r) == d]
                 if errs:
                     e = max(errs, key=lambda e: (not math.isfinite(e.get("rel", 0.0)), e.get("rel", 0.0)))
-                    pts.append(
-                        (
-                            float(i),
-                            float(e["rel"]),
-                            f"{d}: worst rel {fmt(e['rel'])} "
-                            f"({fmt(e.get('floor_x'))}x floor) over {len(errs)} cases",
-                        )
-                    )
-            series.append(svg.Series(v, pts))
-        floor_pts = []
-        for i, d in enumerate(dtypes):
-            floors = [
-                float(r["errors"]["y"]["floor"])
-                for r in ops_rows
-                if row_dtype(r) == d and r["errors"]["y"].get("floor") is not None
-            ]
+                    t.add(d, float(e["rel"]), f"{d}: worst rel {fmt(e['rel'])} "
+                          f"({fmt(e.get('floor_x'))}x floor) over {len(errs)} cases",
+                          charts.key(machine, op, d))
+            traces.append(t)
+        floor = Trace("rounding floor of y (median)", dashed=True)
+        for d in dtypes:
+            floors = [float(r["errors"]["y"]["floor"]) for r in ops_rows
+                      if row_dtype(r) == d and r["errors"]["y"].get("floor") is not None]
             if floors:
-                floor_pts.append(
-                    (
-                        float(i),
-                        statistics.median(floors),
-                        f"{d}: median floor {fmt(statistics.median(floors))}",
-                    )
-                )
-        series.append(svg.Series("rounding floor of y (median)", floor_pts, dashed=True))
-        charts.append(
-            svg.line_chart(
-                f"{op}: worst error of y vs dtype ({title})",
-                series,
-                x_label="dtype",
-                y_label="relative RMS error of y",
-                categories=dtypes,
-                height=max(300, 60 + 14 * len(series)),
-            )
-        )
-    return charts
+                med = statistics.median(floors)
+                floor.add(d, med, f"{d}: median floor {fmt(med)}", charts.key(machine, op, d))
+        traces.append(floor)
+        out.append(charts.line(f"{op}: worst error of y vs dtype ({title})", traces, "dtype",
+                               "relative RMS error of y", categories=dtypes))
+    return out
 
 
-def rows_table(run: VerifyRun) -> str:
+@dataclass
+class ResultRow:
+    status: str
+    variant: str
+    case: str
+    kind: str
+    y_rel: str
+    y_floor_x: str
+    reason: str
+
+
+def result_rows(run: VerifyRun) -> list[ResultRow]:
     """Every result row of one file, in file order."""
-    n = collections.Counter(r["status"] for r in run.rows)
-    counts = ", ".join(f"{s} {c}" for s, c in sorted(n.items()))
-    out = [
-        f"<details><summary>{esc(run.path)}: {len(run.rows)} rows ({esc(counts)})</summary>",
-        '<table class="rows"><thead><tr><th>status</th><th>variant</th><th>case</th><th>kind</th>'
-        "<th>y rel</th><th>y x floor</th><th>reason</th></tr></thead><tbody>",
-    ]
+    out = []
     for r in run.rows:
         y = (r.get("errors") or {}).get("y") or {}
-        out.append(
-            f'<tr class="{esc(str(r["status"]).lower())}"><td>{esc(r["status"])}</td><td>{esc(r["variant"])}'
-            f"</td><td>{esc(r['case'])}</td><td>{esc(r.get('kind', 'forward'))}</td>"
-            f"<td>{fmt(y.get('rel'))}</td><td>{fmt(y.get('floor_x'))}</td>"
-            f"<td>{esc(r.get('reason', ''))}</td></tr>"
-        )
-    out.append("</tbody></table></details>")
-    return "\n".join(out)
+        out.append(ResultRow(str(r["status"]), str(r["variant"]), str(r["case"]),
+                             str(r.get("kind", "forward")),
+                             fmt(y.get("rel")), fmt(y.get("floor_x")), str(r.get("reason", ""))))
+    return out
+
+
+def counts(rows: list[dict]) -> str:
+    return ", ".join(f"{s} {c}" for s, c in sorted(collections.Counter(r["status"] for r in rows).items()))

@@ -1,16 +1,17 @@
 """The performance part of the report, from ``wkvbench.bench/1`` files: a table per shape set
 (median, IQR, GB/s, TFLOP/s, % of the roofline floor), time against T per variant, and % of the
-roofline floor per variant."""
+roofline floor per variant (data for the templates; no HTML here)."""
 
 from __future__ import annotations
 
 import collections
 import re
 import statistics
+from dataclasses import dataclass
 
-from . import svg
-from .matrix import dtype_key, esc, fmt, op_key
-from .sources import BenchRun
+from .charts import Chart, Charts, Trace
+from .current import BenchFile
+from .matrix import dtype_key, fmt, op_key
 
 _T = re.compile(r"(^|-)T(\d+)(?=-|$)")
 
@@ -39,12 +40,38 @@ def _cellnum(r: dict, k: str, digits: str = ".3g") -> str:
     return format(v, digits) if isinstance(v, (int, float)) else "-"
 
 
-def shape_set_table(rows: list[dict]) -> str:
-    out = [
-        '<table class="perf"><thead><tr><th>variant</th><th>shape</th><th>dtype</th><th>status</th>'
-        "<th>median ms</th><th>IQR ms</th><th>n</th><th>GB/s</th><th>TFLOP/s</th><th>% of floor</th>"
-        "<th>x floor</th><th>verify</th></tr></thead><tbody>"
-    ]
+@dataclass
+class PerfRow:
+    variant: str
+    op: str
+    shape: str
+    dtype: str
+    status: str
+    cells: list[str]  # median ms, IQR ms, n, GB/s, TFLOP/s, % of floor, x floor, verify (status OK)
+    reason: str  # status not OK
+    tip: str
+
+
+@dataclass
+class ShapeSet:
+    name: str
+    rows: list[PerfRow]
+    charts: list[Chart]
+
+
+@dataclass
+class BenchView:
+    path: str
+    machine: str
+    identity: str
+    ceilings: str
+    current: bool
+    superseded_by: str | None
+    shape_sets: list[ShapeSet]
+
+
+def shape_set_rows(rows: list[dict]) -> list[PerfRow]:
+    out = []
     for r in sorted(rows, key=_key):
         st = str(r.get("status", "?"))
         ver = r.get("verify") or {}
@@ -57,27 +84,21 @@ def shape_set_table(rows: list[dict]) -> str:
             f"clock {r.get('clock_mhz', '-')} MHz, "
             f"temp {r.get('temp_c', '-')} C, throttled {r.get('throttled', '-')}"
         )
-        if st != "OK":
-            out.append(
-                f'<tr class="{esc(st.lower())}"><td>{esc(r.get("variant"))}</td>'
-                f'<td>{esc(r.get("shape"))}</td><td>{esc(r.get("dtype"))}</td><td>{esc(st)}</td>'
-                f'<td colspan="8">{esc(r.get("reason", ""))}'
-                "</td></tr>"
-            )
-            continue
-        out.append(
-            f'<tr class="ok" title="{esc(tip)}"><td>{esc(r.get("variant"))}</td>'
-            f'<td>{esc(r.get("shape"))}</td>'
-            f"<td>{esc(r.get('dtype'))}</td><td>OK</td><td>{_cellnum(r, 'median_ms', '.4g')}</td>"
-            f"<td>{_cellnum(r, 'iqr_ms')}</td><td>{r.get('n', '-')}</td><td>{_cellnum(r, 'gbps', '.4g')}</td>"
-            f"<td>{_cellnum(r, 'tflops')}</td><td>{_cellnum(r, 'pct_of_floor', '.3g')}</td>"
-            f"<td>{_cellnum(r, 'x_floor')}</td><td>{esc(vtxt)}</td></tr>"
-        )
-    out.append("</tbody></table>")
-    return "\n".join(out)
+        cells = [] if st != "OK" else [
+            _cellnum(r, "median_ms", ".4g"), _cellnum(r, "iqr_ms"), str(r.get("n", "-")),
+            _cellnum(r, "gbps", ".4g"),
+            _cellnum(r, "tflops"), _cellnum(r, "pct_of_floor", ".3g"), _cellnum(r, "x_floor"), vtxt]
+        out.append(PerfRow(str(r.get("variant")), str(r.get("op") or str(r.get("variant")).split(".")[0]),
+                           str(r.get("shape")), str(r.get("dtype")), st, cells, str(r.get("reason", "")),
+                           tip if st == "OK" else ""))
+    return out
 
 
-def time_vs_t_charts(shape_set: str, rows: list[dict]) -> list[str]:
+def _op(r: dict) -> str:
+    return str(r.get("op") or str(r.get("variant", "")).split(".")[0])
+
+
+def time_vs_t_charts(charts: Charts, machine: str, shape_set: str, rows: list[dict]) -> list[Chart]:
     ok = [
         r
         for r in rows
@@ -85,80 +106,62 @@ def time_vs_t_charts(shape_set: str, rows: list[dict]) -> list[str]:
         and seq_len(str(r.get("shape", "")))
         and isinstance(r.get("median_ms"), (int, float))
     ]
-    charts = []
+    out = []
     for dt in sorted({str(r.get("dtype")) for r in ok}, key=dtype_key):
-        lines: dict[str, list[tuple[float, float, str]]] = collections.defaultdict(list)
+        lines: dict[str, Trace] = {}
         for r in sorted(ok, key=_key):
             if r.get("dtype") != dt:
                 continue
             t = seq_len(str(r["shape"]))
-            lines[f"{r['variant']} {without_t(str(r['shape']))}"].append(
-                (
-                    float(t),
-                    float(r["median_ms"]),
-                    f"T={t}: median {r['median_ms']:.4g} ms, IQR {_cellnum(r, 'iqr_ms')}",
-                )
-            )
-        if not any(len({p[0] for p in pts}) > 1 for pts in lines.values()):
+            name = f"{r['variant']} {without_t(str(r['shape']))}"
+            lines.setdefault(name, Trace(name)).add(
+                t, float(r["median_ms"]),
+                f"T={t}: median {r['median_ms']:.4g} ms, IQR {_cellnum(r, 'iqr_ms')}",
+                charts.key(machine, _op(r), dt))
+        if not any(len(set(t.x)) > 1 for t in lines.values()):
             continue  # one T only: the table says it all
-        series = [svg.Series(k, v) for k, v in sorted(lines.items())]
-        charts.append(
-            svg.line_chart(
-                f"{shape_set}, {dt}: time vs T",
-                series,
-                x_label="T (tokens)",
-                y_label="median device time (ms)",
-                x_log=True,
-                height=max(300, 60 + 14 * len(series)),
-            )
-        )
-    return charts
+        out.append(charts.line(f"{shape_set}, {dt}: time vs T", [lines[k] for k in sorted(lines)],
+                               "T (tokens)", "median device time (ms)", x_type="log"))
+    return out
 
 
-def roofline_chart(shape_set: str, rows: list[dict]) -> str | None:
-    per: dict[str, list[float]] = collections.defaultdict(list)
+def roofline_chart(charts: Charts, machine: str, shape_set: str, rows: list[dict]) -> Chart | None:
+    per: dict[tuple[str, str, str], list[float]] = collections.defaultdict(list)
     for r in rows:
         if r.get("status") == "OK" and isinstance(r.get("pct_of_floor"), (int, float)):
-            per[f"{r.get('variant')} {r.get('dtype')}"].append(float(r["pct_of_floor"]))
+            per[(str(r.get("variant")), _op(r), str(r.get("dtype")))].append(float(r["pct_of_floor"]))
     if not per:
         return None
-    bars = [
-        (
-            k,
-            statistics.median(v),
-            f"median {statistics.median(v):.3g}% over {len(v)} shapes (min {min(v):.3g}%, max {max(v):.3g}%)",
-        )
-        for k, v in sorted(per.items())
-    ]
-    return svg.bar_chart(
-        f"{shape_set}: % of the roofline floor (median over shapes; 100 = at the floor)",
-        bars,
-        x_label="% of roofline floor",
-        ref=100.0,
-    )
+    bars = Trace("% of roofline floor")
+    for (variant, op, dtype), v in sorted(per.items()):
+        med = statistics.median(v)
+        bars.add(f"{variant} {dtype}", med,
+                 f"median {med:.3g}% over {len(v)} shapes (min {min(v):.3g}%, max {max(v):.3g}%)",
+                 charts.key(machine, op, dtype))
+    return charts.bars(f"{shape_set}: % of the roofline floor (median over shapes; 100 = at the floor)",
+                       bars, "% of roofline floor", ref=100.0)
 
 
-def bench_section(run: BenchRun) -> str:
-    doc = run.doc
+def bench_view(charts: Charts | None, f: BenchFile) -> BenchView:
+    """A bench file's tables, and its charts where ``charts`` is given (current files only)."""
+    doc = f.run.doc
     ceil = doc.get("ceilings") or {}
     sett = doc.get("settings") or {}
-    out = [
-        f"<h3>{esc(run.path)}</h3>",
-        f'<p class="meta">identity <code>{esc((doc.get("provenance") or {}).get("identity", "-"))}</code>; '
-        f"ceilings: copy {esc(ceil.get('copy_gbps', '-'))} GB/s, "
-        f"bf16 matmul {esc(ceil.get('matmul_bf16_tflops', '-'))}"
-        f" TFLOP/s, fp32 matmul {esc(ceil.get('matmul_fp32_tflops', '-'))} TFLOP/s (measured "
-        f"{esc(ceil.get('measured_at', '-'))}); L2 {esc(sett.get('l2', '-'))}, "
-        f"CUDA graph {esc(sett.get('graph', '-'))}"
-        "</p>",
-    ]
+    ceilings = (f"ceilings: copy {ceil.get('copy_gbps', '-')} GB/s, bf16 matmul "
+                f"{ceil.get('matmul_bf16_tflops', '-')} TFLOP/s, fp32 matmul "
+                f"{ceil.get('matmul_fp32_tflops', '-')} "
+                f"TFLOP/s (measured {ceil.get('measured_at', '-')}); L2 {sett.get('l2', '-')}, "
+                f"CUDA graph {sett.get('graph', '-')}")
     by: dict[str, list[dict]] = collections.defaultdict(list)
-    for r in run.rows:
+    for r in f.run.rows:
         by[str(r.get("shape_set", "-"))].append(r)
+    sets = []
     for ss in sorted(by):
-        out.append(f"<h4>shape set {esc(ss)}</h4>")
-        out.append(shape_set_table(by[ss]))
-        charts = time_vs_t_charts(ss, by[ss])
-        bar = roofline_chart(ss, by[ss])
-        out.append('<div class="charts">' + "\n".join(charts + ([bar] if bar else [])) + "</div>")
-    return "\n".join(out)
+        cs: list[Chart] = []
+        if charts is not None:
+            cs = time_vs_t_charts(charts, f.machine, ss, by[ss])
+            bar = roofline_chart(charts, f.machine, ss, by[ss])
+            cs += [bar] if bar else []
+        sets.append(ShapeSet(ss, shape_set_rows(by[ss]), cs))
+    return BenchView(f.run.path, f.machine, str((doc.get("provenance") or {}).get("identity", "-")), ceilings,
+                     f.current, f.superseded_by, sets)

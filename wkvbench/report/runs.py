@@ -1,18 +1,39 @@
 """The report's "GPU runs" section: where the time of each ``nox -s gpu`` run went (``run.json``,
-schema ``wkvbench.run/1``) and the timing engine's stability check beside it (``stability.json``)."""
+schema ``wkvbench.run/1``) and the timing engine's stability check beside it (``stability.json``).
+Data for ``templates/runs.j2``; ``runs_section`` renders that template alone."""
 
 from __future__ import annotations
 
-from .matrix import esc
+from dataclasses import dataclass, field
 
 
-def _table(head: tuple[str, ...], rows: list[tuple]) -> str:
-    th = "".join(f"<th>{esc(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+@dataclass
+class Table:
+    head: tuple[str, ...]
+    rows: list[tuple]
 
 
-def _run_block(doc: dict, shown: str) -> str:
+@dataclass
+class Stability:
+    path: str
+    meta: str
+    table: Table
+
+
+@dataclass
+class RunView:
+    path: str
+    machine: str
+    title: str
+    meta: str
+    phases: Table
+    load: str
+    variants: Table
+    stability: Stability | None = None
+    extra: list[str] = field(default_factory=list)
+
+
+def _run_view(doc: dict, shown: str) -> RunView:
     prov = doc.get("provenance", {})
     gpu, git = prov.get("gpu") or {}, prov.get("git") or {}
     phases = [(name, ph.get("status", ""), f"{ph.get('seconds', 0):.0f}", ph.get("detail", ""))
@@ -21,14 +42,13 @@ def _run_block(doc: dict, shown: str) -> str:
     per_variant = sorted(doc.get("variant_seconds", {}).items(), key=lambda kv: -sum(kv[1].values()))
     vrows = [(name, *(f"{secs.get(k, 0):.0f}" for k in kinds), f"{sum(secs.values()):.0f}")
              for name, secs in per_variant]
-    head = (f"<h3>{esc(gpu.get('name', '?'))}, commit {esc(str(git.get('commit', '?'))[:10])}</h3>"
-            f"<p class=meta><code>{esc(shown)}</code>: wall {doc.get('wall_s', 0):.0f} s after "
-            f"{doc.get('install_s') or 0:.0f} s of installation; "
-            f"{'complete' if doc.get('complete') else 'not complete'}.</p>")
-    return (head + _table(("phase", "status", "seconds", "detail"), phases) + _load_line(doc)
-            + "<details><summary>worker seconds per variant and kind (processes run side by side, so "
-              "these add up to more than the wall time)</summary>"
-            + _table(("variant", *kinds, "total"), vrows) + "</details>")
+    return RunView(
+        shown, str(gpu.get("name") or "machine not recorded"),
+        f"{gpu.get('name', '?')}, commit {str(git.get('commit', '?'))[:10]}",
+        f"wall {doc.get('wall_s', 0):.0f} s after {doc.get('install_s') or 0:.0f} s of installation; "
+        f"{'complete' if doc.get('complete') else 'not complete'}.",
+        Table(("phase", "status", "seconds", "detail"), phases), _load_line(doc),
+        Table(("variant", *kinds, "total"), vrows))
 
 
 def _load_line(doc: dict) -> str:
@@ -45,10 +65,10 @@ def _load_line(doc: dict) -> str:
         if vals:
             parts.append(f"{what} busy while verifying: mean {sum(vals) / len(vals):.0f} %, "
                          f"{sum(v >= 90 for v in vals)}/{len(vals)} samples at 90 % or more")
-    return "<p class=meta>" + esc("; ".join(parts)) + ".</p>"
+    return "; ".join(parts) + "."
 
 
-def _stability_block(doc: dict, shown: str) -> str:
+def _stability(doc: dict, shown: str) -> Stability:
     rows = doc.get("rows", [])
     ok = sum(1 for r in rows if r.get("ok"))
     out = []
@@ -61,25 +81,31 @@ def _stability_block(doc: dict, shown: str) -> str:
         out.append((r["shape_set"], r["variant"], r["dtype"], r.get("mode", ""),
                     f"{r['engine_median_ms'] * 1e3:.1f} us", f"{100 * r['spread']:.2f} %",
                     f"{ratio:.3f}" if ratio else "-", "yes" if r.get("ok") else "NO"))
-    return (f"<h3>Timing stability</h3><p class=meta><code>{esc(shown)}</code>: "
-            f"{doc.get('repeats')} rounds "
-            f"per row, the engine against triton's do_bench; {ok}/{len(rows)} rows within the targets "
-            f"(spread at most {100 * doc.get('spread_max', 0.01):.0f} %, within "
-            f"{100 * doc.get('ratio_max', 0.02):.0f} % of the reference).</p><details><summary>rows</summary>"
-            + _table(("set", "variant", "dtype", "mode", "engine", "spread", "ratio", "ok"), out)
-            + "</details>")
+    meta = (f"{doc.get('repeats')} rounds per row, the engine against triton's do_bench; "
+            f"{ok}/{len(rows)} rows "
+            f"within the targets (spread at most {100 * doc.get('spread_max', 0.01):.0f} %, within "
+            f"{100 * doc.get('ratio_max', 0.02):.0f} % of the reference).")
+    head = ("set", "variant", "dtype", "mode", "engine", "spread", "ratio", "ok")
+    return Stability(shown, meta, Table(head, out))
+
+
+def run_views(runs: list[tuple[str, dict]], stability: list[tuple[str, dict]]) -> list[RunView]:
+    """Each run (path, ``wkvbench.run/1`` document) with the stability check found in its folder."""
+    beside = {path.rsplit("/", 1)[0]: (path, doc) for path, doc in stability}
+    out = []
+    for path, doc in runs:
+        v = _run_view(doc, path)
+        if (stab := beside.get(path.rsplit("/", 1)[0])) is not None:
+            v.stability = _stability(stab[1], stab[0])
+        out.append(v)
+    return out
 
 
 def runs_section(runs: list[tuple[str, dict]], stability: list[tuple[str, dict]]) -> str:
-    """HTML for each run (path, ``wkvbench.run/1`` document), each followed by the stability check
-    found in its folder."""
-    beside = {path.rsplit("/", 1)[0]: (path, doc) for path, doc in stability}
-    parts = []
-    for path, doc in runs:
-        parts.append(_run_block(doc, path))
-        if (stab := beside.get(path.rsplit("/", 1)[0])) is not None:
-            parts.append(_stability_block(stab[1], stab[0]))
-    return "".join(parts) or "<p class=meta>No <code>nox -s gpu</code> run under this folder.</p>"
+    """The section's HTML alone (``templates/runs.j2``)."""
+    from .templating import render
+
+    return render("runs.j2", runs=run_views(runs, stability))
 
 
-__all__ = ["runs_section"]
+__all__ = ["run_views", "runs_section"]

@@ -2,7 +2,8 @@
 
 Under one folder (``reports/`` by default), recursively and in sorted path order:
 
-* ``wkvbench.verify/1`` JSON (``verify --output``; ``*.json.gz`` files are read too, decompressed), and ``*.partial.jsonl`` streams of runs that were
+* ``wkvbench.verify/1`` JSON (``verify --output``; ``*.json.gz`` files are read too, decompressed), and
+  ``*.partial.jsonl`` streams of runs that were
   cut short (only where the finished ``.json`` beside them is missing);
 * ``wkvbench.bench/1`` JSON (``bench --output``);
 * drift profiles (``drift --output``: a JSON list of profiles);
