@@ -252,7 +252,7 @@ KNOWN_FAILURES: dict[tuple[str, str], str | None] = {
     ("wkv4.fla.fused_recurrent*", "wkv4/lwneg/B1-T1?-*/bf16/*"): None,
     ("wkv4.fla.fused_recurrent*", "wkv4/lwneg/B1-T6?-*/bf16/*"): None,
     # The backward of the same kernel passes on these cases (the state it returns is judged by the forward
-    # rows): H100, 2026-11-24, the full gpu set with --with-backward (reports/gpu/NVIDIA-H100-80GB-HBM3-drv580.159.04-cuda13.0-torch2.11.0-triton3.6.0/verify.json):
+    # rows): H100, 2026-11-24, the full gpu set with --with-backward (reports/gpu/h100-2026-11-24-957fbcf/verify.json.gz):
     # XPASS under the two entries below. None: measured exceptions to them.
     **{("wkv4.fla.fused_recurrent*", f"backward:wkv4/{c}"): None for c in (
         "stress/B2-T64-H1-N96/bf16/*", "uniform/B2-T37-H1-N128-h0/bf16/*", "uniform/B2-T64-H1-N96/bf16/*",
@@ -338,7 +338,7 @@ KNOWN_FAILURES: dict[tuple[str, str], str | None] = {
         "(running sum of q*dq - k*dk) is cancellation noise when decays -> 0",
     ("gla.fla.fused_recurrent*", "backward:gla/model/B2-T64-H1-N64/fp32/*"): "FLA fused_recurrent GLA gate "
         "gradient (running sum of q*dq - k*dk) loses digits to cancellation (25.8x floor)",
-    # The full gpu set with --with-backward, H100, 2026-11-24 (reports/gpu/NVIDIA-H100-80GB-HBM3-drv580.159.04-cuda13.0-torch2.11.0-triton3.6.0/verify.json), the first run of
+    # The full gpu set with --with-backward, H100, 2026-11-24 (reports/gpu/h100-2026-11-24-957fbcf/verify.json.gz), the first run of
     # every backward case in every domain and dtype. FLA fused_recurrent GLA's gate gradient in fp32
     # (same cancellation as above): stress, every shape, grad_lw 5.3e-7..1.6e-6 relative (20.9-64.6x floor;
     # limits 3.9e-7..5.4e-7, worst B1-T256-H1-N64-h0); uniform B2 shapes 9.5e-7..1.2e-6 (37.8-46.6x).
