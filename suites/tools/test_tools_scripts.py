@@ -25,12 +25,18 @@ def _detach(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_detach_outlives_its_caller_and_reports_the_exit_code(tmp_path):
-    d = tmp_path / "job"
+    d, go = tmp_path / "job", tmp_path / "go"
     t0 = time.perf_counter()
-    started = _detach("start", str(d), "bash", "-c", "echo begun; sleep 2; echo finished; exit 4")
+    # the job ends only when the test lets it (no race with a loaded machine's scheduler)
+    started = _detach("start", str(d), "bash", "-c",
+                      f"echo begun; while [ ! -f {go} ]; do sleep 0.1; done; echo finished; exit 4")
     assert started.returncode == 0 and time.perf_counter() - t0 < 2  # returns at once
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not ((d / "log").is_file() and "begun" in (d / "log").read_text()):
+        time.sleep(0.1)
     early = _detach("wait", str(d), "0")
     assert early.returncode == 3 and "still running" in early.stdout and "begun" in early.stdout
+    go.touch()
     done = _detach("wait", str(d), "30")
     assert done.returncode == 0, done.stdout
     assert "finished" in done.stdout and "ended with exit code 4" in done.stdout
