@@ -223,3 +223,41 @@ def test_cuda_backend_is_initialized_only_in_a_probe_process(monkeypatch):
     finally:
         ggml_env.cuda_unavailable.cache_clear()
     assert reason is not None and "probe process" in reason, reason
+
+
+@pytest.mark.parametrize("said", ["", "PROBE:ok\n"])
+def test_a_probe_that_crashes_is_no_reason_to_skip(monkeypatch, capsys, said):
+    """ggml's CUDA probe process died of SIGABRT (free(): invalid pointer) in nox -s gpu on a fresh H100
+    (2026-11-24), and every ggml CUDA row read SKIP: a crash presented as unavailability. A probe killed
+    by a signal leaves the variants available, so their cases run in isolated workers and read CRASH
+    where the crash recurs; the crash is said on stderr."""
+    import subprocess
+
+    import ggml
+
+    monkeypatch.setattr(ggml, "GGML_USE_CUDA", True)
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(
+        a[0], -6, stdout=said, stderr="free(): invalid pointer\n"))
+    ggml_env.cuda_unavailable.cache_clear()
+    try:
+        reason = ggml_env.cuda_unavailable()
+    finally:
+        ggml_env.cuda_unavailable.cache_clear()
+    assert reason is None
+    err = capsys.readouterr().err
+    assert "signal 6" in err and "free(): invalid pointer" in err
+
+
+def test_a_probe_that_fails_without_a_signal_names_the_reason(monkeypatch):
+    import subprocess
+
+    import ggml
+
+    monkeypatch.setattr(ggml, "GGML_USE_CUDA", True)
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(
+        a[0], 0, stdout="PROBE:no CUDA device visible to ggml\n", stderr=""))
+    ggml_env.cuda_unavailable.cache_clear()
+    try:
+        assert ggml_env.cuda_unavailable() == "no CUDA device visible to ggml"
+    finally:
+        ggml_env.cuda_unavailable.cache_clear()

@@ -135,6 +135,13 @@ def cuda_unavailable() -> str | None:
     except subprocess.TimeoutExpired:
         return "ggml's CUDA backend did not initialize within 300 s (probe process)"
     said = [ln[6:] for ln in p.stdout.splitlines() if ln.startswith("PROBE:")]
+    if p.returncode < 0:
+        # killed by a signal: the backend is there and crashes, which is no reason to skip its cases (a
+        # crash is never a SKIP). They run, each in a worker of its own, and read CRASH where it recurs.
+        tail = (p.stderr.strip().splitlines() or ["(no output)"])[-1][:200]
+        print(f"wkvkernels: ggml's CUDA probe process died of signal {-p.returncode} "
+              f"({'after' if said == ['ok'] else 'before'} its backend answered): {tail}", file=sys.stderr)
+        return None
     if p.returncode != 0 or not said:
         tail = (p.stderr.strip().splitlines() or ["(no output)"])[-1][:200]
         return f"ggml's CUDA backend failed to initialize in a probe process (exit {p.returncode}): {tail}"
