@@ -243,7 +243,8 @@ class GpuRun:
         excl = ("*.ggml.*",)
         self.opt.exclude = (*self.opt.exclude, *excl)
         vp = None
-        if not verify_done and "verify" in self.opt.phases and not complete(self.verify):
+        only_ggml = not self._selected()  # nothing for this phase: ggml-verify writes the verify file
+        if not verify_done and "verify" in self.opt.phases and not complete(self.verify) and not only_ggml:
             cmd = self._verify_cmd(self.verify)
             say(f"verify: {shlex.join(cmd[3:])[:300]}")
             vp = self.procs.start("verify", cmd, untimed_env())
@@ -279,7 +280,7 @@ class GpuRun:
                 say(f"verify exited with {rc}:\n{tail(self.procs.logs / 'verify.log', 20)}")
         ph.seconds += time.time() - t0
         ph.status = "done" if ok else "failed"
-        ph.detail = _verify_detail(self.verify)
+        ph.detail = "only ggml variants selected (ggml-verify)" if only_ggml else _verify_detail(self.verify)
         side_ph.seconds = time.time() - t0
         side_ph.status = "done" if not counts["failed"] else "failed"
         side_ph.detail = f"{counts['ok']} processes finished, {counts['failed']} failed"
@@ -315,8 +316,11 @@ class GpuRun:
             if rc not in (0, 1) or not complete(part):
                 return False, f"verify exited with {rc}: " + tail(self.procs.logs / "verify-ggml.log", 3)
             self._variant_times(part)
-            merge_verify(self.verify, part)
-            part.unlink()
+            if self.verify.is_file():
+                merge_verify(self.verify, part)
+                part.unlink()
+            else:  # only ggml variants were selected: theirs is the run's verify file
+                part.replace(self.verify)
             return True, _verify_detail(self.verify)
 
         return self._phase("ggml-verify", verify_ggml)
@@ -343,9 +347,11 @@ class GpuRun:
         doc, failed = run_on_gpus(args, ngpu, out, log_dir=self.procs.logs, apart=())
         if doc is None:
             return False, "no bench worker wrote a row"
-        if ggml:
-            doc = merge([self.bench, out], self.bench) if self.bench.is_file() else doc
+        if ggml and self.bench.is_file():
+            doc = merge([self.bench, out], self.bench)
             out.unlink()
+        elif ggml:  # only ggml variants were selected: their rows are the run's bench file
+            out.replace(self.bench)
         for r in doc["rows"]:
             if (r["variant"].split(".")[1] == "ggml") == ggml:
                 self.state.add_variant(r["variant"], "bench", r.get("seconds") or 0.0)

@@ -210,3 +210,20 @@ def test_a_results_set_of_another_commit_is_replaced_not_resumed(tmp_path):
     assert _other_commit(run, "abc") is None  # this commit's stopped run: resumed
     run.write_text("{not json")
     assert _other_commit(run, "abc") is None
+
+
+def test_a_selection_of_ggml_variants_alone_writes_the_results_set(tmp_path):
+    """``--variant '*.ggml.*'`` alone (H100, 2026-11-24): the verify phase had nothing to run and failed,
+    ggml-verify then found no verify file to join its rows into, and ggml-bench deleted its rows for want
+    of a bench file. Now ggml's own files are the run's."""
+    out = tmp_path / "set"
+    p = subprocess.run([sys.executable, "-m", "wkvbench", "gpu", "--output", str(out), "--variant", "wkv7.ggml.cpu",
+                        "--dtype", "fp32", "--only", "verify,side"], cwd=REPO, capture_output=True, text=True,
+                       timeout=900)
+    assert p.returncode == 0, p.stdout + p.stderr
+    run = json.loads((out / "run.json").read_text())
+    assert run["phases"]["verify"]["status"] == "done" and "only ggml" in run["phases"]["verify"]["detail"]
+    assert run["phases"]["ggml-verify"]["status"] == "done"
+    doc = json.loads((out / "verify.json").read_text())
+    assert doc["results"] and {r["variant"] for r in doc["results"]} == {"wkv7.ggml.cpu"}
+    assert all(r["status"] == "PASS" for r in doc["results"])
