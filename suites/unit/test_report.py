@@ -285,7 +285,9 @@ def test_the_newest_committed_run_of_each_machine_comes_first(committed_page):
     assert "reports/gpu/h200-2026-11-22/verify-gpu.json.gz" in current  # the only H200 run stays current
     perf = text[text.index('<section id="performance"'):text.index('<section id="runs"')]
     now, before = perf.split('<details class="earlier" id="earlier-bench">')
-    assert now.count("badge current") == 1 and "triton3.6.0/bench.json" in now
+    # the full set and the newer ggml-only run (a few variants: it supersedes no run of every variant)
+    assert now.count("badge current") == 2 and "triton3.6.0/bench.json.gz" in now
+    assert "reports/gpu/h100-2026-11-24-ggml/bench.json" in now
     assert "reports/gpu/h100-2026-11-23/bench-bf16.json.gz" in before
 
 
@@ -592,3 +594,23 @@ def test_the_report_shows_where_a_gpu_runs_time_went_and_its_stability(tmp_path)
     assert "GPU busy while verifying: mean 70 %, 1/2 samples" in html
     assert "1/2 rows within the targets" in html and "111.8 us" in html and "<td>NO</td>" in html
     assert "No <code>nox -s gpu</code> run" in runs_section([], src.stability)
+
+
+def test_a_run_of_a_few_variants_supersedes_no_run_of_every_variant():
+    from types import SimpleNamespace
+
+    from wkvbench.report.current import bench_files
+
+    prov = {"gpu": {"name": "NVIDIA H100 80GB HBM3", "driver": "580", "cuda": "13.0"},
+            "versions": {"torch": "2.11.0", "triton": "3.6.0"}}
+
+    def run(path, when, variants):
+        rows = [{"variant": v, "shape_set": "decode", "dtype": "fp32"} for v in variants]
+        return SimpleNamespace(path=path, rows=rows, doc={"provenance": {**prov, "timestamp": when}})
+
+    full = run("full.json", "2026-11-24T10:00:00+00:00", ["a.x", "b.x", "c.ggml.cuda"])
+    few = run("ggml.json", "2026-11-24T11:00:00+00:00", ["c.ggml.cuda"])
+    gone = run("old.json", "2026-11-23T10:00:00+00:00", ["z.removed"])
+    files = {f.run.path: f for f in bench_files([full, few, gone])}
+    assert files["full.json"].current and files["ggml.json"].current
+    assert not files["old.json"].current  # a removed variant's older file: superseded by the full run

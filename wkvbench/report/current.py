@@ -64,6 +64,7 @@ class BenchFile:
     machine: str
     date: _dt.datetime | None
     pairs: frozenset[tuple[str, str]] = field(default_factory=frozenset)
+    variants: frozenset[str] = field(default_factory=frozenset)
     superseded_by: str | None = None
 
     @property
@@ -120,12 +121,15 @@ def bench_files(runs: list[BenchRun]) -> list[BenchFile]:
         if not pairs:
             sett = b.doc.get("settings") or {}
             pairs = {(str(s), str(d)) for s in sett.get("shape_sets") or [] for d in sett.get("dtypes") or []}
-        files.append(BenchFile(b, bench_machine(b), timestamp(b.doc), frozenset(pairs)))
+        variants = frozenset(str(r.get("variant")) for r in b.rows)
+        files.append(BenchFile(b, bench_machine(b), timestamp(b.doc), frozenset(pairs), variants))
     ordered = sorted(files, key=lambda f: (*_newest_first(f.date), f.run.path))
     for i, f in enumerate(ordered):
         for newer in ordered[:i]:
             if (newer.date is not None and (f.date is None or newer.date > f.date)
-                    and newer.machine == f.machine and f.pairs <= newer.pairs):
+                    and newer.machine == f.machine and f.pairs <= newer.pairs
+                    # a run of a few variants (``--variant '*.ggml.*'``) leaves the run of every variant current
+                    and (f.variants <= newer.variants or len(newer.variants) >= len(f.variants))):
                 f.superseded_by = newer.run.path
                 break
     return sorted(ordered, key=lambda f: (not f.current, *_newest_first(f.date), f.run.path))
