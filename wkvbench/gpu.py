@@ -340,9 +340,9 @@ class GpuRun:
         from .bench import merge
         from .bench_merge import run_on_gpus
 
-        # the gates from this run's verification (when it wrote one: each row checks its own case otherwise)
         if not ggml and all(v.backend == "ggml" for v in self._selected("cuda")):
-            return True, "only ggml variants selected (ggml-bench)"
+            return True, "no CUDA variant to time but ggml's (ggml-bench)"
+        # the gates from this run's verification (when it wrote one: each row checks its own case otherwise)
         verified = ["--verified", str(self.verify)] if self.verify.is_file() else []
         args = [*self._bench_args(), *verified, "--resume", *(["--backend" if ggml else "--exclude-backend", "ggml"])]
         out = self.work / "bench-ggml.json" if ggml else self.bench

@@ -217,9 +217,9 @@ def test_a_selection_of_ggml_variants_alone_writes_the_results_set(tmp_path):
     ggml-verify then found no verify file to join its rows into, and ggml-bench deleted its rows for want
     of a bench file. Now ggml's own files are the run's."""
     out = tmp_path / "set"
-    p = subprocess.run([sys.executable, "-m", "wkvbench", "gpu", "--output", str(out), "--variant", "wkv7.ggml.cpu",
-                        "--dtype", "fp32", "--only", "verify,side"], cwd=REPO, capture_output=True, text=True,
-                       timeout=900)
+    p = subprocess.run([sys.executable, "-m", "wkvbench", "gpu", "--output", str(out), "--variant",
+                        "wkv7.ggml.cpu", "--dtype", "fp32", "--only", "verify,side"], cwd=REPO,
+                       capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stdout + p.stderr
     run = json.loads((out / "run.json").read_text())
     assert run["phases"]["verify"]["status"] == "done" and "only ggml" in run["phases"]["verify"]["detail"]

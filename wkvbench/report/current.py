@@ -128,7 +128,8 @@ def bench_files(runs: list[BenchRun]) -> list[BenchFile]:
         for newer in ordered[:i]:
             if (newer.date is not None and (f.date is None or newer.date > f.date)
                     and newer.machine == f.machine and f.pairs <= newer.pairs
-                    # a run of a few variants (``--variant '*.ggml.*'``) leaves the run of every variant current
+                    # a run of a few variants (``--variant '*.ggml.*'``) leaves the run of every variant
+                    # current
                     and (f.variants <= newer.variants or len(newer.variants) >= len(f.variants))):
                 f.superseded_by = newer.run.path
                 break

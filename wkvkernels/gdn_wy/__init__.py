@@ -1,6 +1,6 @@
 """gdn_wy variants."""
 
-from . import (
-    fla_triton,  # noqa: F401
-    torch_recurrent,  # noqa: F401
+from . import (  # noqa: F401  (each module registers its variants at import)
+    fla_triton,
+    torch_recurrent,
 )

@@ -1,9 +1,9 @@
 """gla variants."""
 
-from . import (  # noqa: F401
+from . import (  # noqa: F401  (each module registers its variants at import)
     fla_naive,
     fla_triton,
-    ggml_cpu,  # noqa: F401
-    ggml_cuda,  # noqa: F401
-    torch_recurrent,  # noqa: F401
+    ggml_cpu,
+    ggml_cuda,
+    torch_recurrent,
 )

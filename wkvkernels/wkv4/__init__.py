@@ -1,8 +1,8 @@
 """wkv4 variants."""
 
-from . import (
-    fla_triton,  # noqa: F401
-    rwkv_cuda,  # noqa: F401
-    torch_recurrent,  # noqa: F401
-    wkvbench_cuda,  # noqa: F401
+from . import (  # noqa: F401  (each module registers its variants at import)
+    fla_triton,
+    rwkv_cuda,
+    torch_recurrent,
+    wkvbench_cuda,
 )

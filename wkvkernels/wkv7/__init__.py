@@ -1,12 +1,12 @@
 """wkv7 variants."""
 
-from . import (  # noqa: F401
+from . import (  # noqa: F401  (each module registers its variants at import)
     fla_naive,
     fla_triton,
-    ggml_cpu,  # noqa: F401
-    ggml_cuda,  # noqa: F401
-    rwkv_cuda,  # noqa: F401
-    rwkv_ops_cuda,  # noqa: F401
-    rwkv_ops_native,  # noqa: F401
-    torch_recurrent,  # noqa: F401
+    ggml_cpu,
+    ggml_cuda,
+    rwkv_cuda,
+    rwkv_ops_cuda,
+    rwkv_ops_native,
+    torch_recurrent,
 )
