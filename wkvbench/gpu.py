@@ -55,6 +55,7 @@ from .verify_merge import attach_properties, merge_verify
 
 DTYPES_ALL = ("bf16", "fp16", "fp32")
 HEARTBEAT_S = 30.0
+VERIFY_NICE = 5
 
 
 @dataclass
@@ -247,7 +248,10 @@ class GpuRun:
         if not verify_done and "verify" in self.opt.phases and not complete(self.verify) and not only_ggml:
             cmd = self._verify_cmd(self.verify)
             say(f"verify: {shlex.join(cmd[3:])[:300]}")
-            vp = self.procs.start("verify", cmd, untimed_env())
+            # niced under the side tasks: their warm-ups were the long pole (the verification ended at
+            # 624 s, the warm-ups at 797 s, every core busy throughout: H100, 2026-11-24); the
+            # verification takes the cores they leave
+            vp = self.procs.start("verify", ["nice", "-n", str(VERIFY_NICE), *cmd], untimed_env())
         tasks = side_tasks(self, ggml=False) if not side_done else []
         # one per core beside the verification's workers: both wait on the GPU much of the time. With
         # half the cores the side tasks ended 210 s after the verification on the H100 (2026-11-24);

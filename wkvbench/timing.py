@@ -20,8 +20,9 @@
    ``eager``, ``graph`` or ``profiler``, and ``mode_reason`` why. ``clock="profiler"`` sums the kernel times that
    CUPTI (``torch.profiler``) records during each repetition instead: for work that runs on a
    stream the events cannot see (ggml launches on its own stream).
-3. **Adaptive repetition.** The GPU first runs the call for ``WARM_S`` (its clock ramps up). Samples
-   come in batches of ``BATCH`` calls enqueued back to back with
+3. **Adaptive repetition.** The GPU first runs the call for ``WARM_S`` (its clock ramps up), and the
+   first sample follows at once (the clocks are read through NVML, not a 100 ms nvidia-smi). Samples
+   come in batches of ``BATCH`` calls, or as many as fill ``BATCH_S`` (at most ``MAX_BATCH``), enqueued back to back with
    no host synchronization between them (so the host launches the next call while the GPU runs the
    last, and a launch-bound call's host overhead does not sit inside its events); after
    ``min_reps`` and ``MIN_TIME_S`` of sampling the engine stops once the
@@ -35,7 +36,10 @@
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import math
+import os
 import subprocess
 import time
 from collections.abc import Callable
@@ -53,6 +57,8 @@ WARM_S = 0.025
 MIN_TIME_S = 0.05
 # 0.002 took the eager rows to their sample and time caps (0.9 s of samples a row instead of 0.43 s)
 SEM_BOUND = 0.005
+BATCH_S = 0.01  # wall time of the calls enqueued between two host synchronizations, at least
+MAX_BATCH = 100
 
 
 @dataclass
@@ -85,11 +91,56 @@ def summarize(samples_ms: list[float]) -> dict:
             "outliers": outliers, "min_ms": float(x.min()), "max_ms": float(x.max())}
 
 
+_NVML_SM_CLOCK, _NVML_TEMP_GPU = 1, 0  # NVML_CLOCK_SM, NVML_TEMPERATURE_GPU
+_NVML_THROTTLE = 0x08 | 0x20  # clocks throttle reasons: HW slowdown, SW thermal slowdown
+
+
+@functools.cache
+def _nvml():
+    """libnvidia-ml, initialized (None where it cannot be): a clock read in microseconds. nvidia-smi
+    takes about 100 ms, and the GPU idled that long between the warm-up and the first sample; a 12 us
+    decode kernel was then sampled at a lower clock (medians 12-22 us over 5 rounds where do_bench
+    read 11.8 us, H100, 2026-11-24)."""
+    try:
+        lib = ctypes.CDLL("libnvidia-ml.so.1")
+        return lib if lib.nvmlInit_v2() == 0 else None
+    except (OSError, AttributeError):
+        return None
+
+
+def _nvml_index(cuda_index: int) -> int:
+    """NVML's index of CUDA device ``cuda_index`` (``CUDA_VISIBLE_DEVICES`` renumbers CUDA's)."""
+    vis = [x.strip() for x in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if x.strip()]
+    if vis and all(x.isdigit() for x in vis) and cuda_index < len(vis):
+        return int(vis[cuda_index])
+    return cuda_index
+
+
+def _clocks_nvml(index: int) -> tuple[float | None, float | None, bool] | None:
+    lib = _nvml()
+    if lib is None:
+        return None
+    h, clk, temp, why = ctypes.c_void_p(), ctypes.c_uint(), ctypes.c_uint(), ctypes.c_ulonglong()
+    if lib.nvmlDeviceGetHandleByIndex_v2(ctypes.c_uint(_nvml_index(index)), ctypes.byref(h)) != 0:
+        return None
+    if lib.nvmlDeviceGetClockInfo(h, _NVML_SM_CLOCK, ctypes.byref(clk)) != 0:
+        return None
+    t = float(temp.value) if lib.nvmlDeviceGetTemperature(h, _NVML_TEMP_GPU, ctypes.byref(temp)) == 0 else None
+    throttled = lib.nvmlDeviceGetCurrentClocksThrottleReasons(h, ctypes.byref(why)) == 0 and bool(
+        why.value & _NVML_THROTTLE)
+    return float(clk.value), t, throttled
+
+
 def gpu_clocks(index: int = 0) -> tuple[float | None, float | None, bool]:
-    """(SM clock MHz, temperature C, a thermal/power throttle active) from nvidia-smi, Nones if absent."""
+    """(SM clock MHz, temperature C, a thermal/power throttle active) of CUDA device ``index``: NVML
+    where it loads (microseconds), else nvidia-smi; Nones if neither answers."""
+    fast = _clocks_nvml(index)
+    if fast is not None:
+        return fast
     q = "clocks.sm,temperature.gpu,clocks_throttle_reasons.hw_slowdown,clocks_throttle_reasons.sw_thermal_slowdown"
     try:
-        out = subprocess.run(["nvidia-smi", f"--id={index}", f"--query-gpu={q}", "--format=csv,noheader,nounits"],
+        out = subprocess.run(["nvidia-smi", f"--id={_nvml_index(index)}", f"--query-gpu={q}",
+                              "--format=csv,noheader,nounits"],
                              capture_output=True, text=True, timeout=10).stdout.strip().split(",")
         clk, temp = float(out[0]), float(out[1])
         throttle = any(s.strip() == "Active" for s in out[2:])
@@ -260,23 +311,29 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None 
     torch.cuda.synchronize()
     call, mode, why, launch = choose_mode(fn, graph, clock)
     flush = _Flusher() if l2 == "cold" else None
-    t_warm = time.perf_counter()
+    t_warm, warm_calls = time.perf_counter(), 0
     while time.perf_counter() - t_warm < WARM_S:  # one call at a time: never a queue of long calls
         call()
         wait()
         torch.cuda.synchronize()
+        warm_calls += 1
+    # a batch keeps the GPU busy for BATCH_S at least: short calls in batches of 10 left it idle
+    # between batches while the host synchronized and summarized
+    per_call = (time.perf_counter() - t_warm) / max(1, warm_calls)
+    batch = max(batch, min(MAX_BATCH, math.ceil(BATCH_S / max(per_call, 1e-7))))
     clk0, temp0, thr0 = gpu_clocks(torch.cuda.current_device())  # after warm-up: the clock of a busy GPU
     samples: list[float] = []
     stop = "max_reps"
     t_start = time.perf_counter()
     while len(samples) < max_reps:
         if mode == "profiler":
-            for _ in range(batch):
+            for _ in range(min(BATCH, max_reps - len(samples))):
                 if flush:
                     flush()
                 samples.append(_profiler_ms(call))
         else:
-            evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(batch)]
+            n = min(batch, max_reps - len(samples))
+            evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
             for a, b in evs:
                 if flush:
                     flush()

@@ -92,3 +92,19 @@ def test_a_stopped_stability_run_keeps_the_rows_it_measured_of_the_same_file(tmp
     assert _kept(out, "bench.json", 5) == [good]  # a row that raised is measured again
     assert _kept(out, "bench.json", 3) == [] and _kept(out, "other.json", 5) == []
     assert _kept(tmp_path / "none.json", "bench.json", 5) == []
+
+
+def test_clock_reads_follow_cuda_visible_devices(monkeypatch):
+    """NVML and nvidia-smi number every GPU of the box; CUDA numbers the visible ones."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    assert [timing._nvml_index(i) for i in (0, 1)] == [2, 3]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-5a1b")  # a UUID: CUDA's own index is all we have
+    assert timing._nvml_index(0) == 0
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert timing._nvml_index(1) == 1
+
+
+def test_clocks_without_nvml_or_nvidia_smi_are_unknown_not_an_error(monkeypatch):
+    monkeypatch.setattr(timing, "_nvml", lambda: None)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert timing.gpu_clocks(0) == (None, None, False)
