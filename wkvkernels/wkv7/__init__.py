@@ -5,6 +5,8 @@ from . import (  # noqa: F401  (each module registers its variants at import)
     fla_triton,
     ggml_cpu,
     ggml_cuda,
+    mlx_lm_metal,
+    mlx_lm_ops,
     rwkv_cuda,
     rwkv_ops_cuda,
     rwkv_ops_native,
