@@ -15,7 +15,7 @@ def selection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", action="append", default=[], choices=DTYPES, help="dtype (repeatable)")
     p.add_argument("--exclude", action="append", default=[], metavar="GLOB",
                    help="leave out variants matching this glob (repeatable)")
-    p.add_argument("--device", action="append", default=[], choices=("cpu", "cuda", "mps"),
+    p.add_argument("--device", action="append", default=[], choices=("cpu", "cuda", "metal"),
                    help="only variants that run on this device (repeatable)")
     p.add_argument("--plugin", action="append", default=[], metavar="PATH",
                    help="Python file that registers extra variants (repeatable)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import atexit
 import ctypes
 import importlib.util
+from collections.abc import Callable
 from functools import cache
 
 GGML_PYTHON_VERSION = "0.0.45"
@@ -17,6 +18,14 @@ CUDA_HEAD_SIZES: dict[str, tuple[int, ...]] = {
     "wkv6": (64, 128), "wkv7": (64, 128), "gla": (64, 128), "gdn": (16, 32, 64, 128),
 }
 CUDA_NO_BUILD = 'ggml-python was built without CUDA (rebuild with CMAKE_ARGS="-DGGML_CUDA=on")'
+METAL_NO_BUILD = ('No Metal back-end: ggml-python was built without Metal (on an Apple-silicon Mac, rebuild '
+                  'with CMAKE_ARGS="-DGGML_METAL=on")')
+# ggml-metal: kernel_rwkv_wkv6_f32 / kernel_rwkv_wkv7_f32 fix head_size = 64 and their pipeline asserts
+# C / H == 64 (ggml-metal-device.cpp, GGML_ASSERT: aborts); ggml_metal_device_supports_op refuses
+# GATED_DELTA_NET unless S_v % 32 == 0 (one SIMD-group per value row). Read from ggml 0.15.3's source.
+METAL_HEAD_SIZES: dict[str, tuple[str, Callable[[int], bool]]] = {
+    "wkv6": ("== 64", lambda n: n == 64), "wkv7": ("== 64", lambda n: n == 64),
+    "gdn": ("% 32 == 0", lambda n: n % 32 == 0)}
 _INT32_MAX = 2**31 - 1
 
 
@@ -167,8 +176,26 @@ def cuda_probe() -> str | None:
     return None
 
 
+@cache
+def metal_unavailable() -> str | None:
+    """None when the loaded ggml has a Metal backend that initializes (an Apple GPU), else why."""
+    if reason := ggml_unavailable():
+        return reason
+    import ggml
+
+    if not getattr(ggml, "GGML_USE_METAL", False):
+        return METAL_NO_BUILD
+    try:
+        backend_handle("metal")
+    except RuntimeError as exc:
+        return str(exc)
+    return None
+
+
 def backend_unavailable(device: str) -> str | None:
-    return cuda_unavailable() if device == "cuda" else ggml_unavailable()
+    if device == "cuda":
+        return cuda_unavailable()
+    return metal_unavailable() if device == "metal" else ggml_unavailable()
 
 
 @cache
@@ -224,6 +251,11 @@ def shape_unsupported(op: str, device: str, B: int, T: int, H: int, N: int) -> s
             if step and N % step:
                 return f"ggml CPU wkv7 SIMD path needs N % {step} == 0 ({simd_name()} build), got N={N}"
         return None
+    if device == "metal":
+        rule, ok = METAL_HEAD_SIZES[op]
+        if not ok(N):
+            return f"ggml Metal {op} needs head size N {rule}, got N={N}"
+        return None
     sizes = CUDA_HEAD_SIZES[op]
     if N not in sizes:
         return (f"ggml CUDA {op} needs head size N in {{{', '.join(map(str, sizes))}}} "
@@ -269,8 +301,14 @@ def backend_handle(device: str, n_threads: int | None = None) -> int:
         backend = ggml.ggml_backend_cuda_init(0)
         if not backend:
             raise RuntimeError("no CUDA device (ggml_backend_cuda_init(0) returned NULL)")
+    elif device == "metal":
+        if not getattr(ggml, "GGML_USE_METAL", False):
+            raise RuntimeError(METAL_NO_BUILD)
+        backend = ggml.ggml_backend_metal_init()
+        if not backend:
+            raise RuntimeError("No Metal device (ggml_backend_metal_init() returned NULL)")
     else:
-        raise ValueError(f"unknown ggml device {device!r} (expected 'cpu' or 'cuda')")
+        raise ValueError(f"unknown ggml device {device!r} (expected 'cpu', 'cuda' or 'metal')")
     if not _BACKENDS:
         atexit.register(_free_backends)
     _BACKENDS[key] = backend

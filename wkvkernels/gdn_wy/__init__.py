@@ -3,4 +3,5 @@
 from . import (  # noqa: F401  (each module registers its variants at import)
     fla_triton,
     torch_recurrent,
+    wkvbench_metal,
 )
