@@ -24,6 +24,8 @@ import json
 import os
 import sys
 
+from wkvkernels import config
+
 from .isolate import CUDA_EXIT, CUDA_FATAL
 
 
@@ -60,7 +62,7 @@ def main() -> int:
     from .cudawait import apply_env
 
     apply_env()  # WKVBENCH_CUDA_WAIT (``wkvbench gpu`` sets block), before any CUDA context exists
-    fd = int(os.environ["WKVBENCH_RESULT_FD"])
+    fd = config.result_fd()
     variant = None
     for line in sys.stdin:
         if not line.strip():

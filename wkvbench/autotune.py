@@ -23,8 +23,9 @@ Benchmarks never install this: they time the kernel as its users run it, autotun
 from __future__ import annotations
 
 import functools
-import os
 from dataclasses import dataclass, field
+
+from wkvkernels import config
 
 MAX_ROUNDS = 256  # a kernel with more configurations than this is swept over its first MAX_ROUNDS
 
@@ -50,10 +51,7 @@ _ORIGINAL = None
 
 
 def round_from_env() -> int:
-    raw = os.environ.get("WKVBENCH_AUTOTUNE_ROUND", "0")
-    if not raw.isdigit():
-        raise ValueError(f"WKVBENCH_AUTOTUNE_ROUND must be a whole number >= 0, got {raw!r}")
-    return int(raw)
+    return config.autotune_round()
 
 
 def installed() -> bool:

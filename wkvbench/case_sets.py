@@ -5,8 +5,7 @@ type of the adapter contract: ``wkvkernels/cases.py``.
 
 from __future__ import annotations
 
-import os
-
+from wkvkernels import config
 from wkvkernels.cases import CONST_DOMAINS, DOMAINS, EDGE_OP_DOMAINS, OP_DOMAINS, Case, Shape
 from wkvkernels.ops import DTYPES, OPS
 
@@ -70,7 +69,7 @@ def default_cases(ops: tuple[str, ...] | None = None, dtypes: tuple[str, ...] | 
     """
     if case_set not in CASE_SETS:
         raise ValueError(f"unknown case set {case_set!r}; known: {', '.join(CASE_SETS)}")
-    seed = int(os.environ.get("WKVBENCH_SEED", "0")) if seed is None else seed
+    seed = config.seed() if seed is None else seed
     out = []
     for op in ops or tuple(OPS):
         for domain in _domains(op, case_set):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -23,7 +22,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 def results_dir() -> Path:
     """Where results go when no --output is given: WKVBENCH_RESULTS_DIR, else reports/results."""
-    return Path(os.environ.get("WKVBENCH_RESULTS_DIR") or REPO / "reports" / "results")
+    from wkvkernels import config
+
+    return config.results_dir() or REPO / "reports" / "results"
 
 
 def _parser() -> argparse.ArgumentParser:

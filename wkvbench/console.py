@@ -10,13 +10,14 @@ ever draws on a real terminal (or with ``WKVBENCH_PROGRESS=1``).
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import time
 from collections.abc import Iterator
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from wkvkernels import config
 
 PLAIN_WIDTH = 160
 
@@ -37,7 +38,7 @@ def _isatty(stream: object) -> bool:
 
 def live(console: Console) -> bool:
     """Whether a live (redrawn) progress bar may be drawn on this console."""
-    if os.environ.get("WKVBENCH_PROGRESS"):
+    if config.progress():
         return True
     return console.is_terminal and _isatty(console.file)
 

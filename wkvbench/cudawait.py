@@ -14,7 +14,8 @@ microseconds later than a spinning one, which is why the timed bench keeps CUDA'
 from __future__ import annotations
 
 import ctypes
-import os
+
+from wkvkernels import config
 
 ENV = "WKVBENCH_CUDA_WAIT"
 SCHED = {"spin": 0x01, "yield": 0x02, "block": 0x04}  # CU_CTX_SCHED_SPIN / _YIELD / _BLOCKING_SYNC
@@ -69,5 +70,5 @@ def current_wait(device: int = 0) -> str | None:
 
 def apply_env() -> str | None:
     """``WKVBENCH_CUDA_WAIT`` (spin, yield, block) for this process, if set; call before CUDA is used."""
-    mode = os.environ.get(ENV, "").strip().lower()
+    mode = config.cuda_wait()
     return set_wait(mode) if mode else None

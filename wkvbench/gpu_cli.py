@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 from pathlib import Path
 
@@ -50,12 +49,14 @@ def main(args: argparse.Namespace) -> int:
     if (args.fresh or stale) and out.exists():
         shutil.rmtree(out)
     phases = tuple(x for x in args.only.split(",") if x) or Options(out).phases
-    t0 = os.environ.get("WKVBENCH_T0")
+    from wkvkernels import config
+
+    t0 = config.t0()
     opt = Options(out=out, dtypes=tuple(args.dtype) or DTYPES_ALL, sets=tuple(args.sets) or ("standard",),
                   variants=tuple(args.variant), exclude=tuple(args.exclude), jobs=args.jobs,
                   side_jobs=args.side_jobs, gpus=args.gpus, ggml_src=args.ggml_src,
                   ggml_pip=tuple(shlex.split(args.ggml_pip)), phases=phases, time_cap_s=args.time_cap,
-                  timeout_s=args.timeout, stability=args.stability, t0=float(t0) if t0 else None)
+                  timeout_s=args.timeout, stability=args.stability, t0=t0)
     return GpuRun(opt).run()
 
 

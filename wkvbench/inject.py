@@ -24,13 +24,13 @@ results file records ``WKVBENCH_INJECT`` (the gate warns about it too).
 from __future__ import annotations
 
 import fnmatch
-import os
 import sys
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from wkvkernels import config
 from wkvkernels.base import KernelVariant
 from wkvkernels.ops import op_spec, round_to
 
@@ -272,7 +272,7 @@ def _busy(seconds: float, cuda: bool) -> None:
 def apply(variant: KernelVariant) -> KernelVariant:
     """``variant`` wrapped with the injections of ``WKVBENCH_INJECT`` that match its name (itself
     when none do). Warns on stderr, once per variant, whenever it injects."""
-    spec = os.environ.get(ENV, "")
+    spec = config.inject()
     if not spec or isinstance(variant, Injected):
         return variant
     mine = [i for i in parse(spec) if i.matches(variant.name)]

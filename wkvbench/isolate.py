@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from wkvkernels import config
 from wkvkernels.cases import Case
 
 from .check import CRASH, TIMEOUT, CheckResult
@@ -61,26 +62,16 @@ def default_jobs() -> int:
     """Workers at a time: ``WKVBENCH_JOBS``, else one per core, at most one per ``WORKER_RAM`` of memory
     (a 16-core GPU box: 16; the 2-core CI machine: 2). GPU memory is no limit here: the verification
     cases take a few MiB each, a CUDA context about 0.5 GiB."""
-    raw = os.environ.get("WKVBENCH_JOBS")
-    if raw is None:
+    n = config.jobs()
+    if n is None:
         ram = _ram_bytes()
         return max(1, min(os.cpu_count() or 1, ram // WORKER_RAM if ram else 2))
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"WKVBENCH_JOBS must be a whole number >= 1, got {raw!r}")
-    return int(raw)
+    return n
 
 
 def default_timeout() -> float:
-    raw = os.environ.get("WKVBENCH_TIMEOUT")
-    if raw is None:
-        return DEFAULT_TIMEOUT
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"WKVBENCH_TIMEOUT must be a number of seconds, got {raw!r}") from None
-    if not value > 0:
-        raise ValueError(f"WKVBENCH_TIMEOUT must be > 0 seconds, got {raw!r}")
-    return value
+    value = config.timeout()
+    return DEFAULT_TIMEOUT if value is None else value
 
 
 @dataclass

@@ -30,9 +30,11 @@ def untimed_env() -> dict[str, str]:
     """The environment of the processes that share the GPU and are not timed (verification, warm-ups,
     properties): their waits for the GPU sleep instead of spinning a core (``wkvbench.cudawait``), so
     the cores go to compilations and the oracle. The timed bench keeps CUDA's default."""
+    from wkvkernels import config
+
     from .cudawait import ENV
 
-    return {ENV: os.environ.get(ENV) or "block"}
+    return {ENV: config.cuda_wait() or "block"}
 
 
 def complete(path: Path) -> bool:

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+from wkvkernels import config
+
 PACKAGES = ("numpy", "torch", "triton", "fla-core", "rwkv", "rwkv-ops", "keras", "ggml-python", "rich")
 
 
@@ -65,7 +67,7 @@ def _gpu() -> dict | None:
 
 def provenance() -> dict:
     # a copy of the tree (a GPU box) may carry no .git or a stale one: WKVBENCH_GIT_COMMIT names the commit
-    commit = os.environ.get("WKVBENCH_GIT_COMMIT") or _git("rev-parse", "HEAD")
+    commit = config.git_commit() or _git("rev-parse", "HEAD")
     dirty = _git("status", "--porcelain")
     return {
         "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

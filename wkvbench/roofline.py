@@ -37,11 +37,11 @@ plus written), bf16 and fp32 (TF32 off) matmul at 8192^3. Cached per machine ide
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from wkvkernels import config
 from wkvkernels.ops import op_spec
 
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
@@ -120,7 +120,7 @@ class Ceilings:
 
 
 def _cache_dir() -> Path:
-    return Path(os.environ.get("WKVBENCH_CACHE_DIR", Path.home() / ".cache" / "wkvbench"))
+    return config.cache_root()
 
 
 def _batch_ms(fn, n: int) -> float:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import collections
 import json
-import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from wkvkernels import config
 from wkvkernels.base import availability
 
 from .check import SKIP, STATUSES, CheckResult
@@ -126,7 +126,7 @@ def _document(selection: Selection, prov: dict, counts: dict, skips: dict, secon
                       "with_backward": selection.with_backward, "extra_cases": list(selection.extra_cases),
                       "configs": selection.configs,
                       "seed": selection.seed if selection.seed is not None
-                      else int(os.environ.get("WKVBENCH_SEED", "0")),
+                      else config.seed(),
                       "exclude": list(selection.exclude_globs), **(extra or {})},
         "variants": described if described is not None else {
             v.name: {"operator": v.operator, "source": v.source, "backend": v.backend, "algorithm": v.algorithm,

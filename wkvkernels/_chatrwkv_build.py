@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wkvkernels import config
 from wkvkernels.base import Availability
 
 PACKAGE = "rwkv"
@@ -116,10 +117,7 @@ def cuda_dir() -> Path | None:
 
 def extensions_dir() -> Path:
     """Where builds are kept between processes (see the module docstring)."""
-    if env := os.environ.get("WKVBENCH_CACHE_DIR"):  # the same cache root as wkvkernels/_nvcc.py
-        return Path(env) / "torch_extensions"
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(cache) / "wkvbench" / "torch_extensions"
+    return config.cache_root() / "torch_extensions"  # the same cache root as wkvkernels/_nvcc.py
 
 
 def package_version() -> str | None:

@@ -28,6 +28,8 @@ import subprocess
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from wkvkernels import config
+
 NVCC_MISSING = "nvcc not found (set CUDA_HOME or put nvcc on PATH)"
 TAIL_CHARS = 4000  # how much of nvcc's output an error message keeps
 
@@ -112,9 +114,7 @@ def compile_shared(source: Path | str, out: Path | str, flags: Sequence[str], nv
 
 
 def cache_root() -> Path:
-    if d := os.environ.get("WKVBENCH_CACHE_DIR"):
-        return Path(d)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "wkvbench"
+    return config.cache_root()
 
 
 def build_key(source_text: str, flags: Sequence[str], nvcc: str) -> str:

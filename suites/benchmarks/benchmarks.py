@@ -42,17 +42,15 @@ import wkvkernels  # noqa: E402, F401  (registers the variants)
 from wkvbench.bench import SHAPE_SETS, asv_variants, bench_inputs, gate_case, set_shape  # noqa: E402
 from wkvbench.check import PASS, Checker  # noqa: E402
 from wkvbench.timing import BATCH  # noqa: E402
+from wkvkernels import config  # noqa: E402
 from wkvkernels.base import availability, get  # noqa: E402
 from wkvkernels.cases import Case  # noqa: E402
 
 
 def grid() -> tuple[str, list[str], list[str], list[str]]:
     """(device, variants, shape sets, dtypes) from ``WKVBENCH_ASV_DEVICE``/``_VARIANTS``/``_SETS``/``_DTYPES``."""
-    device = os.environ.get("WKVBENCH_ASV_DEVICE", "cuda")
-    sets = [s for s in os.environ.get("WKVBENCH_ASV_SETS", "quick").split() if s in SHAPE_SETS]
-    dtypes = os.environ.get("WKVBENCH_ASV_DTYPES", "bf16").split()
-    variants = asv_variants(tuple(os.environ.get("WKVBENCH_ASV_VARIANTS", "*").split()), device)
-    return device, variants, sets, dtypes
+    device, sets, dtypes, globs = config.asv_grid()
+    return device, asv_variants(globs, device), [s for s in sets if s in SHAPE_SETS], dtypes
 
 
 DEVICE, VARIANTS, SETS, DTYPES = grid()

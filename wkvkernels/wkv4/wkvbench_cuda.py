@@ -41,11 +41,12 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from wkvkernels import config
 
 from .. import _nvcc
 from .._torch import poisoned, to_numpy, to_torch, torch_available
@@ -64,9 +65,7 @@ _ACT = {"fp32": "f32", "bf16": "bf16"}  # case dtype -> launcher suffix
 
 def arch_list() -> tuple[str, ...]:
     """Target compute capabilities: ``$WKVBENCH_CUDA_ARCHS`` (``;``/``,``/space separated) or 80, 90."""
-    env = os.environ.get("WKVBENCH_CUDA_ARCHS", "")
-    archs = tuple(a for a in env.replace(",", ";").replace(" ", ";").split(";") if a)
-    return archs or DEFAULT_ARCHS
+    return config.cuda_archs() or DEFAULT_ARCHS
 
 
 def nvcc_flags(archs: tuple[str, ...] | None = None, nvcc: str | None = None) -> list[str]:
