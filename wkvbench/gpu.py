@@ -48,14 +48,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .procs import Load, Procs, complete, py, say, tail, untimed_env
+from .procs import Load, Procs, complete, ggml_ready, py, say, tail, untimed_env
 from .runfile import State, print_breakdown
 from .side import run_side, side_tasks
-from .verify_merge import attach_properties, merge_verify
+from .verify_merge import attach_properties, merge_verify, verify_detail
 
 DTYPES_ALL = ("bf16", "fp16", "fp32")
 HEARTBEAT_S = 30.0
-VERIFY_NICE = 5
 
 
 @dataclass
@@ -248,10 +247,7 @@ class GpuRun:
         if not verify_done and "verify" in self.opt.phases and not complete(self.verify) and not only_ggml:
             cmd = self._verify_cmd(self.verify)
             say(f"verify: {shlex.join(cmd[3:])[:300]}")
-            # niced under the side tasks: their warm-ups were the long pole (the verification ended at
-            # 624 s, the warm-ups at 797 s, every core busy throughout: H100, 2026-11-24); the
-            # verification takes the cores they leave
-            vp = self.procs.start("verify", ["nice", "-n", str(VERIFY_NICE), *cmd], untimed_env())
+            vp = self.procs.start("verify", cmd, untimed_env())
         tasks = side_tasks(self, ggml=False) if not side_done else []
         # one per core beside the verification's workers: both wait on the GPU much of the time. With
         # half the cores the side tasks ended 210 s after the verification on the H100 (2026-11-24);
@@ -284,7 +280,7 @@ class GpuRun:
                 say(f"verify exited with {rc}:\n{tail(self.procs.logs / 'verify.log', 20)}")
         ph.seconds += time.time() - t0
         ph.status = "done" if ok else "failed"
-        ph.detail = "only ggml variants selected (ggml-verify)" if only_ggml else _verify_detail(self.verify)
+        ph.detail = "only ggml variants selected (ggml-verify)" if only_ggml else verify_detail(self.verify)
         side_ph.seconds = time.time() - t0
         side_ph.status = "done" if not counts["failed"] else "failed"
         side_ph.detail = f"{counts['ok']} processes finished, {counts['failed']} failed"
@@ -325,7 +321,7 @@ class GpuRun:
                 part.unlink()
             else:  # only ggml variants were selected: theirs is the run's verify file
                 part.replace(self.verify)
-            return True, _verify_detail(self.verify)
+            return True, verify_detail(self.verify)
 
         return self._phase("ggml-verify", verify_ggml)
 
@@ -372,25 +368,9 @@ class GpuRun:
     def _stability(self) -> tuple[bool, str]:
         """The engine against triton's do_bench, ``--stability`` rounds on every timed row (stability.json;
         a stopped run keeps the rows it measured)."""
-        # ggml's rows in a process of their own, after the others: a process that had loaded ggml's CUDA
-        # build and torch's CUDA extensions died of SIGSEGV (H100, 2026-11-25; FINDINGS.md); the second
-        # process keeps the rows of the first (stability.json) and adds its own
-        base = py("stability", str(self.bench), "--repeats", str(self.opt.stability), "--rep-ms", "50")
-        rcs = {}
-        for name, sel in (("stability", ["--exclude", "*.ggml.*"]), ("stability-ggml", ["--variant", "*.ggml.*"])):
-            rcs[name] = self.procs.wait(self.procs.start(name, [*base, *sel]))
-        crashed = {n: rc for n, rc in rcs.items() if rc not in (0, 1)}  # 1: rows outside the targets
-        rc = next(iter(crashed.values()), 0)
-        try:
-            rows = json.loads((self.opt.out / "stability.json").read_text())["rows"]
-        except (OSError, ValueError, KeyError):
-            return False, f"stability exited with {rc} and wrote no results: " + tail(self.procs.logs / "stability.log", 3)
-        from .stability import RATIO_MAX, SPREAD_MAX
+        from .stability import run_checks
 
-        ok = sum(1 for r in rows if r.get("ok"))
-        return not crashed, (f"{ok}/{len(rows)} rows within the targets (spread <= {SPREAD_MAX:.0%}, "
-                             f"|ratio - 1| <= {RATIO_MAX:.0%})"
-                             + "".join(f"; {n} exited with {c}" for n, c in crashed.items()))
+        return run_checks(self.procs, self.bench, self.opt.out / "stability.json", self.opt.stability)
 
     def _asv(self) -> tuple[bool, str]:
         from .asv_record import record
@@ -420,19 +400,3 @@ class GpuRun:
         self.state.save(complete=done)
         print_breakdown(self.state)
 
-
-def ggml_ready() -> bool:
-    """ggml-python imports here, with CUDA when ``CMAKE_ARGS`` asks for it (torch imported first, as
-    the adapters do)."""
-    want_cuda = "-dggml_cuda=on" in os.environ.get("CMAKE_ARGS", "").lower()
-    p = subprocess.run([sys.executable, "-c", "import torch, ggml; print(int(bool(getattr(ggml, 'GGML_USE_CUDA', 0))))"],
-                       capture_output=True, text=True)
-    return p.returncode == 0 and (not want_cuda or p.stdout.strip().endswith("1"))
-
-
-def _verify_detail(path: Path) -> str:
-    try:
-        c = json.loads(path.read_text())["counts"]
-    except (OSError, ValueError, KeyError):
-        return "no results file"
-    return ", ".join(f"{n} {s}" for s, n in c.items() if n)

@@ -141,3 +141,12 @@ def _gpu_busy() -> tuple[float | None, float | None]:
     if not rows:
         return None, None
     return round(sum(r[0] for r in rows) / len(rows), 1), round(sum(r[1] for r in rows) / 1024, 1)
+
+
+def ggml_ready() -> bool:
+    """ggml-python imports here, with CUDA when ``CMAKE_ARGS`` asks for it (torch imported first, as
+    the adapters do)."""
+    want_cuda = "-dggml_cuda=on" in os.environ.get("CMAKE_ARGS", "").lower()
+    p = subprocess.run([sys.executable, "-c", "import torch, ggml; print(int(bool(getattr(ggml, 'GGML_USE_CUDA', 0))))"],
+                       capture_output=True, text=True)
+    return p.returncode == 0 and (not want_cuda or p.stdout.strip().endswith("1"))

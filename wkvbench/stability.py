@@ -97,6 +97,30 @@ def _kept(path: Path, bench_name: str, repeats: int) -> list[dict]:
     return [r for r in doc.get("rows", []) if "error" not in r]
 
 
+def run_checks(procs, bench: Path, out: Path, repeats: int) -> tuple[bool, str]:
+    """``wkvbench gpu``'s stability phase: this command on ``bench`` in processes of ``procs`` (``Procs``),
+    ggml's rows in a process of their own after the others: a process that had loaded ggml's CUDA build
+    and torch's CUDA extensions died of SIGSEGV (H100, 2026-11-25; FINDINGS.md). The second process
+    keeps the rows of the first (``out``) and adds its own. (ok, detail)."""
+    from .procs import py, tail
+
+    base = py("stability", str(bench), "--repeats", str(repeats), "--rep-ms", "50", "--output", str(out))
+    rcs = {}
+    groups = {"stability": ("--exclude", "*.ggml.*"), "stability-ggml": ("--variant", "*.ggml.*")}
+    for name, sel in groups.items():
+        rcs[name] = procs.wait(procs.start(name, [*base, *sel]))
+    crashed = {n: rc for n, rc in rcs.items() if rc not in (0, 1)}  # 1: rows outside the targets
+    try:
+        rows = json.loads(out.read_text())["rows"]
+    except (OSError, ValueError, KeyError):
+        return False, (f"stability exited with {next(iter(crashed.values()), 0)} and wrote no results: "
+                       + tail(procs.logs / "stability.log", 3))
+    ok = sum(1 for r in rows if r.get("ok"))
+    return not crashed, (f"{ok}/{len(rows)} rows within the targets (spread <= {SPREAD_MAX:.0%}, "
+                         f"|ratio - 1| <= {RATIO_MAX:.0%})"
+                         + "".join(f"; {n} exited with {c}" for n, c in crashed.items()))
+
+
 def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
 

@@ -47,3 +47,12 @@ def attach_properties(verify: Path, files: list[Path]) -> None:
     doc["properties"] = rows
     doc["property_counts"] = dict(collections.Counter(r["status"] for r in rows))
     atomic_write(verify, json.dumps(doc, indent=1))
+
+
+def verify_detail(path: Path) -> str:
+    """The counts of a verify file, as one line ("2106 PASS, 264 XFAIL, ...")."""
+    try:
+        c = json.loads(path.read_text())["counts"]
+    except (OSError, ValueError, KeyError):
+        return "no results file"
+    return ", ".join(f"{n} {s}" for s, n in c.items() if n)

@@ -108,3 +108,35 @@ def test_clocks_without_nvml_or_nvidia_smi_are_unknown_not_an_error(monkeypatch)
     monkeypatch.setattr(timing, "_nvml", lambda: None)
     monkeypatch.setenv("PATH", "/nonexistent")
     assert timing.gpu_clocks(0) == (None, None, False)
+
+
+def test_the_stability_phase_times_ggml_in_a_process_of_its_own(tmp_path):
+    """``wkvbench gpu``'s stability phase: the non-ggml rows first, ggml's in a second process; a crash
+    of either fails the phase and is named (the SIGSEGV of ggml's CUDA build beside torch's, H100)."""
+    import json
+
+    from wkvbench.stability import run_checks
+
+    out = tmp_path / "stability.json"
+    out.write_text(json.dumps({"rows": [{"ok": True}, {"ok": False}]}))
+
+    class FakeProcs:
+        logs = tmp_path
+
+        def __init__(self, codes):
+            self.codes, self.started = codes, []
+
+        def start(self, name, cmd):
+            self.started.append((name, cmd))
+            return name
+
+        def wait(self, name):
+            return self.codes[name]
+
+    procs = FakeProcs({"stability": 1, "stability-ggml": -11})
+    ok, detail = run_checks(procs, tmp_path / "bench.json", out, 5)
+    assert not ok and "1/2 rows within the targets" in detail and "stability-ggml exited with -11" in detail
+    (first, a), (second, b) = procs.started
+    assert (first, second) == ("stability", "stability-ggml")
+    assert a[-2:] == ["--exclude", "*.ggml.*"] and b[-2:] == ["--variant", "*.ggml.*"]
+    assert run_checks(FakeProcs({"stability": 0, "stability-ggml": 1}), tmp_path / "b.json", out, 5)[0]

@@ -42,7 +42,7 @@ def test_the_gpu_run_gives_it_to_verify_and_side_tasks_not_to_the_bench():
     from wkvbench import gpu, side
 
     src = inspect.getsource(gpu.GpuRun)
-    assert 'self.procs.start("verify", ["nice", "-n", str(VERIFY_NICE), *cmd], untimed_env())' in src
+    assert 'self.procs.start("verify", cmd, untimed_env())' in src
     assert 'self.procs.start("verify-ggml", self._verify_cmd(part, variants=names), untimed_env())' in src
     assert "untimed_env()" in inspect.getsource(side.run_side)
     assert "untimed_env" not in inspect.getsource(gpu.GpuRun._bench)
