@@ -1,11 +1,16 @@
 """The selection options every command that picks variants shares (``verify``, ``list``, ``drift``,
-``bench``, ``properties``): operators, variant globs, dtypes, exclusions, devices, plug-ins."""
+``bench``, ``properties``): operators, variant globs, dtypes, exclusions, devices, plug-ins; and where
+results go without ``--output``."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
+from wkvkernels import config
 from wkvkernels.ops import DTYPES, OPS
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def selection_args(p: argparse.ArgumentParser) -> None:
@@ -21,3 +26,8 @@ def selection_args(p: argparse.ArgumentParser) -> None:
                    help="Python file that registers extra variants (repeatable)")
     p.add_argument("--no-entry-points", action="store_true",
                    help="do not load installed 'wkvbench.variants' entry points")
+
+
+def results_dir() -> Path:
+    """Where results go when no --output is given: WKVBENCH_RESULTS_DIR, else reports/results."""
+    return config.results_dir() or REPO / "reports" / "results"
