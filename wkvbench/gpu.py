@@ -14,14 +14,15 @@ and records the bench samples in asv's history (``reports/asv/results``) and reb
 Phases, in the order they start::
 
     ggml        ggml-python built with CUDA in the background (``--ggml-src``), at the lowest CPU priority
-    verify      one ``wkvbench verify`` process, one worker per (variant, kind, dtype), a worker per core
+    verify      one ``wkvbench verify`` process, a worker per core, its units grouped as ``units`` says
     side        beside it: ``properties`` per CUDA variant and ``bench --warm-only`` per (Triton variant,
                 dtype, head size 128 or not): compiles and autotunes the benchmark shapes, one process per
                 core; skipped when an earlier run on this machine warmed the same thing into Triton's
                 on-disk caches (``warm_marker``)
     bench       alone on the GPUs: one ``bench`` worker per GPU, gates taken from verify.json (ggml's
                 build goes on beside it, on the cores the bench leaves)
-    ggml-verify the ggml variants (verify and properties), once their build is in
+    ggml-verify the ggml variants (verify and properties), once their build is in (beside verify when
+                it was in before the run)
     ggml-bench  their bench rows, joined into bench.json
     stability   with ``--stability N``: the timing engine against do_bench, N rounds of every bench row
     asv, report the bench samples into asv's results; the static HTML report (rebuilt on every run)
@@ -100,6 +101,7 @@ class GpuRun:
         self.bench = opt.out / "bench.json"
         self.warmed_before = 0  # warm-up tasks an earlier run did into the caches kept here
         self.load = Load(t0=self.state.started_at)  # the time line counts from the run's first start
+        self.ggml_beside = None  # ggml's verification started beside the others (ggml built before)
 
     # -- plan --------------------------------------------------------------------------------
     def _filters(self) -> list[str]:
@@ -151,6 +153,8 @@ class GpuRun:
         ggml = self._start_ggml()
         try:
             ok = self._parallel(ngpu)
+            if self.ggml_beside is not None:  # its tail before the bench times anything
+                ok &= self._phase("ggml-verify", lambda: self._ggml_verify_end(self.ggml_beside))
             if ngpu and "bench" in self.opt.phases:
                 ok &= self._phase("bench", lambda: self._bench(ngpu, ggml=False))
             ok &= self._ggml_verify(ggml)
@@ -240,6 +244,11 @@ class GpuRun:
         # ggml's variants are verified in a process of their own (ggml-verify): before its build
         # ggml-python is not importable, and a verify parent that had loaded both ggml's CUDA build
         # and torch's CUDA extensions died of SIGSEGV on the H100 (2026-11-24, FINDINGS.md)
+        built, ggml_done = (getattr(self.state.phases.get(n), "status", "") == "done" for n in ("ggml", "ggml-verify"))
+        if not verify_done and built and not ggml_done:
+            # built before this run: ggml's verification goes beside the others instead of after the
+            # bench, on the cores their stragglers leave
+            self.ggml_beside = self._ggml_verify_start()
         excl = ("*.ggml.*",)
         self.opt.exclude = (*self.opt.exclude, *excl)
         vp = None
@@ -302,28 +311,43 @@ class GpuRun:
             self.state.save()
             say(f"ggml: build {ph.status} after {ph.seconds:.0f} s (waited {time.time() - t0:.0f} s for it)")
 
-        def verify_ggml():
-            names = [v.name for v in self._selected() if v.backend == "ggml"]  # the selection's ggml variants
-            if not names:
-                return True, "no ggml variant selected"
-            part = self.work / "verify-ggml.json"
-            p = self.procs.start("verify-ggml", self._verify_cmd(part, variants=names), untimed_env())
-            tasks = side_tasks(self, ggml=True)
-            counts: collections.Counter = collections.Counter()
-            run_side(self, tasks, max(1, len(tasks)), threading.Event(), counts)
-            rc = self.procs.wait(p)
-            self.state.add_cpu("verify", p.cpu_s)
-            if rc not in (0, 1) or not complete(part):
-                return False, f"verify exited with {rc}: " + tail(self.procs.logs / "verify-ggml.log", 3)
-            self._variant_times(part)
-            if self.verify.is_file():
-                merge_verify(self.verify, part)
-                part.unlink()
-            else:  # only ggml variants were selected: theirs is the run's verify file
-                part.replace(self.verify)
-            return True, verify_detail(self.verify)
+        if self.ggml_beside is not None:
+            return True  # verified beside the others
+        return self._phase("ggml-verify", lambda: self._ggml_verify_end(self._ggml_verify_start()))
 
-        return self._phase("ggml-verify", verify_ggml)
+    def _ggml_verify_start(self) -> tuple | None:
+        """ggml's verify process, and its properties processes in a thread (None: no ggml variant)."""
+        names = [v.name for v in self._selected() if v.backend == "ggml"]  # the selection's ggml variants
+        if not names:
+            return None
+        part = self.work / "verify-ggml.json"
+        p = self.procs.start("verify-ggml", self._verify_cmd(part, variants=names), untimed_env())
+        tasks = side_tasks(self, ggml=True)
+        counts: collections.Counter = collections.Counter()
+        side = threading.Thread(target=run_side, args=(self, tasks, max(1, len(tasks)), threading.Event(), counts),
+                                daemon=True)
+        side.start()
+        return p, side, part
+
+    def _ggml_verify_end(self, started: tuple | None) -> tuple[bool, str]:
+        """Wait for what ``_ggml_verify_start`` started; its rows join the run's verify file."""
+        if started is None:
+            return True, "no ggml variant selected"
+        p, side, part = started
+        side.join()
+        rc = self.procs.wait(p)
+        self.state.add_cpu("verify", p.cpu_s)
+        if rc not in (0, 1) or not complete(part):
+            return False, f"verify exited with {rc}: " + tail(self.procs.logs / "verify-ggml.log", 3)
+        self._variant_times(part)
+        if self.verify.is_file():
+            merge_verify(self.verify, part)
+            part.unlink()
+        else:  # only ggml variants were selected: theirs is the run's verify file
+            part.replace(self.verify)
+        beside = started is self.ggml_beside
+        return True, verify_detail(self.verify) + (" (started beside verify; the seconds: what it added after it)"
+                                                   if beside else "")
 
     def _variant_times(self, path: Path) -> None:
         try:

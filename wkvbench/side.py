@@ -21,7 +21,7 @@ from .procs import complete, py, say, tail, untimed_env
 def side_tasks(run, ggml: bool) -> list[tuple[str, list[str], str]]:
     """(name, command, variant) of the warm-up and properties processes of ``run`` (a ``GpuRun``),
     slowest first."""
-    from .verify import cost_rank
+    from .units import cost_rank
 
     tasks = []
     for v in sorted(run._selected("cuda"), key=lambda v: (cost_rank(v), v.name)):

@@ -29,9 +29,10 @@ from wkvkernels.ops import DTYPES, OPS
 
 from . import inject
 from .case_sets import default_cases
-from .check import BAD, ERROR, FAIL, PASS, SKIP, STATUSES, XFAIL, XPASS, Checker, CheckResult, check_backward
+from .check import BAD, CRASH, ERROR, FAIL, PASS, SKIP, STATUSES, TIMEOUT, XFAIL, XPASS, Checker, CheckResult, check_backward
 from .console import make_console, track
 from .isolate import WorkerConfig, run_variant
+from .units import Unit, chains, cost_rank, mark_compiled
 from .verify_file import ResultsWriter, row_key
 
 REPO = Path(__file__).resolve().parent.parent
@@ -207,25 +208,12 @@ def run(selection: Selection, console: Console | None = None, partial: Path | No
     return report
 
 
-def cost_rank(v: KernelVariant) -> int:
-    """Which workers to start first, so the longest ones do not start last: Triton kernels
-    (compilation and autotuning on their first calls: 30-90 s per new shape for FLA's chunked
-    kernels on the H100), then CUDA extensions (compiled on first use), then the rest."""
-    if v.backend == "triton":
-        return 0 if "chunk" in v.algorithm else 1
-    return 2 if v.device == "cuda" else 3
-
-
-Unit = tuple[str, str, str]  # (variant, kind, dtype): the cases one worker process checks
-
-
 def _run_isolated(jobs: list[tuple[KernelVariant, Case, str]], checker: Checker, cfg: WorkerConfig,
                   record, describe, advance, unit_seconds: dict[str, float]) -> None:
-    """One worker per (variant, kind, dtype), ``cfg.jobs`` at a time: the cases of one variant are spread
-    over workers (dtypes share no compiled kernel), and its compilations run in parallel. Baselines
-    start first (the others then usually receive their errors instead of measuring them again), then
-    the slowest kinds of kernel (``cost_rank``). Unavailable variants are skipped here without a
-    worker (nothing of theirs runs)."""
+    """One job per (variant, kind, dtype) unit, grouped into chains that share a worker process
+    (``wkvbench.units``), ``cfg.jobs`` chains at a time. Baselines start first (the others then usually
+    receive their errors instead of measuring them again), then the slowest kinds of kernel
+    (``cost_rank``). Unavailable variants are skipped here without a worker (nothing of theirs runs)."""
     units: dict[Unit, list[Case]] = {}
     objs: dict[str, KernelVariant] = {}
     for v, c, kind in jobs:
@@ -255,16 +243,17 @@ def _run_isolated(jobs: list[tuple[KernelVariant, Case, str]], checker: Checker,
             results.put(_check(checker, v, c, kind))
         return True
 
-    def one(unit: Unit, slot: int) -> None:
-        t0, ran = time.perf_counter(), False
+    def one_unit(unit: Unit, slot: int) -> None:
+        t0, ran, whole = time.perf_counter(), False, False
         try:
             if skipped(unit):
                 return
-            ran = True
+            ran, whole = True, True
             for res in run_variant(unit[0], units[unit], cfg, unit[1], slot):
+                whole = whole and res.status not in (CRASH, TIMEOUT)
                 results.put(res)
-        except BaseException as exc:  # surfaced in the main thread
-            results.put(exc)
+            if whole and not cfg.cancel.is_set():
+                mark_compiled(unit)
         finally:
             if ran:
                 unit_seconds["|".join(unit)] = round(time.perf_counter() - t0, 2)
@@ -272,13 +261,21 @@ def _run_isolated(jobs: list[tuple[KernelVariant, Case, str]], checker: Checker,
                 left[unit[0]] -= 1
                 if not left[unit[0]]:
                     cfg.retire(unit[0])
+
+    def one(chain: list[Unit], slot: int) -> None:
+        try:
+            for unit in chain:
+                one_unit(unit, slot)
+        except BaseException as exc:  # surfaced in the main thread
+            results.put(exc)
+        finally:
             results.put(done)
 
     own_dir = cfg.oracle_dir is None
     if own_dir:
         cfg.oracle_dir = tempfile.mkdtemp(prefix="wkvbench-oracle-")
     try:
-        _drain(runnable, one, cfg, results, done, record, describe, advance)
+        _drain(chains(runnable, objs), one, cfg, results, done, record, describe, advance)
     finally:
         cfg.close_idle()
         if own_dir:
@@ -288,7 +285,7 @@ def _run_isolated(jobs: list[tuple[KernelVariant, Case, str]], checker: Checker,
 
 def _drain(runnable: list, one, cfg: WorkerConfig, results: queue.Queue, done: object, record, describe,
            advance) -> None:
-    """Run ``one(unit, slot)`` for every unit, ``cfg.jobs`` at a time; record what they put on ``results``.
+    """Run ``one(chain, slot)`` for every chain of units, ``cfg.jobs`` at a time; record what they put on ``results``.
     Ctrl-C or an error stops the run and kills the live workers before the threads are joined."""
     running: list[str] = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, cfg.jobs)) as pool:

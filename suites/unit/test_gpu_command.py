@@ -227,3 +227,26 @@ def test_a_selection_of_ggml_variants_alone_writes_the_results_set(tmp_path):
     doc = json.loads((out / "verify.json").read_text())
     assert doc["results"] and {r["variant"] for r in doc["results"]} == {"wkv7.ggml.cpu"}
     assert all(r["status"] == "PASS" for r in doc["results"])
+
+
+def test_ggml_built_before_the_run_is_verified_beside_the_others(tmp_path):
+    """A run that finds ggml built (a second run on the box, or a resume after the build) starts ggml's
+    verify process beside the main one instead of after the bench; its rows join the one verify file,
+    and its phase counts only what it added after the main verification."""
+    out = tmp_path / "set"
+    out.mkdir()
+    (out / "run.json").write_text(json.dumps({
+        "schema": "wkvbench.run/1", "complete": False, "provenance": {"git": {"commit": "c0ffee"}},
+        "phases": {"ggml": {"status": "done", "seconds": 0.0, "detail": "already installed"}}}))
+    p = subprocess.run([sys.executable, "-m", "wkvbench", "gpu", "--output", str(out), "--variant",
+                        "wkv7.torch.recurrent", "--variant", "wkv7.ggml.cpu", "--dtype", "fp32", "--only",
+                        "verify,side"], cwd=REPO, capture_output=True, text=True, timeout=900,
+                       env={**os.environ, "WKVBENCH_GIT_COMMIT": "c0ffee"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    run = json.loads((out / "run.json").read_text())
+    assert run["complete"] is True
+    ph = run["phases"]["ggml-verify"]
+    assert ph["status"] == "done" and "started beside verify" in ph["detail"], ph
+    doc = json.loads((out / "verify.json").read_text())
+    assert {r["variant"] for r in doc["results"]} == {"wkv7.torch.recurrent", "wkv7.ggml.cpu"}
+    assert all(r["status"] in ("PASS", "XFAIL") for r in doc["results"])

@@ -249,9 +249,9 @@ def test_worker_env_shares_the_cores_and_spreads_gpus(monkeypatch):
     assert "OMP_NUM_THREADS" not in worker_env(jobs=8, slot=0, gpus=0)  # the caller's setting stands
 
 
-def test_forward_and_backward_in_one_run_one_worker_per_variant_kind_and_dtype(tmp_path):
-    """--with-backward writes both kinds into one file; each (variant, kind, dtype) had its own worker
-    (unit_seconds), so the cases of one variant ran in several processes."""
+def test_forward_and_backward_in_one_run_with_seconds_per_variant_kind_and_dtype(tmp_path):
+    """--with-backward writes both kinds into one file; each (variant, kind, dtype) is a unit with its
+    own seconds (unit_seconds), whether or not units shared a worker."""
     out = tmp_path / "fb.json"
     p = _verify("--variant", "gla.torch.recurrent", "--variant", "gla.fla.naive_recurrent", "--dtype", "fp32",
                 "--dtype", "bf16", "--domain", "model", "--with-backward", "--jobs", "2", "--output", str(out))
@@ -319,3 +319,30 @@ def test_at_most_jobs_workers_wait_and_a_finished_variants_workers_end():
     assert a1.ended and not a2.ended and not b1.ended and cfg.ending == [a1]
     cfg.retire("a")  # a has no unit left
     assert a2.ended and not b1.ended and cfg.idle[("b", "")] == [b1]
+
+
+def test_a_variant_that_compiles_nothing_runs_its_units_in_one_worker_even_with_free_slots(monkeypatch):
+    """Four slots for six units: the baseline's four units still get a worker each (they start first,
+    side by side), FLA's naive recurrence (torch: nothing compiled in its worker) runs both dtypes in
+    one worker instead of paying a second process start (``wkvbench.units``)."""
+    from wkvbench import isolate
+    from wkvbench.verify import Selection, run
+
+    started: list[str] = []
+    real = isolate._Worker.__init__
+
+    def counting(self, variant, *a, **kw):
+        started.append(variant)
+        real(self, variant, *a, **kw)
+
+    monkeypatch.setattr(isolate._Worker, "__init__", counting)
+    sel = Selection(ops=("gla",), variant_globs=("gla.torch.recurrent", "gla.fla.naive_recurrent"),
+                    dtypes=("fp32", "bf16"), case_ids=("gla/model/B1-T1-H2-N64-h0/fp32/s0",
+                                                       "gla/model/B1-T1-H2-N64-h0/bf16/s0"),
+                    with_backward=True)
+    report = run(sel, isolate=isolate.WorkerConfig(entry_points=False, jobs=4))
+    assert started.count("gla.fla.naive_recurrent") == 1
+    assert started.count("gla.torch.recurrent") == 4
+    assert {u for u in report.unit_seconds if u.startswith("gla.fla.naive_recurrent")} == {
+        "gla.fla.naive_recurrent|forward|fp32", "gla.fla.naive_recurrent|forward|bf16"}
+    assert all(r.status == PASS for r in report.results), [(r.variant, r.status, r.reason) for r in report.results]

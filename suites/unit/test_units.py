@@ -1,0 +1,52 @@
+"""How the isolated runner groups units into chains that share a worker (``wkvbench.units``)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from wkvbench import units
+from wkvbench.units import chains, compiled_marker, mark_compiled
+
+
+def _v(name, backend, device="cuda", baseline=False):
+    return SimpleNamespace(name=name, backend=backend, device=device, baseline=baseline)
+
+
+OBJS = {v.name: v for v in (_v("op.torch.recurrent", "torch", baseline=True), _v("op.rwkv.cuda", "cuda"),
+                            _v("op.fla.chunk", "triton"), _v("op.fla.twin", "triton", device="cpu"))}
+
+
+def _units(name):
+    return [(name, k, d) for k in ("forward", "backward") for d in ("bf16", "fp32")]
+
+
+def test_units_without_compilation_share_one_chain_and_baselines_and_cold_triton_units_do_not(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    todo = [u for n in OBJS for u in _units(n)]
+    got = chains(todo, OBJS)
+    by_variant = {}
+    for ch in got:
+        assert len({u[0] for u in ch}) == 1  # a chain never mixes variants: it shares one worker
+        by_variant.setdefault(ch[0][0], []).append(ch)
+    assert [len(c) for c in by_variant["op.torch.recurrent"]] == [1, 1, 1, 1]  # the baseline: apart
+    assert by_variant["op.rwkv.cuda"] == [_units("op.rwkv.cuda")]  # one process, units in order
+    assert [len(c) for c in by_variant["op.fla.chunk"]] == [1, 1, 1, 1]  # compiles side by side
+    assert by_variant["op.fla.twin"] == [_units("op.fla.twin")]  # the interpreter compiles nothing
+    assert sorted(u for ch in got for u in ch) == sorted(todo)  # every unit once
+    assert [ch[0] for ch in got] == sorted((ch[0] for ch in got), key=todo.index)  # start order kept
+
+
+def test_triton_units_an_earlier_run_compiled_join_one_chain(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    warm = _units("op.fla.chunk")[:3]
+    mark_compiled(warm[0])  # no cache folder yet: nothing compiled to disk, no marker
+    assert not compiled_marker(warm[0]).exists()
+    (tmp_path / "triton").mkdir()
+    for u in warm:
+        mark_compiled(u)
+    got = chains(_units("op.fla.chunk"), OBJS)
+    assert got == [warm, [_units("op.fla.chunk")[3]]]  # the cold one still compiles on its own
+    # the marker names the Triton and torch it was compiled with: another version is cold again
+    monkeypatch.setattr(units, "_version", lambda dist: "0.0-other")
+    assert all(len(c) == 1 for c in chains(_units("op.fla.chunk"), OBJS))

@@ -1,0 +1,88 @@
+"""How the isolated verification runner groups its work into worker processes.
+
+A *unit* is the cases of one (variant, kind, dtype): what one worker checks in one job. A *chain* is
+the units one thread runs one after the other, so they share one worker process (the parent hands a
+waiting worker the next job of its own variant).
+
+Starting a worker costs seconds of CPU (torch, Triton and the kernel package imported, a CUDA context):
+on the 16-core H100 box, with one process per unit (222 of them), the verification of a run on warm
+caches kept every core busy for 178 s, mostly starting processes: an unchained naive torch unit of
+18 cases took 17 s where its cases take 2 s (2026-11-25, ``run.json`` ``variant_seconds``). So:
+
+* a variant without compilation in its worker (torch, CUDA extensions, which are built by the
+  availability probe in the parent, Keras, ggml) runs all its units in one chain, one process;
+* a Triton variant compiles on its first calls, per dtype (30-90 s per new key for FLA's chunked
+  kernels): each of its units is a chain of its own, so their compilations run side by side, unless
+  an earlier run compiled that unit into Triton's on-disk cache (``compiled_marker``), in which case
+  its compiled units join one chain;
+* a baseline variant's units stay apart too: they start first, and every other variant receives
+  their errors instead of measuring the baseline again.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import metadata
+from pathlib import Path
+
+from wkvkernels.base import KernelVariant
+
+Unit = tuple[str, str, str]  # (variant, kind, dtype): the cases one worker checks in one job
+
+
+def cost_rank(v: KernelVariant) -> int:
+    """Which workers to start first, so the longest ones do not start last: Triton kernels
+    (compilation and autotuning on their first calls: 30-90 s per new shape for FLA's chunked
+    kernels on the H100), then CUDA extensions (compiled on first use), then the rest."""
+    if v.backend == "triton":
+        return 0 if "chunk" in v.algorithm else 1
+    return 2 if v.device == "cuda" else 3
+
+
+def triton_cache() -> Path:
+    """Triton's on-disk compilation cache (``TRITON_CACHE_DIR``, else Triton's default)."""
+    return Path(os.environ.get("TRITON_CACHE_DIR") or Path.home() / ".triton" / "cache")
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "-"
+
+
+def compiled_marker(unit: Unit) -> Path:
+    """The file saying an earlier run checked ``unit`` to its end with this Triton and torch, so its
+    kernels are in Triton's cache. It lives inside that cache: emptying the cache removes it. A marker
+    that no longer holds (another GPU sharing the cache folder) costs time, never a result."""
+    name = "-".join((*unit, "triton" + _version("triton"), "torch" + _version("torch")))
+    return triton_cache() / "wkvbench-compiled" / (name.replace("/", "_") + ".done")
+
+
+def mark_compiled(unit: Unit) -> None:
+    if not triton_cache().is_dir():
+        return  # nothing was compiled to disk (CPU-only Triton, the interpreter)
+    path = compiled_marker(unit)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+    except OSError:
+        pass  # a marker: never fatal (the next run compiles in parallel again)
+
+
+def chains(units: list[Unit], objs: dict[str, KernelVariant]) -> list[list[Unit]]:
+    """``units`` (in start order) grouped into chains, in the order of their first unit (see the
+    module's docstring)."""
+    out: list[list[Unit]] = []
+    joined: dict[str, list[Unit]] = {}
+    for u in units:
+        v = objs[u[0]]
+        alone = v.baseline or (v.backend == "triton" and v.device == "cuda" and not compiled_marker(u).is_file())
+        if alone:
+            out.append([u])
+        elif u[0] in joined:
+            joined[u[0]].append(u)
+        else:
+            joined[u[0]] = [u]
+            out.append(joined[u[0]])
+    return out
