@@ -28,6 +28,8 @@
    ``min_reps`` and ``MIN_TIME_S`` of sampling the engine stops once the
    standard error of the median (``1.2533 * std / sqrt(n)``, the asymptotic normal value) is under
    ``sem_bound`` of the median, or at ``max_reps``, or when ``time_cap_s`` of wall time is spent.
+   Graph replays, cheap to sample, take at least ``GRAPH_MIN_TIME_S`` of samples, to the tighter
+   ``GRAPH_SEM_BOUND``, up to ``GRAPH_MAX_REPS``.
 4. **Statistics.** Median, quartiles, IQR, and outliers (outside 1.5 IQR of the quartiles) over
    every sample; the samples themselves are kept (the regression gate tests on them).
 5. **Clocks.** SM clock and temperature are read (``nvidia-smi``) before and after; a drop of the
@@ -64,6 +66,13 @@ MAX_BATCH = 100
 # largest sample, and their 10 samples were 38 s of a 167 s bench (H100, 2026-11-25)
 LONG_CALL_S = 0.02
 LONG_REPS = 5
+# Graph replays are cheap to sample (a 12-330 us replay behind an L2 flush): they are sampled for
+# GRAPH_MIN_TIME_S at least, up to GRAPH_MAX_REPS, to GRAPH_SEM_BOUND. At the eager settings the 5-round
+# spread of 35 graph rows of the quick set reached 1-4.3 % where do_bench, which samples 50 ms,
+# stayed under 1 % (H100, 2026-11-25, stability.json)
+GRAPH_SEM_BOUND = 0.002
+GRAPH_MIN_TIME_S = 0.1
+GRAPH_MAX_REPS = 1000
 
 
 @dataclass
@@ -329,6 +338,10 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None 
         batch = min_reps = min(min_reps, LONG_REPS)
     else:
         batch = max(batch, min(MAX_BATCH, math.ceil(BATCH_S / max(per_call, 1e-7))))
+    min_time = MIN_TIME_S
+    if mode == "graph":
+        sem_bound, max_reps = min(sem_bound, GRAPH_SEM_BOUND), max(max_reps, GRAPH_MAX_REPS)
+        min_time = GRAPH_MIN_TIME_S
     clk0, temp0, thr0 = gpu_clocks(torch.cuda.current_device())  # after warm-up: the clock of a busy GPU
     samples: list[float] = []
     stop = "max_reps"
@@ -350,7 +363,7 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None 
                 b.record()
             evs[-1][1].synchronize()
             samples.extend(a.elapsed_time(b) for a, b in evs)
-        if len(samples) >= min_reps and time.perf_counter() - t_start >= MIN_TIME_S:
+        if len(samples) >= min_reps and time.perf_counter() - t_start >= min_time:
             st = summarize(samples)
             if st["sem_ms"] <= sem_bound * st["median_ms"]:
                 stop = "sem"
