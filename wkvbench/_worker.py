@@ -8,8 +8,9 @@ by the parent's other workers. For each it writes, on the file descriptor named 
 * ``{"ready": true}`` once the registry is loaded (at once for the jobs after the first);
 * ``{"result": CheckResult.as_dict(), "baseline": {...}}`` per case, in the order given;
 * ``{"alive": r}`` after each round of a configuration sweep (kind ``*-configs``, ``autotune.sweep``);
-* ``{"done": true}`` after the job's last case; the worker then waits for the next job (the parent
-  gives it only jobs of the same variant) and exits at the end of its input.
+* ``{"done": true, "cpu_s": s}`` after the job's last case (``s``: the worker's CPU seconds so far);
+  the worker then waits for the next job (the parent gives it only jobs of the same variant) and
+  exits at the end of its input.
 
 Autotuned Triton kernels run one pinned configuration here (``wkvbench.autotune``).
 
@@ -127,7 +128,15 @@ def _run_job(fd: int, variant, job: dict) -> None:
             sys.stderr.flush()
             os._exit(CUDA_EXIT)  # no atexit/CUDA teardown: the context is broken
     _release()
-    _send(fd, {"done": True})
+    _send(fd, {"done": True, "cpu_s": _cpu_s()})
+
+
+def _cpu_s() -> float:
+    """CPU seconds of this worker so far, its finished child processes (ptxas, nvcc) included."""
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return round(own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime, 3)
 
 
 def _release() -> None:

@@ -351,12 +351,14 @@ class GpuRun:
 
     def _variant_times(self, path: Path) -> None:
         try:
-            units = json.loads(path.read_text()).get("unit_seconds", {})
+            doc = json.loads(path.read_text())
         except (OSError, ValueError):
             return
-        for unit, secs in units.items():
+        for unit, secs in doc.get("unit_seconds", {}).items():
             variant, kind, _dtype = unit.split("|")
             self.state.add_variant(variant, kind, secs)
+        for unit, secs in doc.get("unit_cpu_s", {}).items():
+            self.state.add_variant(unit.split("|")[0], "cpu", secs)
 
     def _bench(self, ngpu: int, ggml: bool) -> tuple[bool, str]:
         """The bench of every backend but ggml (``bench.json``), or of ggml's variants once they are built

@@ -93,6 +93,7 @@ class WorkerConfig:
     ending: list = field(default_factory=list, repr=False)  # workers told to end, not yet reaped
     log_dir: Path | None = field(default=None, repr=False)  # the workers' stderr files
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    cpu: dict = field(default_factory=dict)  # "variant|kind|dtype" -> CPU seconds of the workers on it
 
     def logs(self) -> Path:
         with self.lock:
@@ -223,6 +224,7 @@ class _Worker:
         self.fd = read_fd
         self.buf = b""
         self.jobs = 0
+        self.cpu_s = 0.0  # the CPU seconds it reported at the end of its previous job
         self.since = time.monotonic()  # when it began to wait for a job
 
     def send(self, cases: list[Case], cfg: WorkerConfig, kind: str) -> None:
@@ -333,6 +335,11 @@ def run_variant(variant: str, cases: list[Case], cfg: WorkerConfig,
                 continue
             if "done" in msg:
                 finished = True
+                if "cpu_s" in msg:  # the worker's CPU since its previous job (its start, for the first)
+                    with cfg.lock:
+                        unit = f"{variant}|{kind}|{cases[0].dtype}" if cases else variant
+                        cfg.cpu[unit] = round(cfg.cpu.get(unit, 0.0) + msg["cpu_s"] - w.cpu_s, 2)
+                    w.cpu_s = msg["cpu_s"]
                 break
             cfg.add_baselines(msg.get("baseline") or {})
             res = CheckResult.from_dict(msg["result"])

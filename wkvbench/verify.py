@@ -100,6 +100,8 @@ class Report:
     seconds: float = 0.0
     # wall seconds of each worker ("variant|kind|dtype"), start-up and compilation included
     unit_seconds: dict[str, float] = field(default_factory=dict)
+    # CPU seconds of the workers on each unit (the first unit of a worker carries its start-up)
+    unit_cpu_s: dict[str, float] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         c = collections.Counter(r.status for r in self.results)
@@ -197,6 +199,7 @@ def run(selection: Selection, console: Console | None = None, partial: Path | No
                     bar.advance()
             else:
                 _run_isolated(jobs, checker, isolate, record, bar.update, bar.advance, report.unit_seconds)
+                report.unit_cpu_s = dict(sorted(isolate.cpu.items()))
     finally:
         if sink:
             sink.close()

@@ -147,5 +147,7 @@ def write_json(report: Report, path: Path, selection: Selection, prov: dict | No
                     report.seconds, True, extra, described)
     if report.unit_seconds:
         doc["unit_seconds"] = dict(sorted(report.unit_seconds.items()))
+    if report.unit_cpu_s:
+        doc["unit_cpu_s"] = dict(sorted(report.unit_cpu_s.items()))
     doc["results"] = [r.as_dict() for r in report.results]
     atomic_write(path, json.dumps(doc, indent=1))

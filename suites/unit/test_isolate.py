@@ -346,3 +346,16 @@ def test_a_variant_that_compiles_nothing_runs_its_units_in_one_worker_even_with_
     assert {u for u in report.unit_seconds if u.startswith("gla.fla.naive_recurrent")} == {
         "gla.fla.naive_recurrent|forward|fp32", "gla.fla.naive_recurrent|forward|bf16"}
     assert all(r.status == PASS for r in report.results), [(r.variant, r.status, r.reason) for r in report.results]
+
+
+def test_the_workers_cpu_seconds_are_recorded_per_unit(tmp_path):
+    """unit_cpu_s: each unit's CPU seconds, the worker's start-up counted on its first unit."""
+    out = tmp_path / "cpu.json"
+    p = _verify("--variant", "gla.fla.naive_recurrent", "--dtype", "fp32", "--dtype", "bf16", "--domain", "model",
+                "--jobs", "2", "--output", str(out))
+    assert p.returncode == 0, p.stdout + p.stderr
+    cpu = json.loads(out.read_text())["unit_cpu_s"]
+    assert set(cpu) == {"gla.fla.naive_recurrent|forward|fp32", "gla.fla.naive_recurrent|forward|bf16"}
+    first, second = sorted(cpu.values(), reverse=True)
+    assert first > 1.0  # imports torch and FLA: seconds of CPU
+    assert 0 < second < first  # the same worker, already started
