@@ -63,6 +63,7 @@ def run_side(run, tasks, slots: int, stop: threading.Event, counts: collections.
             running.remove(item)
             warm = name.startswith("warm-")
             run.state.add_variant(variant, "warm" if warm else "properties", time.time() - t0)
+            run.state.add_variant(variant, ("warm" if warm else "properties") + "-cpu", p.cpu_s)
             run.state.add_cpu("side", p.cpu_s)
             counts["ok" if rc in (0, 1) else "failed"] += 1
             if rc not in (0, 1):
