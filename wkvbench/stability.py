@@ -69,10 +69,11 @@ def measure(row: dict, repeats: int, settings: dict, rep_ms: int) -> dict:
     if out["reference_ms"]:
         ref = statistics.median(out["reference_ms"])
         out["reference_median_ms"] = ref
+        out["reference_spread"] = (max(out["reference_ms"]) - min(out["reference_ms"])) / ref
         out["ratio"] = eng / ref
         out["reference"] = "triton do_bench of the " + ("graph replay" if out["mode"] == "graph" else "call")
     else:
-        out["reference_median_ms"] = out["ratio"] = None
+        out["reference_median_ms"] = out["ratio"] = out["reference_spread"] = None
         out["reference"] = ("none: kernel times summed by CUPTI (ggml's own stream, or a launch-bound call no "
                             "CUDA graph holds), which do_bench's events cannot reproduce")
     bench = row.get("median_ms")

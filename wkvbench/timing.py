@@ -20,7 +20,8 @@
    ``eager``, ``graph`` or ``profiler``, and ``mode_reason`` why. ``clock="profiler"`` sums the kernel times that
    CUPTI (``torch.profiler``) records during each repetition instead: for work that runs on a
    stream the events cannot see (ggml launches on its own stream).
-3. **Adaptive repetition.** The GPU first runs the call for ``WARM_S`` (its clock ramps up), and the
+3. **Adaptive repetition.** The GPU first runs the call in windows of ``WARM_S`` (its clock ramps up)
+   until two windows agree within ``WARM_AGREE`` (at most ``WARM_MAX_S``), and the
    first sample follows at once (the clocks are read through NVML, not a 100 ms nvidia-smi). Samples
    come in batches of ``BATCH`` calls, or as many as fill ``BATCH_S`` (at most ``MAX_BATCH``), enqueued back to back with
    no host synchronization between them (so the host launches the next call while the GPU runs the
@@ -57,6 +58,10 @@ LAUNCH_BOUND = 0.25  # host enqueue time / device time at or above which a call 
 # 2026-11-24) while do_bench's stayed within 1 %; the SM clock had not ramped up
 WARM_S = 0.025
 MIN_TIME_S = 0.05
+# ... and until two warm-up windows in a row agree: the first of 5 rounds of graph rows of the decode
+# set was 1-2 % slower than the other four after a fixed 25 ms (H100, 2026-11-25, stability.json)
+WARM_AGREE = 0.005
+WARM_MAX_S = 0.25
 # 0.002 took the eager rows to their sample and time caps (0.9 s of samples a row instead of 0.43 s)
 SEM_BOUND = 0.005
 BATCH_S = 0.01  # wall time of the calls enqueued between two host synchronizations, at least
@@ -301,6 +306,34 @@ def choose_mode(fn: Callable[[], object], graph: bool | None, clock: str) -> tup
     return g.replay, "graph", why, launch
 
 
+def _warm_up(call: Callable[[], object], wait: Callable[[], object], flush, timed: bool) -> float:
+    """Run ``call`` one at a time (never a queue of long calls) in windows of ``WARM_S`` until the device
+    time of two windows in a row (median of the window's calls, each behind ``flush`` as a sample is)
+    agrees within ``WARM_AGREE``, for at most ``WARM_MAX_S``; a call of ``LONG_CALL_S`` or more, or one
+    that is not ``timed`` by events (CUPTI's rows), warms one window. Returns the host seconds per call."""
+    import torch
+
+    t0, calls, prev = time.perf_counter(), 0, None
+    while True:
+        times, t_win = [], time.perf_counter()
+        while time.perf_counter() - t_win < WARM_S:
+            if flush:
+                flush()
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            call()
+            b.record()
+            wait()
+            torch.cuda.synchronize()
+            times.append(a.elapsed_time(b))
+            calls += 1
+        med, spent = float(np.median(times)), time.perf_counter() - t0
+        if (not timed or spent / calls >= LONG_CALL_S or spent >= WARM_MAX_S
+                or (prev is not None and abs(med - prev) <= WARM_AGREE * med)):
+            return spent / calls
+        prev = med
+
+
 def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None = None, clock: str = "events",
               sem_bound: float = SEM_BOUND, min_reps: int = 10, max_reps: int = 500, time_cap_s: float = 3.0,
               batch: int = BATCH, sync: Callable[[], object] | None = None) -> Timing:
@@ -325,15 +358,9 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None 
     torch.cuda.synchronize()
     call, mode, why, launch = choose_mode(fn, graph, clock)
     flush = _Flusher() if l2 == "cold" else None
-    t_warm, warm_calls = time.perf_counter(), 0
-    while time.perf_counter() - t_warm < WARM_S:  # one call at a time: never a queue of long calls
-        call()
-        wait()
-        torch.cuda.synchronize()
-        warm_calls += 1
+    per_call = _warm_up(call, wait, flush if mode != "profiler" else None, timed=mode != "profiler")
     # a batch keeps the GPU busy for BATCH_S at least: short calls in batches of 10 left it idle
     # between batches while the host synchronized and summarized
-    per_call = (time.perf_counter() - t_warm) / max(1, warm_calls)
     if per_call >= LONG_CALL_S:  # no host gap to hide: LONG_REPS samples at least, in batches of as many
         batch = min_reps = min(min_reps, LONG_REPS)
     else:

@@ -74,18 +74,19 @@ def _stability(doc: dict, shown: str) -> Stability:
     out = []
     for r in rows:
         if "error" in r:
-            out.append((r.get("shape_set"), r.get("variant"), r.get("dtype"), "", "", "", "",
+            out.append((r.get("shape_set"), r.get("variant"), r.get("dtype"), "", "", "", "", "",
                         r["error"][:80]))
             continue
-        ratio = r.get("ratio")
+        ratio, ref_spread = r.get("ratio"), r.get("reference_spread")
         out.append((r["shape_set"], r["variant"], r["dtype"], r.get("mode", ""),
                     f"{r['engine_median_ms'] * 1e3:.1f} us", f"{100 * r['spread']:.2f} %",
+                    f"{100 * ref_spread:.2f} %" if ref_spread is not None else "-",
                     f"{ratio:.3f}" if ratio else "-", "yes" if r.get("ok") else "NO"))
     meta = (f"{doc.get('repeats')} rounds per row, the engine against triton's do_bench; "
             f"{ok}/{len(rows)} rows "
             f"within the targets (spread at most {100 * doc.get('spread_max', 0.01):.0f} %, within "
             f"{100 * doc.get('ratio_max', 0.02):.0f} % of the reference).")
-    head = ("set", "variant", "dtype", "mode", "engine", "spread", "ratio", "ok")
+    head = ("set", "variant", "dtype", "mode", "engine", "spread", "reference's spread", "ratio", "ok")
     return Stability(shown, meta, Table(head, out))
 
 
