@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import os
 import statistics
 import time
 from pathlib import Path
@@ -141,6 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rep-ms", type=int, default=100, help="do_bench's rep (ms) per round")
     ap.add_argument("--output", type=Path, default=None, help="JSON (default: stability.json beside the bench file)")
     a = ap.parse_args(argv)
+    # the autotune results the bench left in Triton's cache (nox -s gpu sets this for its own runs):
+    # without them every FLA row autotuned again at its first round, for minutes
+    os.environ.setdefault("TRITON_CACHE_AUTOTUNING", "1")
     con = make_console()
     doc = json.loads(a.bench.read_text())
     prov = provenance()

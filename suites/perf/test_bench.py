@@ -262,3 +262,44 @@ def test_bench_merge_gpus_cli_refuses_bad_input(capsys):
         merge_main(["--gpus", "2", "--", "--set", "quick"])
     assert "--gpus needs --output" in capsys.readouterr().err
     assert merge_main(["--gpus", "0", "--output", "/tmp/x.json", "--", "--set", "quick"]) == 2
+
+
+def test_a_killed_bench_loses_no_row_and_resumes(tmp_path, monkeypatch):
+    """Each row reaches ``F.partial.jsonl`` as it is measured (``F.json`` is rewritten at most every
+    REWRITE_S): a run that dies on its third row keeps two, a torn line is dropped, and ``--resume``
+    measures only the rest, then leaves one complete ``F.json`` and no partial file. The device and
+    the timed rows are stand-ins; the plan is the real one (CPU variants, quick set)."""
+    import torch
+
+    from wkvbench import bench as bench_mod
+    from wkvbench.bench import Bench
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(bench_mod, "measure_ceilings", lambda identity: None)
+    monkeypatch.setattr(bench_mod, "REWRITE_S", 3600.0)  # only the partial file holds the rows mid-run
+    sel = BenchSelection(devices=("cpu",), dtypes=("fp32",), sets=("quick",))
+    plan = sel.plan()
+    assert len(plan) >= 3
+    calls: list[str] = []
+
+    def row(self, v, set_name, case, die_at=None):
+        calls.append(v.name)
+        if die_at is not None and len(calls) == die_at:
+            raise KeyboardInterrupt  # the run is stopped on this row
+        return {"variant": v.name, "shape_set": set_name, "dtype": case.dtype, "status": "OK"}
+
+    out = tmp_path / "b.json"
+    monkeypatch.setattr(Bench, "_row", lambda self, v, s, c: row(self, v, s, c, die_at=3))
+    with pytest.raises(KeyboardInterrupt):
+        Bench(sel, out).run()
+    lines = out.with_suffix(".partial.jsonl").read_text().splitlines()
+    assert len(lines) == 2 and json.loads(out.read_text())["rows"] == []
+    with out.with_suffix(".partial.jsonl").open("a") as f:
+        f.write('{"variant": "torn')  # the line a SIGKILL cut
+    calls.clear()
+    monkeypatch.setattr(Bench, "_row", lambda self, v, s, c: row(self, v, s, c))
+    rows = Bench(sel, out, resume=True).run()
+    assert calls == [v.name for v, *_ in plan[2:]]
+    doc = json.loads(out.read_text())
+    assert doc["complete"] and len(doc["rows"]) == len(rows) == len(plan)
+    assert not out.with_suffix(".partial.jsonl").exists()
