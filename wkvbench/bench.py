@@ -293,7 +293,7 @@ class Bench:
         floor = self.ceilings.floor_ms(row["bytes"], row["flops"], case.dtype) if self.ceilings else None
         return {**row, "status": "OK", "reason": "", "samples_ms": t.samples_ms, **st, "compile_s": t.compile_s,
                 "clock": clock, "mode": t.mode, "mode_reason": t.mode_reason, "launch": t.launch,
-                "stop": t.stop, "gbps": row["bytes"] / med_s / 1e9,
+                "stop": t.stop, "host_gaps": t.host_gaps, "gbps": row["bytes"] / med_s / 1e9,
                 "tflops": row["flops"] / med_s / 1e12, "floor_ms": floor,
                 "pct_of_floor": 100 * floor / st["median_ms"] if floor else None,
                 "x_floor": st["median_ms"] / floor if floor else None,

@@ -31,7 +31,10 @@
    standard error of the median (``1.2533 * std / sqrt(n)``, the asymptotic normal value) is under
    ``sem_bound`` of the median, or at ``max_reps``, or when ``time_cap_s`` of wall time is spent.
    Graph replays, cheap to sample, take at least ``GRAPH_MIN_TIME_S`` of samples, to the tighter
-   ``GRAPH_SEM_BOUND``, up to ``GRAPH_MAX_REPS``.
+   ``GRAPH_SEM_BOUND``, up to ``GRAPH_MAX_REPS``. **No host time in a sample:** a spin kernel opens
+   each batch, and a sample whose start event the GPU had already reached when the host enqueued
+   its end event is dropped (``host_gaps``): it may hold a stall of the host between its launches.
+   A call whose first batch is mostly such samples waits for the host itself, and keeps them all.
 4. **Statistics.** Median, quartiles, IQR, and outliers (outside 1.5 IQR of the quartiles) over
    every sample; the samples themselves are kept (the regression gate tests on them).
 5. **Clocks.** SM clock and temperature are read (``nvidia-smi``) before and after; a drop of the
@@ -77,6 +80,12 @@ LONG_REPS = 5
 # spread of 35 graph rows of the quick set reached 1-4.3 % where do_bench, which samples 50 ms,
 # stayed under 1 % (H100, 2026-11-25, stability.json)
 GRAPH_SEM_BOUND = 0.002
+# A sample the GPU reached before the host had enqueued all of it holds host time: it is dropped
+# (``host_gaps``). On the lent H100 the host slowed about once a second for ~0.1 s (graph replays of
+# 11 us measured 19-110 us per 25 ms window, 2026-11-25, .devrun diag): a round of samples inside
+# such a stretch read 20.9 us for an 11.9 us kernel. Behind an L2 flush (35 us) the GPU stays behind
+# the host; with a warm L2 a spin of GAP_SPIN_CYCLES (~25 us) takes the flush's place.
+GAP_SPIN_CYCLES = 50_000
 GRAPH_MIN_TIME_S = 0.1
 GRAPH_MAX_REPS = 1000
 
@@ -92,6 +101,7 @@ class Timing:
     mode: str = "eager"  # what was timed: "eager" calls, "graph" replays, or "profiler" kernel sums
     mode_reason: str = ""  # why that mode (launch-bound, forced, capture failed, ...)
     launch: dict = field(default_factory=dict)  # host_us (enqueue one call), device_us (one call)
+    host_gaps: int = 0  # samples dropped: the GPU reached them before the host had enqueued them
 
     @property
     def n(self) -> int:
@@ -380,7 +390,9 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None 
         min_time = GRAPH_MIN_TIME_S
     clk0, temp0, thr0 = gpu_clocks(torch.cuda.current_device())  # after warm-up: the clock of a busy GPU
     samples: list[float] = []
-    stop = "max_reps"
+    stop, gaps, filter_gaps = "max_reps", 0, True
+    # cycles (~2 GHz) of a spin that outlasts the host's enqueue of one call (at most 5 ms)
+    lead = int(min(2 * launch.get("host_us", 50.0) + 20.0, 5000.0) * 2000)
     t_start = time.perf_counter()
     while len(samples) < max_reps:
         if mode == "profiler":
@@ -391,14 +403,25 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None 
         else:
             n = min(batch, max_reps - len(samples))
             evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
+            ahead = []
+            torch.cuda._sleep(lead)  # the GPU waits while the host enqueues the batch's first sample
             for a, b in evs:
                 if flush:
                     flush()
+                else:
+                    torch.cuda._sleep(GAP_SPIN_CYCLES)  # what the flush otherwise does: keeps the GPU behind
                 a.record()
                 call()
                 b.record()
+                ahead.append(not a.query())  # the GPU had not started this sample when its end was enqueued
             evs[-1][1].synchronize()
-            samples.extend(a.elapsed_time(b) for a, b in evs)
+            if filter_gaps and not samples and sum(ahead) < len(ahead) / 2:
+                filter_gaps = False  # the call waits for the host itself: its host time is its time
+            for (a, b), ok in zip(evs, ahead, strict=True):
+                if ok or not filter_gaps:
+                    samples.append(a.elapsed_time(b))
+                else:
+                    gaps += 1
         if len(samples) >= min_reps and time.perf_counter() - t_start >= min_time:
             st = summarize(samples)
             if st["sem_ms"] <= sem_bound * st["median_ms"]:
@@ -411,4 +434,4 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None 
     throttled = thr0 or thr1 or (clk0 is not None and clk1 is not None and clk1 < 0.9 * clk0)
     return Timing(samples_ms=[round(s, 6) for s in samples], compile_s=round(compile_s, 3),
                   clock_mhz=[clk0, clk1], temp_c=[temp0, temp1], throttled=bool(throttled), stop=stop,
-                  mode=mode, mode_reason=why, launch=launch)
+                  mode=mode, mode_reason=why, launch=launch, host_gaps=gaps)
