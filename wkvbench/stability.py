@@ -3,7 +3,8 @@
 For every timed row of a bench file (same machine), ``--repeats`` alternating rounds of (a) the engine,
 exactly as ``bench`` times the row (its own choice of eager calls or graph replays), and (b) an
 independent reference, triton's ``do_bench`` (its own L2 flush, events and median) around the same
-call, or around the same CUDA-graph replay where the engine chose replays. Per row it reports the
+call, or around replays of CUDA graphs of it where the engine chose replays (as many captures,
+replayed in turn, as the engine's ``GRAPH_CAPTURES``). Per row it reports the
 engine's median over the rounds, its spread ((max - min) / median of the round medians), and the
 ratio to the reference's median. The targets (``SPREAD_MAX``, ``RATIO_MAX``): spread at most 1 %, the
 engine within 2 % of the reference. Rows timed by CUPTI kernel sums (ggml on its own CUDA stream;
@@ -42,7 +43,7 @@ def measure(row: dict, repeats: int, settings: dict, rep_ms: int) -> dict:
     from wkvkernels.cases import Case
 
     from .bench import bench_inputs
-    from .timing import _capture, time_call
+    from .timing import graph_replays, time_call
 
     v = get(row["variant"])
     case = Case.parse(row["case"])
@@ -60,7 +61,7 @@ def measure(row: dict, repeats: int, settings: dict, rep_ms: int) -> dict:
         if t.mode == "profiler":  # CUPTI kernel sums: ggml's own stream, or a launch-bound call no graph holds
             continue
         if ref_call is None:
-            ref_call = _capture(fn).replay if t.mode == "graph" else fn
+            ref_call = graph_replays(fn) if t.mode == "graph" else fn  # as many captures as the engine
         out["reference_ms"].append(_reference_ms(ref_call, rep_ms))
         torch.cuda.synchronize()
     eng = statistics.median(out["engine_ms"])
