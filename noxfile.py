@@ -139,8 +139,8 @@ def bench(session: nox.Session) -> None:
     ``nox -s bench -- [wkvbench bench arguments]`` (default ``--set standard``). One worker process per
     visible GPU (``CUDA_VISIBLE_DEVICES=i ... --shard i/n``; never two timed runs on one GPU), shards
     merged into ``reports/bench/<machine>/bench-<stamp>.json``; the same samples recorded in asv's history
-    (``reports/asv/results/<machine>``, ``python -m wkvbench.asv_record``); pytest-benchmark times the CPU
-    side (oracle, ggml CPU, torch CPU) into ``reports/bench/cpu-<stamp>.json``. On a box without a GPU
+    (``reports/asv/results/<machine>``, ``python -m wkvbench.perf.asv_record``); pytest-benchmark times the
+    CPU side (oracle, ggml CPU, torch CPU) into ``reports/bench/cpu-<stamp>.json``. On a box without a GPU
     only the CPU part runs. The whole GPU evidence (verification too) is ``nox -s gpu``.
     """
     import datetime
@@ -154,16 +154,17 @@ def bench(session: nox.Session) -> None:
     if ngpu == 0:
         session.log("no CUDA device: GPU benchmarks skipped (the CPU timings above ran)")
         return
-    slug = session.run("python", "-m", "wkvbench.bench_merge", "--slug", silent=True).strip().splitlines()[-1]
+    slug = session.run("python", "-m", "wkvbench.perf.bench_merge", "--slug",
+                       silent=True).strip().splitlines()[-1]
     args = session.posargs or ["--set", "standard"]
     outdir = f"reports/bench/{slug}"
     os.makedirs(outdir, exist_ok=True)
-    # one worker per GPU (CUDA_VISIBLE_DEVICES=i, --shard i/n), shards merged (wkvbench.bench_merge.run_on_gpus);
-    # exit 1 when a worker failed, after merging the rows it wrote
-    session.run("python", "-m", "wkvbench.bench_merge", "--gpus", str(ngpu), "--output",
+    # one worker per GPU (CUDA_VISIBLE_DEVICES=i, --shard i/n), shards merged
+    # (wkvbench.perf.bench_merge.run_on_gpus); exit 1 when a worker failed, after merging the rows it wrote
+    session.run("python", "-m", "wkvbench.perf.bench_merge", "--gpus", str(ngpu), "--output",
                 f"{outdir}/bench-{stamp}.json", "--", *args)
     # the same samples into asv's history (reports/asv/results/<machine>), through asv's results API
-    session.run("python", "-m", "wkvbench.asv_record", f"{outdir}/bench-{stamp}.json")
+    session.run("python", "-m", "wkvbench.perf.asv_record", f"{outdir}/bench-{stamp}.json")
 
 
 @nox.session(default=False, **_venv_params())

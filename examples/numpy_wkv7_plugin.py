@@ -1,7 +1,7 @@
 """nox -s verify -- --plugin examples/numpy_wkv7_plugin.py --variant 'wkv7.example.*'"""
 import numpy as np
 
-from wkvbench.plugins import register_function
+from wkvbench.run.plugins import register_function
 
 
 def numpy_wkv7(inputs: dict[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:

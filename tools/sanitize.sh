@@ -7,7 +7,7 @@
 #
 # Each run is `compute-sanitizer --tool TOOL python3 -m wkvbench verify --in-process --variant V --case C`
 # with C the first tiny case of V's operator that V runs (B1-T5-H1-N64, else T16 / wkv6's const domain;
-# fp32 where declared; see wkvbench/sanitize.py).
+# fp32 where declared; see wkvbench/checks/sanitize.py).
 # Writes into $OUT (default reports/gpu-local): sanitize/plan.txt, sanitize/V.TOOL.{log,rc,json,out} and sanitize-summary.json
 # (per variant and tool: errors found, warnings, the first error lines, the verify status).
 # Environment: WKVBENCH_SANITIZE_TOOLS ("memcheck racecheck"), WKVBENCH_SANITIZE_TIMEOUT (600 s per run),
@@ -33,7 +33,8 @@ echo "compute-sanitizer: $SAN ($("$SAN" --version 2>/dev/null | tail -1))"
 
 TOOLS=${WKVBENCH_SANITIZE_TOOLS:-memcheck racecheck}
 LIMIT=${WKVBENCH_SANITIZE_TIMEOUT:-600}
-PLAN=$(python3 -m wkvbench.sanitize plan "$@") || { echo "could not list the CUDA variants" >&2; exit 3; }
+PLAN=$(python3 -m wkvbench.checks.sanitize plan "$@") ||
+  { echo "could not list the CUDA variants" >&2; exit 3; }
 printf '%s\n' "$PLAN" > "$DIR/plan.txt"
 if [[ -z "$PLAN" ]]; then
   echo "no CUDA variant matches: ${*:-(all)}" >&2
@@ -56,7 +57,7 @@ while read -r variant case note; do
   done
 done <<< "$PLAN"
 
-python3 -m wkvbench.sanitize summarize "$DIR" > "$OUT/sanitize-summary.json"
+python3 -m wkvbench.checks.sanitize summarize "$DIR" > "$OUT/sanitize-summary.json"
 python3 - "$OUT/sanitize-summary.json" <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))

@@ -1,6 +1,6 @@
 import sys
 
-from .cudawait import apply_env
+from .run.cudawait import apply_env
 
 apply_env()  # WKVBENCH_CUDA_WAIT, before anything creates a CUDA context
 

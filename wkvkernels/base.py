@@ -157,7 +157,7 @@ def refusal(v: KernelVariant, case: Any, inputs: dict | None = None) -> str | No
     """Why ``v`` will not run ``case``: its ``supports()`` reason, or, given the case's ``inputs``, the
     ``Unsupported`` that ``prepare`` raises on their values (RWKV-5: a decay that varies over time).
     None when it runs, or when something else goes wrong (a run of the case reports that itself).
-    Used where a fallback case is chosen (``props_cli.choose_case``, ``sanitize.choose_tiny``)."""
+    Used where a fallback case is chosen (``cli.properties.choose_case``, ``checks.sanitize.choose_tiny``)."""
     try:
         av = v.supports(case)
         if not av:

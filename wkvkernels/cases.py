@@ -1,6 +1,6 @@
 """Cases: (operator, domain, shape, dtype, seed) and the readable ids that reproduce them exactly.
 The named case sets built from them (``default``, ``gpu``, ``edge``) are the suite's:
-``wkvbench/case_sets.py``.
+``wkvbench/judge/case_sets.py``.
 
 A case id reads ``wkv7/model/B2-T64-H2-N64-h0/bf16/s0``: operator, value domain, shape (``h0`` when
 an initial state is given; ``C16`` the chunk length of ``gdn_wy``), dtype, seed. ``Case.parse(id)``
@@ -28,7 +28,7 @@ CONST_DOMAINS: tuple[str, ...] = ("const",)
 ALL_DOMAINS: tuple[str, ...] = DOMAINS + CONST_DOMAINS + EDGE_DOMAINS
 
 # The edge domains that apply to each operator: the decays at their limits and (gdn, gdn_wy, wkv7)
-# beta / iclr at 0 and 1 (the edge set, wkvbench/case_sets.py).
+# beta / iclr at 0 and 1 (the edge set, wkvbench/judge/case_sets.py).
 EDGE_OP_DOMAINS: dict[str, tuple[str, ...]] = {
     "wkv4": ("lw0", "lwneg"), "wkv6": ("lw0", "lwneg"), "gla": ("lw0", "lwneg"),
     "wkv7": ("lw0", "lwneg", "beta0", "beta1"), "gdn": ("lw0", "lwneg", "beta0", "beta1"),

@@ -17,9 +17,9 @@ Selection (read at discovery): ``WKVBENCH_ASV_SETS`` (default ``quick``), ``WKVB
 operators), ``WKVBENCH_ASV_DEVICE`` (``cuda``; ``cpu`` times the CPU variants with the host clock,
 which is their execution time since a CPU call returns when it is done: the CPU history, and the
 check of this pipeline on a machine without a GPU). ``wkvbench gpu`` and ``nox -s bench`` record
-their own bench samples under this benchmark's name instead (``wkvbench.asv_record``); ``asv run``
+their own bench samples under this benchmark's name instead (``wkvbench.perf.asv_record``); ``asv run``
 times the grid itself.
-A row that its small verification case does not PASS (``wkvbench.bench.gate_case``),
+A row that its small verification case does not PASS (``wkvbench.perf.bench.gate_case``),
 or that the variant does not support, raises ``NotImplementedError`` in ``setup``: asv records it as
 skipped ("n/a"), never as a number. ggml runs on its own CUDA stream, which events on torch's
 stream do not see: its rows are left to ``wkvbench bench`` (CUPTI clock).
@@ -39,9 +39,9 @@ for _p in [*os.environ.get("WKVBENCH_SYS_PATH", "").split(os.pathsep)[::-1], str
         sys.path.insert(0, _p)
 
 import wkvkernels  # noqa: E402, F401  (registers the variants)
-from wkvbench.bench import SHAPE_SETS, asv_variants, bench_inputs, gate_case, set_shape  # noqa: E402
-from wkvbench.check import PASS, Checker  # noqa: E402
-from wkvbench.timing import BATCH  # noqa: E402
+from wkvbench.judge.check import PASS, Checker  # noqa: E402
+from wkvbench.perf.bench import SHAPE_SETS, asv_variants, bench_inputs, gate_case, set_shape  # noqa: E402
+from wkvbench.perf.timing import BATCH  # noqa: E402
 from wkvkernels import config  # noqa: E402
 from wkvkernels.base import availability, get  # noqa: E402
 from wkvkernels.cases import Case  # noqa: E402

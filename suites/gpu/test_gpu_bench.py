@@ -15,8 +15,8 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA d
 
 
 def test_engine_copy_time_matches_the_copy_ceiling():
-    from wkvbench.roofline import measure_copy_gbps
-    from wkvbench.timing import time_call
+    from wkvbench.perf.roofline import measure_copy_gbps
+    from wkvbench.perf.timing import time_call
 
     nbytes = 2 << 30
     src = torch.empty(nbytes // 4, dtype=torch.float32, device="cuda").uniform_()
@@ -29,7 +29,7 @@ def test_engine_copy_time_matches_the_copy_ceiling():
 
 
 def test_profiler_and_event_clocks_agree():
-    from wkvbench.timing import time_call
+    from wkvbench.perf.timing import time_call
 
     a = torch.randn(4096, 4096, device="cuda")
     ev = time_call(lambda: a @ a, l2="warm", sem_bound=0.002).stats()["median_ms"]
@@ -39,7 +39,7 @@ def test_profiler_and_event_clocks_agree():
 
 def test_a_quick_bench_row(tmp_path):
     import wkvkernels  # noqa: F401
-    from wkvbench.bench import Bench, BenchSelection
+    from wkvbench.perf.bench import Bench, BenchSelection
 
     sel = BenchSelection(variant_globs=("wkv7.fla.fused_recurrent",), sets=("quick",), dtypes=("bf16",))
     out = tmp_path / "b.json"
@@ -60,9 +60,9 @@ def test_injected_slowdown_is_the_stated_share_of_device_time():
     """``WKVBENCH_INJECT=slow:<glob>:10`` (the gate demo's slowdown) adds 10 % of the kernel's own
     device time, as the engine's event clock sees it (within 3 points)."""
     import wkvkernels  # noqa: F401
-    from wkvbench.check import Checker
-    from wkvbench.inject import Injected, Injection
-    from wkvbench.timing import time_call
+    from wkvbench.checks.inject import Injected, Injection
+    from wkvbench.judge.check import Checker
+    from wkvbench.perf.timing import time_call
     from wkvkernels.base import availability, get
     from wkvkernels.cases import Case
 
@@ -86,7 +86,7 @@ def test_asv_samples_agree_with_the_engine(asv_benchmarks):
     import statistics
     import timeit
 
-    from wkvbench.timing import time_call
+    from wkvbench.perf.timing import time_call
 
     mod = asv_benchmarks("cuda")
     params = ("wkv7.fla.fused_recurrent", "quick", "bf16")
@@ -110,7 +110,7 @@ def test_launch_bound_calls_are_timed_as_graph_replays_and_agree_with_do_bench()
     3 % of do_bench."""
     from triton.testing import do_bench
 
-    from wkvbench.timing import _capture, time_call
+    from wkvbench.perf.timing import _capture, time_call
 
     x = torch.zeros(4096, device="cuda")
 

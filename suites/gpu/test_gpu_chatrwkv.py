@@ -31,9 +31,9 @@ import pytest
 import wkvkernels.wkv4.rwkv_cuda  # noqa: F401  # registers the variants
 import wkvkernels.wkv6.rwkv_cuda  # noqa: F401
 import wkvkernels.wkv7.rwkv_cuda  # noqa: F401
-from wkvbench import tolerances
-from wkvbench.check import PASS, SKIP, Checker
-from wkvbench.metrics import tensor_error
+from wkvbench.judge import tolerances
+from wkvbench.judge.check import PASS, SKIP, Checker
+from wkvbench.judge.metrics import tensor_error
 from wkvkernels import _chatrwkv_build as chat_build
 from wkvkernels.base import get
 from wkvkernels.cases import DOMAINS, Case, Shape

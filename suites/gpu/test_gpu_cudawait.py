@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 PROBE = r"""
 import json, os, resource, time
-from wkvbench.cudawait import apply_env, current_wait
+from wkvbench.run.cudawait import apply_env, current_wait
 said = apply_env()
 import torch
 torch.manual_seed(0)

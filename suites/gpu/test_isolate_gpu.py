@@ -50,7 +50,7 @@ def test_an_out_of_bounds_cuda_kernel_is_a_crash_and_the_rest_still_passes(tmp_p
 
 
 def test_the_gpu_plugin_is_unavailable_with_a_reason_here():
-    from wkvbench.plugins import load_file
+    from wkvbench.run.plugins import load_file
     from wkvkernels import get, unregister
     from wkvkernels.cases import Case
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wkvbench.case_sets import default_cases
+from wkvbench.judge.case_sets import default_cases
 from wkvkernels.cases import DOMAINS, Case, Shape
 from wkvkernels.ops import OPS, op_spec, round_to
 from wkvoracle.inputs import LW_MODEL_BOUND, generate
@@ -100,7 +100,7 @@ def test_const_domain_holds_the_decay_over_time_and_nothing_else():
 
 
 def test_const_cases_are_in_the_gpu_set_only():
-    """bf16 and fp16 only: fp32 is not calibrated for a constant decay (wkvbench/case_sets.py)."""
+    """bf16 and fp16 only: fp32 is not calibrated for a constant decay (wkvbench/judge/case_sets.py)."""
     gpu = {c.id for c in default_cases(("wkv6",), case_set="gpu") if c.domain == "const"}
     assert gpu == {f"wkv6/const/{s}/{dt}/s0" for s in ("B1-T37-H2-N64-h0", "B1-T64-H2-N64")
                    for dt in ("bf16", "fp16")}
@@ -112,8 +112,9 @@ def test_const_cases_are_in_the_gpu_set_only():
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
 def test_cpu_wkv6_variants_pass_the_const_cases(dtype):
     """bf16/fp16 pass under the existing ceilings. fp32 does not for the CPU recurrences that round
-    exp(lw) themselves (state 24.3x floor vs the 13x ceiling, wkvbench/case_sets.py), so it is not here."""
-    from wkvbench.check import PASS, SKIP, Checker
+    exp(lw) themselves (state 24.3x floor vs the 13x ceiling, wkvbench/judge/case_sets.py), so it is not
+    here."""
+    from wkvbench.judge.check import PASS, SKIP, Checker
     from wkvkernels import variants
 
     checker, ran = Checker(), 0

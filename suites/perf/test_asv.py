@@ -64,7 +64,7 @@ def test_asv_samples_a_batch_between_two_clock_readings(asv_benchmarks):
     start on an idle GPU: on the H100 asv read 1.2-1.9x the engine's medians for the quick set.)"""
     import timeit
 
-    from wkvbench.timing import BATCH
+    from wkvbench.perf.timing import BATCH
 
     mod = asv_benchmarks("cuda")
     assert mod.DeviceTime.number == BATCH > 1

@@ -9,10 +9,10 @@ import sys
 import numpy as np
 import pytest
 
-from wkvbench import roofline
-from wkvbench.bench import SHAPE_SETS, STANDARD_SETS, BenchSelection, gate_case, merge, set_shape
 from wkvbench.cli import main
-from wkvbench.timing import summarize
+from wkvbench.perf import roofline
+from wkvbench.perf.bench import SHAPE_SETS, STANDARD_SETS, BenchSelection, gate_case, merge, set_shape
+from wkvbench.perf.timing import summarize
 
 
 def test_min_bytes_rwkv7_prefill_by_hand():
@@ -134,7 +134,7 @@ def test_bench_cli_without_a_gpu_says_so(capsys):
 
 @pytest.mark.parametrize("op", ["wkv4", "wkv6", "wkv7", "gla", "gdn"])
 def test_bench_inputs_have_the_canonical_shapes(op):
-    from wkvbench.bench import bench_inputs
+    from wkvbench.perf.bench import bench_inputs
     from wkvkernels.cases import Case, Shape
 
     for shape in (Shape(3, 300, 2, 16), Shape(5, 1, 2, 16, h0=True)):
@@ -156,8 +156,8 @@ def test_a_row_says_where_its_wall_time_went(tmp_path, monkeypatch):
     takes 0.2 s; the CPU variant itself is really verified, prepared and called."""
     import time as _time
 
-    from wkvbench import timing
-    from wkvbench.bench import Bench
+    from wkvbench.perf import timing
+    from wkvbench.perf.bench import Bench
     from wkvkernels.base import get
     from wkvkernels.cases import Case
 
@@ -181,7 +181,7 @@ def test_warm_up_calls_the_benchmark_shape_once_and_no_gate(tmp_path, monkeypatc
     """``bench --warm-only`` fills the caches a timed row needs with one call at the benchmark shape,
     and runs no gate (the timed run reads the gate from the verification or checks it itself); a
     shape the variant does not support is not called. On CPU, with the variant's ``run`` recorded."""
-    from wkvbench.bench import Bench
+    from wkvbench.perf.bench import Bench
     from wkvkernels.base import get
     from wkvkernels.cases import Case
 
@@ -229,7 +229,7 @@ def test_one_worker_per_gpu_all_at_once(tmp_path, monkeypatch):
     and takes shard i/N; on each GPU ggml's variants are timed by a second process after the first
     (never two at once on one GPU); the shards merge into one file and are removed; a failed worker is
     reported with the other workers' rows kept."""
-    from wkvbench.bench_merge import run_on_gpus
+    from wkvbench.perf.bench_merge import run_on_gpus
 
     worker = [sys.executable, "-c", _FAKE_WORKER]
     out = tmp_path / "bench.json"
@@ -256,7 +256,7 @@ def test_one_worker_per_gpu_all_at_once(tmp_path, monkeypatch):
 
 
 def test_bench_merge_gpus_cli_refuses_bad_input(capsys):
-    from wkvbench.bench_merge import main as merge_main
+    from wkvbench.perf.bench_merge import main as merge_main
 
     with pytest.raises(SystemExit):
         merge_main(["--gpus", "2", "--", "--set", "quick"])
@@ -271,8 +271,8 @@ def test_a_killed_bench_loses_no_row_and_resumes(tmp_path, monkeypatch):
     the timed rows are stand-ins; the plan is the real one (CPU variants, quick set)."""
     import torch
 
-    from wkvbench import bench as bench_mod
-    from wkvbench.bench import Bench
+    from wkvbench.perf import bench as bench_mod
+    from wkvbench.perf.bench import Bench
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(bench_mod, "measure_ceilings", lambda identity: None)

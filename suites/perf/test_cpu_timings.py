@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import wkvkernels  # noqa: F401
-from wkvbench.check import PASS, Checker
+from wkvbench.judge.check import PASS, Checker
 from wkvkernels.base import availability, get
 from wkvkernels.cases import Case, Shape
 from wkvkernels.ops import default_state, round_inputs

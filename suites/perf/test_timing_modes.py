@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from wkvbench import timing  # noqa: E402
+from wkvbench.perf import timing  # noqa: E402
 
 
 class _Graph:
@@ -92,7 +92,7 @@ def test_forced_settings(monkeypatch):
 def test_a_stopped_stability_run_keeps_the_rows_it_measured_of_the_same_file(tmp_path):
     import json
 
-    from wkvbench.stability import SCHEMA, _kept
+    from wkvbench.perf.stability import SCHEMA, _kept
 
     out = tmp_path / "stability.json"
     good = {"variant": "wkv7.fla.chunk", "shape_set": "decode", "dtype": "bf16", "ok": True, "spread": 0.004}
@@ -124,7 +124,7 @@ def test_the_stability_phase_times_ggml_in_a_process_of_its_own(tmp_path):
     of either fails the phase and is named (the SIGSEGV of ggml's CUDA build beside torch's, H100)."""
     import json
 
-    from wkvbench.stability import run_checks
+    from wkvbench.perf.stability import run_checks
 
     out = tmp_path / "stability.json"
     out.write_text(json.dumps({"rows": [{"ok": True}, {"ok": False}]}))

@@ -2,7 +2,7 @@
 
 import os
 
-from wkvbench.plugins import register_function
+from wkvbench.run.plugins import register_function
 from wkvoracle import recurrent_gla
 
 if "WKVBENCH_RESULT_FD" in os.environ:  # set only in workers

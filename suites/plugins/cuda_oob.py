@@ -12,7 +12,7 @@ import ctypes
 import functools
 from pathlib import Path
 
-from wkvbench.plugins import register_function
+from wkvbench.run.plugins import register_function
 from wkvkernels import _nvcc
 from wkvkernels.wkv4.wkvbench_cuda import nvcc_flags
 from wkvoracle import recurrent_gla

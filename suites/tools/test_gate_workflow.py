@@ -11,7 +11,7 @@ import pytest
 yaml = pytest.importorskip("yaml", reason="PyYAML is in the 'test' dependency group; not installed here")
 
 from wkvbench.cli import _parser  # noqa: E402
-from wkvbench.gate_cli import _parsers  # noqa: E402
+from wkvbench.cli.gate import _parsers  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOW = REPO / ".github" / "workflows" / "gpu-gate.yml"

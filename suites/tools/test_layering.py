@@ -1,10 +1,15 @@
 """The layering of the code, checked on every CI run from the source (``ast``, every import: module
 level and inside functions; ``if TYPE_CHECKING:`` blocks left out, they never run):
 
-* no import cycle among the modules of each package (``wkvbench``, ``wkvkernels``, ``wkvoracle``);
+* no import cycle among the modules of each package (``wkvbench``, ``wkvkernels``, ``wkvoracle``), nor
+  among the children of any package or subpackage, a subpackage counted as one with everything under it
+  (import-linter's ``acyclic_siblings``: ``wkvbench.judge`` importing ``wkvbench.results`` while
+  ``wkvbench.results`` imports ``wkvbench.judge`` is a cycle even where no module imports its importer);
 * ``wkvoracle`` (the float64 oracle) imports only NumPy, the standard library and itself;
 * ``wkvkernels`` (the adapter contract, the canonical types, the adapters) imports nothing of
-  ``wkvbench``.
+  ``wkvbench``;
+* ``wkvbench``'s subpackages are layered (the ``suite-layers`` contract's list, docs/layout.md): none
+  imports a subpackage of a higher layer, nor another of its own layer.
 
 The same rules are import-linter's contracts in pyproject (``[tool.importlinter]``), run by
 ``test_import_contracts.py``. This check is the independent second opinion (its own import graph, an
@@ -86,14 +91,66 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def sibling_cycles(mods: dict[str, Path], deps: dict[str, set[str]]) -> list[list[str]]:
+    """The cycles among the children of each package (import-linter's ``acyclic_siblings``): a child is a
+    module, or a subpackage together with every module under it; the package's own ``__init__`` is none."""
+    found = []
+    for pkg in sorted(n for n, p in mods.items() if p.name == "__init__.py"):
+        depth = pkg.count(".") + 2
+
+        def child(name: str, pkg: str = pkg, depth: int = depth) -> str | None:
+            return ".".join(name.split(".")[:depth]) if name.startswith(pkg + ".") else None
+
+        graph: dict[str, set[str]] = {}
+        for name in mods:
+            if (c := child(name)) is None:
+                continue
+            graph.setdefault(c, set())
+            for dep in deps[name]:
+                if (d := child(dep)) is not None and d != c:
+                    graph[c].add(d)
+                    graph.setdefault(d, set())
+        found += cycles(graph)
+    return found
+
+
+def suite_layers(repo: Path = REPO) -> list[list[str]]:
+    """The ``suite-layers`` contract's layers (pyproject), highest first: each a list of subpackages."""
+    import tomllib
+
+    conf = tomllib.loads((repo / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (c,) = [c for c in conf["contracts"] if c["id"] == "suite-layers"]
+    return [[f"{c['containers'][0]}.{s.strip()}" for s in layer.split("|")] for layer in c["layers"]]
+
+
+def layer_breaks(deps: dict[str, set[str]], layers: list[list[str]]) -> list[tuple[str, str]]:
+    """The imports that go up the layers, or across one layer (its subpackages are independent)."""
+    rank = {pkg: i for i, layer in enumerate(layers) for pkg in layer}
+
+    def home(name: str) -> str | None:
+        return next((p for p in rank if name == p or name.startswith(p + ".")), None)
+
+    out = []
+    for name, ds in deps.items():
+        if (src := home(name)) is None:
+            continue
+        for dep in sorted(ds):
+            dst = home(dep)
+            if dst is not None and dst != src and rank[dst] <= rank[src]:
+                out.append((name, dep))
+    return out
+
+
 def violations(repo: Path = REPO) -> dict[str, list]:
     """Each rule (named by its import-linter contract id) -> what breaks it; empty lists when all hold."""
     mods = modules(repo)
     deps = {n: imports(mods, n) for n in mods}
-    out: dict[str, list] = {"no-cycles": [], "oracle-numpy-only": [], "kernels-free-of-suite": []}
+    out: dict[str, list] = {"no-cycles": [], "oracle-numpy-only": [], "kernels-free-of-suite": [],
+                            "suite-layers": layer_breaks(deps, suite_layers(repo))}
     for top in PACKAGES:
         names = [n for n in mods if n.split(".")[0] == top]
         out["no-cycles"] += cycles({n: {d for d in deps[n] if d in names} for n in names})
+    out["no-cycles"] += sibling_cycles(mods, deps)
     for name, ds in deps.items():
         package = name.split(".")[0]
         for dep in sorted(ds):
@@ -124,6 +181,16 @@ def test_the_adapters_import_nothing_of_the_suite():
     assert violations()["kernels-free-of-suite"] == []
 
 
+def test_the_suite_subpackages_are_layered():
+    layers = suite_layers()
+    assert {p for layer in layers for p in layer} <= {n for n in modules() if n.count(".") == 1}
+    assert violations()["suite-layers"] == []
+    up = {"wkvbench.judge.metrics": {"wkvbench.results.schemas"}, "wkvbench.gate.core": {"wkvbench.report"},
+          "wkvbench.run.verify": {"wkvbench.judge.check", "wkvbench.console"}}  # the check itself can fail
+    assert sorted(layer_breaks(up, layers)) == [("wkvbench.gate.core", "wkvbench.report"),
+                                        ("wkvbench.judge.metrics", "wkvbench.results.schemas")]
+
+
 def test_a_cycle_is_found():  # the check itself can fail
     mods = {"wkvbench.a": Path("a.py"), "wkvbench.b": Path("b.py")}
     src = {"wkvbench.a": "from . import b\n", "wkvbench.b": "def f():\n    from .a import x\n"}
@@ -132,3 +199,15 @@ def test_a_cycle_is_found():  # the check itself can fail
     src["wkvbench.b"] = "if TYPE_CHECKING:\n    from .a import x\n"  # never runs: no cycle
     graph = {n: imports(mods, n, src[n]) & set(mods) for n in mods}
     assert cycles(graph) == []
+
+
+def test_a_cycle_of_subpackages_is_found():  # acyclic_siblings: no module imports its importer, yet a cycle
+    mods = {n: Path(f) for n, f in (("wkvbench", "__init__.py"), ("wkvbench.a", "a/__init__.py"),
+                                    ("wkvbench.a.x", "a/x.py"), ("wkvbench.a.y", "a/y.py"),
+                                    ("wkvbench.b", "b/__init__.py"), ("wkvbench.b.z", "b/z.py"))}
+    deps = {n: set() for n in mods}
+    deps["wkvbench.a.x"] = {"wkvbench.b.z"}
+    assert sibling_cycles(mods, deps) == []
+    deps["wkvbench.b.z"] = {"wkvbench.a.y"}
+    assert cycles({n: deps[n] & set(mods) for n in mods}) == []  # no cycle of modules
+    assert sibling_cycles(mods, deps) == [["wkvbench.a", "wkvbench.b"]]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from wkvbench.sanitize import choose_tiny, main, parse_log, plan, summarize
+from wkvbench.checks.sanitize import choose_tiny, main, parse_log, plan, summarize
 from wkvkernels import get
 from wkvkernels.cases import Case
 

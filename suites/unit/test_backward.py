@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from suites.helpers import Tampered
-from wkvbench.case_sets import default_cases
-from wkvbench.check import FAIL, PASS, SKIP, XFAIL, Checker, check_backward
+from wkvbench.judge.case_sets import default_cases
+from wkvbench.judge.check import FAIL, PASS, SKIP, XFAIL, Checker, check_backward
 from wkvkernels import register, unregister, variants
 from wkvkernels.cases import Case, Shape
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from suites.helpers import Tampered
-from wkvbench.check import ERROR, FAIL, PASS, SKIP, Checker
-from wkvbench.metrics import tensor_error
+from wkvbench.judge.check import ERROR, FAIL, PASS, SKIP, Checker
+from wkvbench.judge.metrics import tensor_error
 from wkvkernels import get, register, unregister
 from wkvkernels.cases import Case, Shape
 from wkvkernels.ops import round_to

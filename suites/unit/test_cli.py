@@ -37,7 +37,7 @@ def test_verify_writes_results_with_provenance(tmp_path):
 def test_a_failing_plugin_exits_nonzero_with_a_reproduce_command(tmp_path):
     plugin = tmp_path / "bad.py"
     plugin.write_text(
-        "from wkvbench.plugins import register_function\n"
+        "from wkvbench.run.plugins import register_function\n"
         "from wkvoracle import recurrent_gla\n"
         "def f(inputs, dtype):\n"
         "    out = recurrent_gla(**inputs)\n"
@@ -115,10 +115,11 @@ BAD_INPUT = [
     (["verify", "--plugin", "PLUGIN"], "def broken(:\n", "failed to import: SyntaxError"),
     (["verify", "--plugin", "PLUGIN"], "import numpy\nundefined_name()\n", "failed to import: NameError"),
     (["verify", "--plugin", "PLUGIN"],
-     "from wkvbench.plugins import register_function\nregister_function('wkv9.x.y', 'wkv9', print)\n",
+     "from wkvbench.run.plugins import register_function\nregister_function('wkv9.x.y', 'wkv9', print)\n",
      "unknown operator 'wkv9'"),
     (["verify", "--plugin", "PLUGIN"],
-     "from wkvbench.plugins import register_function\nregister_function('wkv7.torch.recurrent', 'wkv7', print)\n",
+     "from wkvbench.run.plugins import register_function\n"
+     "register_function('wkv7.torch.recurrent', 'wkv7', print)\n",
      "already registered"),
     (["drift", "--op", "wkv7", "--variant", "wkv7.torch.*", "--T", "0"], None, "every dimension must be >= 1"),
     (["replay", "/nonexistent/x.npz"], None, "No such file"),

@@ -1,12 +1,12 @@
-"""``WKVBENCH_CUDA_WAIT``: how the untimed processes of a GPU run wait for the GPU (wkvbench.cudawait).
+"""``WKVBENCH_CUDA_WAIT``: how the untimed processes of a GPU run wait for the GPU (wkvbench.run.cudawait).
 Its effect on a real context is checked on a GPU box (suites/gpu/test_gpu_cudawait.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from wkvbench import cudawait
-from wkvbench.procs import untimed_env
+from wkvbench.run import cudawait
+from wkvbench.run.procs import untimed_env
 
 
 def test_unknown_mode_is_a_clear_error(monkeypatch):
@@ -39,7 +39,8 @@ def test_the_gpu_run_gives_it_to_verify_and_side_tasks_not_to_the_bench():
     (warm-ups, properties) are started with ``untimed_env``."""
     import inspect
 
-    from wkvbench import gpu, side
+    from wkvbench.gpu import run as gpu
+    from wkvbench.gpu import side
 
     src = inspect.getsource(gpu.GpuRun)
     assert 'self.procs.start("verify", cmd, untimed_env())' in src

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from suites.helpers import Tampered
-from wkvbench.drift import profile, svg
+from wkvbench.checks.drift import profile, svg
 from wkvkernels import get, register, unregister
 
 

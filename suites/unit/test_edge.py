@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wkvbench.case_sets import default_cases
+from wkvbench.judge.case_sets import default_cases
 from wkvkernels.cases import EDGE_OP_DOMAINS, Case, Shape
 from wkvkernels.ops import default_state
 from wkvoracle import BACKWARDS, ORACLES

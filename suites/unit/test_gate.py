@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wkvbench.gate import FAIL_, IMPROVED, KNOWN, NEW, NOT_JUDGED, PASS_, Settings, compare_samples, gate
-from wkvbench.gate_inputs import GateInputError, NoiseTable, NotComparable, Side, identity_of, load_side
-from wkvbench.gate_noise import measure_noise
-from wkvbench.gate_render import markdown
+from wkvbench.gate.core import FAIL_, IMPROVED, KNOWN, NEW, NOT_JUDGED, PASS_, Settings, compare_samples, gate
+from wkvbench.gate.inputs import GateInputError, NoiseTable, NotComparable, Side, identity_of, load_side
+from wkvbench.gate.noise import measure_noise
+from wkvbench.gate.render import markdown
 
 REPO = Path(__file__).resolve().parents[2]
 D = REPO / "suites" / "data" / "gate"

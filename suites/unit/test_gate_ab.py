@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from wkvbench.gate import FAIL_, UNCONFIRMED, Settings
-from wkvbench.gate_ab import interleaved, order, render
-from wkvbench.gate_inputs import GateInputError
+from wkvbench.gate.ab import interleaved, order, render
+from wkvbench.gate.core import FAIL_, UNCONFIRMED, Settings
+from wkvbench.gate.inputs import GateInputError
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE = (

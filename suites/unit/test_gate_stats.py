@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from wkvbench.stats import mann_whitney_u, quartiles, robust_rel_sd
+from wkvbench.gate.stats import mann_whitney_u, quartiles, robust_rel_sd
 
 
 def _brute_p(x, y) -> tuple[float, float]:

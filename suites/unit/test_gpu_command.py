@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from wkvbench.asv_record import BENCHMARK, record
-from wkvbench.verify_merge import attach_properties, merge_verify
+from wkvbench.gpu.verify_merge import attach_properties, merge_verify
+from wkvbench.perf.asv_record import BENCHMARK, record
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE_BENCH = REPO / "suites/data/report/results/bench/bench-fixture.json"
@@ -120,7 +120,7 @@ def test_merge_adds_the_ggml_part_and_recounts(one_run, tmp_path):
 def test_asv_record_writes_asv_files_that_asv_reads_back(tmp_path):
     from asv.results import Results
 
-    from wkvbench.asv_results import asv_to_bench
+    from wkvbench.results.asv_results import asv_to_bench
 
     results = tmp_path / "results"
     path, n = record(FIXTURE_BENCH, results)
@@ -139,15 +139,16 @@ def test_asv_record_writes_asv_files_that_asv_reads_back(tmp_path):
 
 
 def test_warm_ups_take_head_size_128_apart_from_the_other_sets():
-    from wkvbench.bench import STANDARD_SETS
-    from wkvbench.side import warm_groups
+    from wkvbench.gpu.side import warm_groups
+    from wkvbench.perf.bench import STANDARD_SETS
 
     assert warm_groups(STANDARD_SETS) == [("quick", "decode", "prefill", "long"), ("head128",)]
     assert warm_groups(("decode",)) == [("decode",)]
 
 
 def test_a_warm_up_done_by_an_earlier_run_is_not_done_again(tmp_path, monkeypatch):
-    from wkvbench import gpu, side
+    from wkvbench.gpu import run as gpu
+    from wkvbench.gpu import side
 
     triton = tmp_path / "triton"
     (triton / "k").mkdir(parents=True)
@@ -180,7 +181,7 @@ def test_a_warm_up_done_by_an_earlier_run_is_not_done_again(tmp_path, monkeypatc
 
 
 def test_processes_are_reaped_with_their_cpu_seconds_and_the_load_is_sampled(tmp_path):
-    from wkvbench.procs import Load, Procs
+    from wkvbench.run.procs import Load, Procs
 
     procs, load = Procs(tmp_path / "logs"), Load()
     p = procs.start("spin", [sys.executable, "-c", "import time; t = time.process_time()\n"
@@ -199,7 +200,7 @@ def test_a_results_set_of_another_commit_is_replaced_not_resumed(tmp_path):
     """A clone finds the results set an earlier commit committed for the same machine: the command
     starts a new one there instead of keeping the old phases as done; a stopped run of this commit is
     resumed."""
-    from wkvbench.gpu_cli import _other_commit
+    from wkvbench.cli.gpu import _other_commit
 
     run = tmp_path / "run.json"
     assert _other_commit(run, "abc") is None  # nothing there

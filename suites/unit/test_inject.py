@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wkvbench import inject
-from wkvbench.check import PASS, Checker
-from wkvbench.verify import Selection
+from wkvbench.checks import inject
+from wkvbench.judge.check import PASS, Checker
+from wkvbench.run.verify import Selection
 from wkvkernels import get
 from wkvkernels.base import availability
 from wkvkernels.cases import Case
@@ -77,7 +77,7 @@ def test_slow_without_arrays_is_a_clear_error():
 
 
 def test_provenance_records_the_injection(monkeypatch):
-    from wkvbench.provenance import provenance
+    from wkvbench.results.provenance import provenance
 
     monkeypatch.setenv(inject.ENV, "slow:x.*")
     assert provenance()["env"][inject.ENV] == "slow:x.*"
@@ -89,8 +89,8 @@ CASE = "gla/model/B2-T37-H2-N64-h0/bf16/s0"
 
 def _verify(tmp_path: Path, name: str, variant) -> Path:
     """One verify/1 results file of ``variant`` on CASE, written by verify's own writer."""
-    from wkvbench.verify import Report
-    from wkvbench.verify_file import write_json
+    from wkvbench.results.verify_file import write_json
+    from wkvbench.run.verify import Report
 
     res = Checker().check(variant, Case.parse(CASE))
     out = tmp_path / f"{name}.json"

@@ -17,9 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from wkvbench.check import CRASH, PASS, TIMEOUT, Checker, CheckResult
-from wkvbench.isolate import THREAD_VARS, _describe_exit, default_jobs, default_timeout, headline, worker_env
-from wkvbench.verify_file import load_previous, row_key
+from wkvbench.judge.check import CRASH, PASS, TIMEOUT, Checker, CheckResult
+from wkvbench.results.verify_file import load_previous, row_key
+from wkvbench.run.isolate import (
+    THREAD_VARS,
+    _describe_exit,
+    default_jobs,
+    default_timeout,
+    headline,
+    worker_env,
+)
 from wkvkernels import get
 from wkvkernels.cases import Case
 
@@ -213,7 +220,7 @@ def test_exit_descriptions_and_headlines():
 
 
 def test_crash_statuses_count_as_failures():
-    from wkvbench.verify import Report
+    from wkvbench.run.verify import Report
 
     c = Case.parse(T1)
     rep = Report([CheckResult("x", c, CRASH, "died"), CheckResult("x", c, TIMEOUT, "hung"),
@@ -226,12 +233,12 @@ def test_crash_statuses_count_as_failures():
 def test_default_jobs_follow_the_machine(monkeypatch):
     monkeypatch.delenv("WKVBENCH_JOBS", raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 16)
-    monkeypatch.setattr("wkvbench.isolate._ram_bytes", lambda: 128 << 30)
+    monkeypatch.setattr("wkvbench.run.isolate._ram_bytes", lambda: 128 << 30)
     assert default_jobs() == 16  # a 16-core GPU box: a worker per core
-    monkeypatch.setattr("wkvbench.isolate._ram_bytes", lambda: 8 << 30)
+    monkeypatch.setattr("wkvbench.run.isolate._ram_bytes", lambda: 8 << 30)
     assert default_jobs() == 4  # memory bounds it: 2 GiB a worker
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    monkeypatch.setattr("wkvbench.isolate._ram_bytes", lambda: 24 << 30)
+    monkeypatch.setattr("wkvbench.run.isolate._ram_bytes", lambda: 24 << 30)
     assert default_jobs() == 2  # the CI machine
 
 
@@ -275,8 +282,8 @@ def test_a_variants_worker_takes_its_next_units_and_never_another_variants(monke
     backward) 2; one worker at a time. Each variant starts one worker, which runs its units one after
     the other; the results are those of the in-process run. A worker that ran out of input exits (none
     is left behind)."""
-    from wkvbench import isolate
-    from wkvbench.verify import Selection, run
+    from wkvbench.run import isolate
+    from wkvbench.run.verify import Selection, run
 
     started: list[str] = []
     real = isolate._Worker.__init__
@@ -301,7 +308,7 @@ def test_a_variants_worker_takes_its_next_units_and_never_another_variants(monke
 
 
 def test_at_most_jobs_workers_wait_and_a_finished_variants_workers_end():
-    from wkvbench.isolate import WorkerConfig
+    from wkvbench.run.isolate import WorkerConfig
 
     class Fake:
         def __init__(self, name):
@@ -324,9 +331,9 @@ def test_at_most_jobs_workers_wait_and_a_finished_variants_workers_end():
 def test_a_variant_that_compiles_nothing_runs_its_units_in_one_worker_even_with_free_slots(monkeypatch):
     """Four slots for six units: the baseline's four units still get a worker each (they start first,
     side by side), FLA's naive recurrence (torch: nothing compiled in its worker) runs both dtypes in
-    one worker instead of paying a second process start (``wkvbench.units``)."""
-    from wkvbench import isolate
-    from wkvbench.verify import Selection, run
+    one worker instead of paying a second process start (``wkvbench.run.units``)."""
+    from wkvbench.run import isolate
+    from wkvbench.run.verify import Selection, run
 
     started: list[str] = []
     real = isolate._Worker.__init__

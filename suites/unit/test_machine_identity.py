@@ -3,9 +3,9 @@ compares, and the slug that names asv's machine and a GPU run's results folder a
 
 from __future__ import annotations
 
-from wkvbench.bench import identity, machine_slug
-from wkvbench.gate_inputs import identity_of
-from wkvbench.provenance import Machine
+from wkvbench.gate.inputs import identity_of
+from wkvbench.perf.bench import identity, machine_slug
+from wkvbench.results.provenance import Machine
 
 H100 = {"gpu": {"name": "NVIDIA H100 80GB HBM3", "driver": "580.159.04", "cuda": "13.0"},
         "versions": {"torch": "2.11.0", "triton": "3.6.0"}, "machine": {"cpu": "Intel(R) Xeon(R)"}}

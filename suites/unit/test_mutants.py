@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from wkvbench.case_sets import default_cases
-from wkvbench.check import ERROR, FAIL, Checker
-from wkvbench.mutants import register_mutants, unregister_mutants
+from wkvbench.checks.mutants import register_mutants, unregister_mutants
+from wkvbench.judge.case_sets import default_cases
+from wkvbench.judge.check import ERROR, FAIL, Checker
 from wkvkernels import get
 
 NAMES = register_mutants()

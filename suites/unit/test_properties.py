@@ -1,12 +1,13 @@
-"""State passing, batch invariance and determinism of every CPU variant (``wkvbench/properties.py``)."""
+"""State passing, batch invariance and determinism of every CPU variant
+(``wkvbench/checks/properties.py``)."""
 
 from __future__ import annotations
 
 import pytest
 
 from suites.helpers import Tampered
-from wkvbench.check import FAIL, PASS, SKIP, Checker
-from wkvbench.properties import batch_invariance, determinism, state_passing
+from wkvbench.checks.properties import batch_invariance, determinism, state_passing
+from wkvbench.judge.check import FAIL, PASS, SKIP, Checker
 from wkvkernels import get, variants
 from wkvkernels.cases import Case, Shape
 
@@ -54,7 +55,7 @@ def _leak(res):
 
 
 def test_a_batch_leak_fails_batch_invariance(monkeypatch):
-    from wkvbench import properties
+    from wkvbench.checks import properties
     from wkvkernels import Availability
 
     leaky = Tampered("wkv7.test.leaky", _leak)
@@ -88,7 +89,8 @@ class _Refusing(Tampered):
 
 @pytest.fixture
 def available(monkeypatch):
-    from wkvbench import properties, props_cli
+    from wkvbench.checks import properties
+    from wkvbench.cli import properties as props_cli
     from wkvkernels import Availability
 
     for mod in (properties, props_cli):
@@ -96,7 +98,7 @@ def available(monkeypatch):
 
 
 def test_unsupported_values_skip_every_property_under_its_name(available):
-    from wkvbench.properties import packing_invariance
+    from wkvbench.checks.properties import packing_invariance
 
     v = _Refusing("wkv6.test.rwkv5", "wkv6.torch.recurrent", refuse_values=lambda c: True)
     case = _case(v)
@@ -112,7 +114,7 @@ def test_unsupported_values_skip_every_property_under_its_name(available):
 
 
 def test_case_choice_falls_back_to_t48_and_to_the_const_domain(available):
-    from wkvbench.props_cli import SPLITS, SPLITS_16, choose_case
+    from wkvbench.cli.properties import SPLITS, SPLITS_16, choose_case
 
     plain = get("wkv6.torch.recurrent")
     case, splits = choose_case(plain, "model", 64, "fp32", 0, CHECKER)
@@ -139,8 +141,8 @@ def _carry_rounded_state(res):
 
 
 def test_state_passing_consults_known_failures(available, monkeypatch):
-    from wkvbench import tolerances
-    from wkvbench.check import XFAIL, XPASS
+    from wkvbench.judge import tolerances
+    from wkvbench.judge.check import XFAIL, XPASS
 
     bad = Tampered("wkv7.test.state", _carry_rounded_state)
     good = Tampered("wkv7.test.good")

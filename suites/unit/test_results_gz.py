@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from wkvbench.gate_inputs import GateInputError, load_json
+from wkvbench.gate.inputs import GateInputError, load_json
 from wkvbench.report.sources import ReportInputError, load
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "report" / "results" / "gpu"

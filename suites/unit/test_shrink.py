@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from suites.helpers import Tampered
-from wkvbench.check import FAIL, PASS, Checker
-from wkvbench.shrink import load, replay, shrink
+from wkvbench.checks.shrink import load, replay, shrink
+from wkvbench.judge.check import FAIL, PASS, Checker
 from wkvkernels import register, unregister
 from wkvkernels.cases import Case, Shape
 

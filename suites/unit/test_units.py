@@ -1,11 +1,11 @@
-"""How the isolated runner groups units into chains that share a worker (``wkvbench.units``)."""
+"""How the isolated runner groups units into chains that share a worker (``wkvbench.run.units``)."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from wkvbench import units
-from wkvbench.units import chains, compiled_marker, mark_compiled
+from wkvbench.run import units
+from wkvbench.run.units import chains, compiled_marker, mark_compiled
 
 
 def _v(name, backend, device="cuda", baseline=False):

@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wkvbench.check import ERROR, PASS, Checker
-from wkvbench.plugins import register_function
-from wkvbench.properties import state_passing
-from wkvbench.shrink import replay
-from wkvbench.validate import InvalidInput, validate_inputs
+from wkvbench.checks.properties import state_passing
+from wkvbench.checks.shrink import replay
+from wkvbench.judge.check import ERROR, PASS, Checker
+from wkvbench.judge.validate import InvalidInput, validate_inputs
+from wkvbench.run.plugins import register_function
 from wkvkernels import get, unregister
 from wkvkernels.cases import Case
 from wkvoracle.inputs import generate
@@ -197,7 +197,7 @@ def test_cli_replay_of_a_bad_file_exits_2_with_the_message(tmp_path, content, ne
 
 def test_a_plugin_fed_bad_inputs_by_its_own_adapter_is_an_error_not_a_crash():
     # ERROR with the validation message: Checker._measure reports what prepare() raised
-    from wkvbench.plugins import FunctionVariant
+    from wkvbench.run.plugins import FunctionVariant
     from wkvkernels.base import register
 
     class Broken(FunctionVariant):

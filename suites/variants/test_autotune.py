@@ -1,4 +1,4 @@
-"""Pinned autotuning (``wkvbench.autotune``): what verification runs instead of Triton's benchmark of
+"""Pinned autotuning (``wkvbench.run.autotune``): what verification runs instead of Triton's benchmark of
 every configuration, and the sweep that checks every configuration once. On CPU, with Triton's own
 ``Autotuner`` around a recorded stand-in for a compiled kernel (no GPU, no compiler)."""
 
@@ -11,8 +11,8 @@ triton = pytest.importorskip("triton")
 from triton.runtime.autotuner import Autotuner  # noqa: E402
 from triton.runtime.errors import OutOfResources  # noqa: E402
 
-from wkvbench import autotune  # noqa: E402
-from wkvbench.check import FAIL, PASS, SKIP, CheckResult  # noqa: E402
+from wkvbench.judge.check import FAIL, PASS, SKIP, CheckResult  # noqa: E402
+from wkvbench.run import autotune  # noqa: E402
 from wkvkernels.cases import Case  # noqa: E402
 
 
@@ -143,7 +143,7 @@ def test_sweep_names_the_failing_round_and_its_configurations(pinned):
 
 
 def test_sweep_without_autotuned_kernels_is_a_skip_with_its_reason(pinned):
-    from wkvbench.check import Checker
+    from wkvbench.judge.check import Checker
     from wkvkernels.base import get
 
     res = autotune.sweep(Checker(), get("wkv7.torch.recurrent"), CASE, "forward")
@@ -151,7 +151,7 @@ def test_sweep_without_autotuned_kernels_is_a_skip_with_its_reason(pinned):
 
 
 def test_verify_adds_one_configs_row_per_triton_variant_and_kind():
-    from wkvbench.verify import Selection, _jobs
+    from wkvbench.run.verify import Selection, _jobs
 
     sel = Selection(ops=("wkv7",), case_set="gpu", with_backward=True, configs=True)
     jobs = _jobs(sel)

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wkvbench.check import FAIL, PASS, Checker
+from wkvbench.judge.check import FAIL, PASS, Checker
 from wkvkernels import _metal_emu as emu
 from wkvkernels import get
 from wkvkernels.base import register, unregister

@@ -1,4 +1,4 @@
-"""Packing invariance (``wkvbench.properties.packing_invariance``): shown able to fail on in-process
+"""Packing invariance (``wkvbench.checks.properties.packing_invariance``): shown able to fail on in-process
 packed emulations with planted bugs, and run on FLA's real kernels through their Triton-interpreter
 twins in a subprocess (``TRITON_INTERPRET=1`` is process-global)."""
 
@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wkvbench.check import FAIL, PASS, SKIP, XFAIL, Checker
-from wkvbench.properties import PACK_LENGTHS, PACK_SLACK, _sequence, pack_inputs, packing_invariance
+from wkvbench.checks.properties import PACK_LENGTHS, PACK_SLACK, _sequence, pack_inputs, packing_invariance
+from wkvbench.judge.check import FAIL, PASS, SKIP, XFAIL, Checker
 from wkvkernels import get, register, unregister
 from wkvkernels.cases import Case, Shape
 
@@ -168,7 +168,7 @@ def test_packing_skips_with_a_reason():
 def test_uninitialized_allocations_are_poisoned():
     import torch
 
-    from wkvbench.properties import poison_uninitialized
+    from wkvbench.checks.properties import poison_uninitialized
 
     with poison_uninitialized():
         assert torch.isnan(torch.empty(64)).all() and torch.isnan(torch.zeros(3).new_empty(5)).all()
@@ -178,7 +178,7 @@ def test_uninitialized_allocations_are_poisoned():
 _INTERP_SCRIPT = """
 import json, sys
 from wkvkernels.cases import Case, Shape
-from wkvbench.check import Checker, check_backward
+from wkvbench.judge.check import Checker, check_backward
 from wkvkernels import get, register, unregister
 ch, out = Checker(), {}
 for name in sys.argv[1:]:
@@ -267,7 +267,7 @@ def test_fla_chunk_packing_finding_on_the_h100(variant):
     """The committed H100 packing results of FLA's chunked kernels: the packed forward equals the runs
     alone, every gradient's slack rows are never written (NaN poison survives), and that FAIL is the one
     ``KNOWN_FAILURES`` lists for them (so a rerun reports XFAIL, and an upstream fix shows as XPASS)."""
-    from wkvbench.tolerances import known_failure
+    from wkvbench.judge.tolerances import known_failure
 
     path = H100_PACKING / f"{variant}.json"
     doc = json.loads(path.read_text())

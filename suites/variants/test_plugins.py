@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wkvbench.check import FAIL, PASS, Checker
-from wkvbench.plugins import load_entry_points, load_file, register_function
+from wkvbench.judge.check import FAIL, PASS, Checker
+from wkvbench.run.plugins import load_entry_points, load_file, register_function
 from wkvkernels import get, unregister
 from wkvkernels.cases import Case, Shape
 

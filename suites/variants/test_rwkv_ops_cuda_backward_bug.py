@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wkvbench.check import Checker, backward_problem
-from wkvbench.metrics import tensor_error
+from wkvbench.judge.check import Checker, backward_problem
+from wkvbench.judge.metrics import tensor_error
 from wkvkernels.base import get
 from wkvkernels.cases import Case
 from wkvoracle import BACKWARDS

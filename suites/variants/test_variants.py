@@ -2,7 +2,7 @@
 
 Parametrised over variant x operator x dtype x shape x domain with readable ids
 (``wkv7.ggml.cpu-wkv7/model/B2-T37-H2-N64-h0/fp32/s0``). A variant that cannot run here skips with
-its reason; the run's summary counts skips by reason. The judge is ``wkvbench.check.Checker``, the
+its reason; the run's summary counts skips by reason. The judge is ``wkvbench.judge.check.Checker``, the
 same code as ``nox -s verify``.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from wkvbench.case_sets import default_cases
-from wkvbench.check import FAIL, PASS, SKIP, XFAIL, Checker
+from wkvbench.judge.case_sets import default_cases
+from wkvbench.judge.check import FAIL, PASS, SKIP, XFAIL, Checker
 from wkvkernels import variants
 
 CHECKER = Checker()

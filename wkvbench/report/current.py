@@ -104,7 +104,7 @@ def _files(runs: list[VerifyRun]) -> str:
 
 
 def bench_machine(run: BenchRun) -> str:
-    from ..provenance import Machine
+    from ..results.provenance import Machine
 
     prov = run.doc.get("provenance") or {}
     if not prov:

@@ -21,7 +21,7 @@ from .sources import VerifyRun
 DTYPE_ORDER = ("fp32", "tf32", "bf16", "fp16", "fp8")
 OP_ORDER = ("wkv4", "wkv6", "wkv7", "gla", "gdn", "gdn_wy")
 RAN = ("PASS", "FAIL", "XFAIL", "XPASS")
-BAD = ("FAIL", "ERROR", "XPASS", "CRASH", "TIMEOUT")  # CRASH/TIMEOUT: the worker died or hung (isolate.py)
+BAD = ("FAIL", "ERROR", "XPASS", "CRASH", "TIMEOUT")  # CRASH/TIMEOUT: the worker died or hung (run/isolate)
 
 
 def fmt(x: float | None) -> str:

@@ -25,7 +25,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..schemas import BENCH, RUN, STABILITY, VERIFY, is_results_name, read_text
+from ..results.schemas import BENCH, RUN, STABILITY, VERIFY, is_results_name, read_text
 
 SKIP_DIRS = ("asv", "html", "parts")  # asv's files, the report's output, the parts of merged files
 # git-ignored local output (``verify`` writes reports/results/ by default): not part of the committed

@@ -1,0 +1,73 @@
+"""``python -m wkvbench gpu``'s command line: its options, and the run they describe (``gpu.GpuRun``)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+
+from ..gpu.run import DTYPES_ALL, GpuRun, Options
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("gpu", help="the whole GPU evidence of this box: verify (all dtypes, backward, "
+                                   "properties), bench, asv, report; one results set, resumable")
+    p.add_argument("--output", type=Path, default=None,
+                   help="results folder (default reports/gpu/<machine>/); running again resumes it")
+    p.add_argument("--fresh", action="store_true", help="start over: delete what --output holds first")
+    p.add_argument("--dtype", action="append", default=[], choices=DTYPES_ALL, help="(repeatable; default all)")
+    p.add_argument("--set", dest="sets", action="append", default=[],
+                   help="bench shape sets (default 'standard': all of them)")
+    p.add_argument("--variant", action="append", default=[], metavar="GLOB")
+    p.add_argument("--exclude", action="append", default=[], metavar="GLOB")
+    p.add_argument("--jobs", type=int, default=0, help="verify workers (default: one per core)")
+    p.add_argument("--side-jobs", type=int, default=0, help="properties/warm-up processes (default: one per core)")
+    p.add_argument("--gpus", type=int, default=0, help="GPUs to use (default: all that torch sees)")
+    p.add_argument("--ggml-src", type=Path, default=None,
+                   help="patched ggml-python source to build with CUDA in the background (nox -s gpu sets it)")
+    p.add_argument("--ggml-pip", default="", help="extra pip arguments for that build (offline: --no-index ...)")
+    p.add_argument("--only", default="", help="comma-separated phases to run (verify,side,bench,asv,report)")
+    p.add_argument("--time-cap", type=float, default=1.0, help="seconds of sampling per bench row at most")
+    p.add_argument("--timeout", type=float, default=900.0, help="per-case limit of a verify worker (s)")
+    p.add_argument("--stability", type=int, default=0, metavar="N",
+                   help="after the bench, time every row N more times against triton's do_bench "
+                        "(stability.json; 5 for the stability table; default: not run)")
+
+
+def main(args: argparse.Namespace) -> int:
+    import shutil
+
+    from ..perf.bench import machine_slug
+    from ..results.provenance import provenance
+
+    prov = provenance()
+    out = args.output or Path("reports") / "gpu" / machine_slug(prov)
+    stale = _other_commit(out / "run.json", prov["git"]["commit"])
+    if stale and not args.fresh:
+        print(f"wkvbench gpu: {out} holds the results of commit {stale}, not of this one "
+              f"({prov['git']['commit'] or 'unknown'}): starting a new results set there", flush=True)
+    if (args.fresh or stale) and out.exists():
+        shutil.rmtree(out)
+    phases = tuple(x for x in args.only.split(",") if x) or Options(out).phases
+    from wkvkernels import config
+
+    t0 = config.t0()
+    opt = Options(out=out, dtypes=tuple(args.dtype) or DTYPES_ALL, sets=tuple(args.sets) or ("standard",),
+                  variants=tuple(args.variant), exclude=tuple(args.exclude), jobs=args.jobs,
+                  side_jobs=args.side_jobs, gpus=args.gpus, ggml_src=args.ggml_src,
+                  ggml_pip=tuple(shlex.split(args.ggml_pip)), phases=phases, time_cap_s=args.time_cap,
+                  timeout_s=args.timeout, stability=args.stability, t0=t0)
+    return GpuRun(opt).run()
+
+
+def _other_commit(run_json: Path, commit: str | None) -> str | None:
+    """The commit of the results set at ``run_json`` when it is not ``commit`` (a set committed to the
+    repository by an earlier commit, found in a new clone): that set is not resumed but replaced. None
+    when there is nothing there, or it is this commit's (a stopped run, resumed)."""
+    import json
+
+    try:
+        theirs = json.loads(run_json.read_text())["provenance"]["git"]["commit"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return theirs if theirs and theirs != commit else None

@@ -1,0 +1,112 @@
+"""``python -m wkvbench verify`` (the verification matrix, or with ``--mutants`` the mutant panel) and
+``list`` (the registered variants, and why unavailable ones cannot run); ``__init__.py`` parses and
+dispatches."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+
+from ..console import make_console
+from .args import results_dir
+from .checks import _kill_report
+
+if TYPE_CHECKING:
+    from ..run.verify import Selection
+
+
+def _selection(args: argparse.Namespace) -> Selection:
+    """The variants the selection options pick (``args.py``)."""
+    from ..run.verify import Selection
+
+    return Selection(ops=tuple(args.op), variant_globs=tuple(args.variant), dtypes=tuple(args.dtype),
+                     devices=tuple(args.device), exclude_globs=tuple(args.exclude))
+
+
+def _list(args: argparse.Namespace, console: Console) -> int:
+    from ..run.verify import list_variants
+
+    sel = _selection(args)
+    if args.names:
+        print("\n".join(v.name for v in sel.variants()))
+    else:
+        list_variants(console, sel)
+    return 0
+
+
+def _verify(args: argparse.Namespace, console: Console) -> int:
+    from ..run.verify import print_report, run
+
+    sel = _selection(args)
+    sel.domains, sel.case_ids, sel.seed = tuple(args.domain), tuple(args.case), args.seed
+    sel.case_set, sel.backward, sel.with_backward = args.case_set, args.backward, args.with_backward
+    sel.extra_cases, sel.configs = tuple(args.extra_case), args.configs
+    prior, out = [], args.output
+    if args.resume is not None:
+        from ..results.verify_file import load_previous
+
+        doc, prior, resumed = load_previous(args.resume)
+        out = out or resumed
+        if doc is not None:
+            sel = _selection_from(doc["selection"], args, console)
+            args.mutants = args.mutants or bool(doc["selection"].get("mutants"))
+        console.print(f"resuming {resumed}: {len(prior)} rows kept")
+    if args.mutants:
+        from ..checks.mutants import register_mutants
+
+        register_mutants()
+        sel.variant_globs = sel.variant_globs or ("*.mutant.*",)
+    if not sel.variants():
+        console.print(f"[red]no registered variant matches {args.variant or args.op}[/red]")
+        return 2
+    from ..results.verify_file import ResultsWriter
+    from ..run.isolate import WorkerConfig, default_jobs, default_timeout
+
+    timeout = default_timeout() if args.timeout is None else args.timeout
+    if not timeout > 0:
+        raise ValueError(f"--timeout must be > 0 seconds, got {args.timeout}")
+    jobs = default_jobs() if args.jobs is None else args.jobs
+    if jobs < 1:
+        raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
+    plugins = [str(Path(p).resolve()) for p in args.plugin]
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = out or results_dir() / f"verify-{stamp}.json"
+    extra = {"plugins": plugins, "entry_points": not args.no_entry_points, "mutants": bool(args.mutants)}
+    writer = ResultsWriter(out, sel, extra, prior)
+    isolate = None if args.in_process else WorkerConfig(
+        plugins=plugins, entry_points=not args.no_entry_points, mutants=bool(args.mutants),
+        backward=sel.backward, timeout=timeout, jobs=jobs, gpus=args.gpus)
+    report = run(sel, make_console(stderr=True), shrink_dir=None if args.mutants else out.parent / "shrunk",
+                 writer=writer, isolate=isolate, prior=prior)
+    writer.finish(report)  # first: nothing printed below can lose the results
+    if args.mutants:
+        return _kill_report(report, console, out)
+    print_report(report, console)
+    console.print(f"results: {out}")
+    return 1 if report.failed else 0
+
+
+def _selection_from(saved: dict, args: argparse.Namespace, console: Console):
+    """The selection a resumed run was started with (its plug-ins are loaded again)."""
+    from ..run.plugins import load_entry_points, load_file
+    from ..run.verify import Selection
+
+    for path in saved.get("plugins", []):
+        if path not in [str(Path(p).resolve()) for p in args.plugin]:
+            load_file(path)
+            args.plugin.append(path)
+    if not saved.get("entry_points", True):
+        args.no_entry_points = True
+    elif args.no_entry_points:
+        load_entry_points()
+    return Selection(ops=tuple(saved.get("ops", ())), variant_globs=tuple(saved.get("variants", ())),
+                     dtypes=tuple(saved.get("dtypes", ())), domains=tuple(saved.get("domains", ())),
+                     case_ids=tuple(saved.get("cases", ())), seed=saved.get("seed"),
+                     case_set=saved.get("case_set", "default"), devices=tuple(saved.get("devices", ())),
+                     exclude_globs=tuple(saved.get("exclude", ())), backward=bool(saved.get("backward")),
+                     with_backward=bool(saved.get("with_backward")),
+                     extra_cases=tuple(saved.get("extra_cases", ())), configs=bool(saved.get("configs")))

@@ -1,0 +1,428 @@
+"""``python -m wkvbench gpu``: the whole GPU evidence of one box, in one command, as one results set.
+
+What ``nox -s gpu`` runs after installing (online, or offline from a wheelhouse). Into ``--output``
+(default ``reports/gpu/<machine>/``) it writes::
+
+    verify.json   every variant x gpu-set case x dtype, forward and backward, plus the benchmark gate
+                  cases; the properties of every CUDA variant under "properties" (wkvbench.verify/1)
+    bench.json    the standard shape sets in every dtype, device time vs the roofline (wkvbench.bench/1)
+    run.json      provenance, the wall time of every phase and of every variant, the CPU seconds of
+                  the processes and a time line of CPU and GPU load (wkvbench.run/1, ``runfile``)
+
+and records the bench samples in asv's history (``reports/asv/results``) and rebuilds the HTML report.
+
+Phases, in the order they start::
+
+    ggml        ggml-python built with CUDA in the background (``--ggml-src``), at the lowest CPU priority
+    verify      one ``wkvbench verify`` process, a worker per core, its units grouped as ``units`` says
+    side        beside it: ``properties`` per CUDA variant and ``bench --warm-only`` per (Triton variant,
+                dtype, head size 128 or not): compiles and autotunes the benchmark shapes, one process per
+                core; skipped when an earlier run on this machine warmed the same thing into Triton's
+                on-disk caches (``warm_marker``)
+    bench       alone on the GPUs: one ``bench`` worker per GPU, gates taken from verify.json (ggml's
+                build goes on beside it, on the cores the bench leaves)
+    ggml-verify the ggml variants (verify and properties), once their build is in (beside verify when
+                it was in before the run)
+    ggml-bench  their bench rows, joined into bench.json
+    stability   with ``--stability N``: the timing engine against do_bench, N rounds of every bench row
+    asv, report the bench samples into asv's results; the static HTML report (rebuilt on every run)
+
+The CPU is what a fresh run waits on: on a 16-core H100 box every core was busy from the first minute
+to the end of the verification (``run.json``'s load time line), so the phases are ordered to leave no
+core idle rather than to start everything at once.
+
+A run that is stopped (Ctrl-C, a lost machine, a killed process) resumes where it stopped when the
+same command runs again: finished phases are kept (``run.json``), verify and bench resume their rows.
+Logs of the processes go to ``<output>/logs/`` (not committed); ``--fresh`` starts over.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import shlex
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..results.runfile import State, print_breakdown
+from ..run.procs import Load, Procs, complete, ggml_ready, py, say, tail, untimed_env
+from .side import run_side, side_tasks
+from .verify_merge import attach_properties, merge_verify, verify_detail
+
+DTYPES_ALL = ("bf16", "fp16", "fp32")
+HEARTBEAT_S = 30.0
+
+
+@dataclass
+class Options:
+    out: Path
+    dtypes: tuple[str, ...] = DTYPES_ALL
+    sets: tuple[str, ...] = ("standard",)
+    variants: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    jobs: int = 0  # verify workers (0: one per core, at most one per 2 GiB)
+    side_jobs: int = 0  # properties / warm processes beside them (0: one per core)
+    gpus: int = 0  # 0: every GPU torch sees
+    ggml_src: Path | None = None  # patched ggml-python source to build with CUDA (CMAKE_ARGS)
+    ggml_pip: tuple[str, ...] = ()  # extra pip arguments for that build (offline: --no-index ...)
+    phases: tuple[str, ...] = ("verify", "side", "bench", "asv", "report")
+    time_cap_s: float = 1.0
+    timeout_s: float = 900.0
+    stability: int = 0  # repeats of the timing engine against do_bench on every bench row (0: none)
+    t0: float | None = None  # when the install began (nox): the run's wall time counts from there
+    results_root: Path = Path("reports")
+
+
+def _rows(path: Path) -> int:
+    """Rows a verify run has written so far (its partial file while it runs)."""
+    part = path.with_suffix(".partial.jsonl")
+    try:
+        if part.is_file():
+            return sum(1 for _ in part.open())
+        return len(json.loads(path.read_text()).get("results", [])) if path.is_file() else 0
+    except (OSError, ValueError):
+        return 0
+
+
+class GpuRun:
+    def __init__(self, opt: Options) -> None:
+        self.opt = opt
+        opt.out.mkdir(parents=True, exist_ok=True)
+        self.work = opt.out / "work"  # intermediate files, removed at the end
+        self.work.mkdir(exist_ok=True)
+        self.procs = Procs(opt.out / "logs")
+        self.state = State.load(opt.out / "run.json")
+        self.verify = opt.out / "verify.json"
+        self.bench = opt.out / "bench.json"
+        self.warmed_before = 0  # warm-up tasks an earlier run did into the caches kept here
+        self.load = Load(t0=self.state.started_at)  # the time line counts from the run's first start
+        self.ggml_beside = None  # ggml's verification started beside the others (ggml built before)
+
+    # -- plan --------------------------------------------------------------------------------
+    def _filters(self) -> list[str]:
+        return [*(x for g in self.opt.variants for x in ("--variant", g)),
+                *(x for g in self.opt.exclude for x in ("--exclude", g))]
+
+    def _dtype_args(self) -> list[str]:
+        return [x for d in self.opt.dtypes for x in ("--dtype", d)]
+
+    def _bench_args(self) -> list[str]:
+        return [*(x for s in self.opt.sets for x in ("--set", s)), *self._dtype_args(), *self._filters(),
+                "--time-cap", str(self.opt.time_cap_s)]
+
+    def _selected(self, device: str | None = None) -> list:
+        from ..run.verify import select_variants
+
+        vs = select_variants((), (), self.opt.exclude, self.opt.variants)
+        return [v for v in vs if device is None or v.device == device]
+
+    def _sets(self) -> tuple[str, ...]:
+        from ..perf.bench import STANDARD_SETS
+
+        return tuple(x for s in self.opt.sets for x in (STANDARD_SETS if s == "standard" else (s,)))
+
+    def _gate_ids(self) -> list[str]:
+        from ..perf.bench import BenchSelection, gate_cases
+
+        return gate_cases(BenchSelection(variant_globs=self.opt.variants, exclude_globs=self.opt.exclude,
+                                         dtypes=self.opt.dtypes, sets=self._sets()))
+
+    # -- phases ------------------------------------------------------------------------------
+    def run(self) -> int:
+        from ..results.provenance import provenance
+
+        st = self.state
+        st.runs += 1
+        st.provenance = provenance()
+        st.options = {k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v)
+                      for k, v in vars(self.opt).items() if k not in ("t0",)}
+        if self.opt.t0 is not None and st.install_s is None:
+            st.install_s = round(time.time() - self.opt.t0, 1)
+        st.save()
+        import torch
+
+        ngpu = self.opt.gpus or torch.cuda.device_count()
+        if ngpu == 0:
+            say("no CUDA device: only the CPU variants are verified; bench, asv need a GPU")
+        self.ngpu = ngpu
+        ggml = self._start_ggml()
+        try:
+            ok = self._parallel(ngpu)
+            if self.ggml_beside is not None:  # its tail before the bench times anything
+                ok &= self._phase("ggml-verify", lambda: self._ggml_verify_end(self.ggml_beside))
+            if ngpu and "bench" in self.opt.phases:
+                ok &= self._phase("bench", lambda: self._bench(ngpu, ggml=False))
+            ok &= self._ggml_verify(ggml)
+            if ngpu and "bench" in self.opt.phases and any(v.backend == "ggml" for v in self._selected("cuda")):
+                ok &= self._phase("ggml-bench", lambda: self._bench(ngpu, ggml=True))
+            if ngpu and self.opt.stability and self.bench.is_file():
+                ok &= self._phase("stability", self._stability)
+            if ngpu and "asv" in self.opt.phases:
+                ok &= self._phase("asv", self._asv)
+            if "report" in self.opt.phases:  # rebuilt on every run: an added phase (stability) shows in it
+                ok &= self._phase("report", self._report, again=True)
+        except BaseException:
+            self.procs.kill_all()
+            st.save()
+            raise
+        self._finish()
+        return 0 if ok else 1
+
+    def _phase(self, name: str, fn, again: bool = False) -> bool:
+        """Run one serial phase unless a previous run finished it (or ``again``); time it into run.json."""
+        ph = self.state.phase(name)
+        if again:
+            ph.seconds = 0.0
+        elif ph.status == "done":
+            say(f"{name}: done in an earlier run ({ph.seconds:.0f} s), kept")
+            return True
+        ph.status, t0 = "running", time.time()
+        self.state.save()
+        say(f"{name}: start")
+        try:
+            ok, detail = fn()
+        except Exception as exc:  # noqa: BLE001 - one phase failing must not lose the others
+            ok, detail = False, f"{type(exc).__name__}: {exc}"
+        ph.seconds += time.time() - t0
+        ph.status, ph.detail = ("done" if ok else "failed"), detail
+        self.state.save()
+        say(f"{name}: {ph.status} in {time.time() - t0:.0f} s{': ' + detail if detail else ''}")
+        return ok
+
+    def _start_ggml(self) -> subprocess.Popen | None:
+        """ggml-python's CUDA build, in the background, at the lowest CPU priority, unless this
+        environment already has the ggml it asks for (a second run). About 3 minutes of 16 cores: beside
+        the verification, which keeps every core busy on its own, it lengthened the run by as much (H100,
+        2026-11-24); niced, it takes the cores the verification leaves and the bench's idle ones (the bench
+        times on one core), and its variants are verified and timed after the bench."""
+        if self.opt.ggml_src is None or self.state.phase("ggml").status == "done":
+            return None
+        ph = self.state.phase("ggml")
+        if ggml_ready():
+            ph.status, ph.detail = "done", "already installed"
+            self.state.save()
+            say("ggml: ggml-python with the backend CMAKE_ARGS asks for is installed already")
+            return None
+        ph.status, ph.started = "running", time.time()
+        cmd = ["nice", "-n", "19", sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation",
+               *self.opt.ggml_pip, str(self.opt.ggml_src)]
+        say(f"ggml: building ggml-python in the background (CMAKE_ARGS={os.environ.get('CMAKE_ARGS')!r})")
+        env = {"CMAKE_BUILD_PARALLEL_LEVEL": str(max(1, (os.cpu_count() or 2) - 1))}  # a core for the bench
+        import shutil
+
+        if shutil.which("nvcc") is None and os.path.exists("/usr/local/cuda/bin/nvcc"):  # CUDA's usual home
+            env["PATH"] = "/usr/local/cuda/bin" + os.pathsep + os.environ.get("PATH", "")
+        return self.procs.start("ggml-build", cmd, env)
+
+    def _verify_cmd(self, out: Path, variants: list[str] | None = None) -> list[str]:
+        """``verify`` of the selection (or of exactly ``variants``), resuming ``out`` when it exists."""
+        tail = ["--timeout", str(self.opt.timeout_s), *(["--jobs", str(self.opt.jobs)] if self.opt.jobs else []),
+                "--gpus", str(self.ngpu)]
+        if out.exists() or out.with_suffix(".partial.jsonl").exists():
+            return py("verify", "--resume", str(out), *tail)
+        filters = [x for g in variants for x in ("--variant", g)] if variants is not None else self._filters()
+        gates = [x for c in self._gate_ids() for x in ("--extra-case", c)]
+        return py("verify", "--set", "gpu", "--with-backward", "--configs", *self._dtype_args(), *filters, *gates,
+                   "--output", str(out), *tail)
+
+    def _parallel(self, ngpu: int) -> bool:
+        """verify (all cores) with the side tasks beside it; the phase ends when both have."""
+        ph = self.state.phase("verify")
+        side_ph = self.state.phase("side")
+        if ph.status == "done" and side_ph.status == "done":
+            say("verify and side tasks: done in an earlier run, kept")
+            return True
+        t0 = time.time()
+        verify_done, side_done = ph.status == "done", side_ph.status == "done"
+        ph.status = side_ph.status = "running"
+        self.state.save()
+        # ggml's variants are verified in a process of their own (ggml-verify): before its build
+        # ggml-python is not importable, and a verify parent that had loaded both ggml's CUDA build
+        # and torch's CUDA extensions died of SIGSEGV on the H100 (2026-11-24, FINDINGS.md)
+        built, ggml_done = (getattr(self.state.phases.get(n), "status", "") == "done" for n in ("ggml", "ggml-verify"))
+        if not verify_done and built and not ggml_done:
+            # built before this run: ggml's verification goes beside the others instead of after the
+            # bench, on the cores their stragglers leave
+            self.ggml_beside = self._ggml_verify_start()
+        excl = ("*.ggml.*",)
+        self.opt.exclude = (*self.opt.exclude, *excl)
+        vp = None
+        only_ggml = not self._selected()  # nothing for this phase: ggml-verify writes the verify file
+        if not verify_done and "verify" in self.opt.phases and not complete(self.verify) and not only_ggml:
+            cmd = self._verify_cmd(self.verify)
+            say(f"verify: {shlex.join(cmd[3:])[:300]}")
+            vp = self.procs.start("verify", cmd, untimed_env())
+        tasks = side_tasks(self, ggml=False) if not side_done else []
+        # one per core beside the verification's workers: both wait on the GPU much of the time. With
+        # half the cores the side tasks ended 210 s after the verification on the H100 (2026-11-24);
+        # with one per core they ended before it, and the run was 26 s shorter
+        slots = self.opt.side_jobs or (os.cpu_count() or 2)
+        stop, counts = threading.Event(), collections.Counter()
+        side = threading.Thread(target=run_side, args=(self, tasks, slots, stop, counts), daemon=True)
+        side.start()
+        say(f"side: {len(tasks)} properties/warm-up processes, {slots} at a time"
+             + (f" ({self.warmed_before} warm-ups done by an earlier run, kept in Triton's caches)"
+                if self.warmed_before else ""))
+        next_beat = time.time() + HEARTBEAT_S
+        while (vp is not None and self.procs.poll(vp) is None) or side.is_alive():
+            time.sleep(1)
+            if time.time() >= next_beat:
+                next_beat += HEARTBEAT_S
+                row = self.load.sample()
+                self.state.timeline.append(row)
+                _, cpu, gpu, mem = row
+                say(f"[{time.time() - t0:.0f} s] verify {_rows(self.verify)} rows"
+                     f"{' (finished)' if vp is None or vp.returncode is not None else ''}; "
+                     f"side {sum(counts.values())}/{len(tasks)} done; CPU {cpu} % busy, GPU {gpu} %, "
+                     f"{mem} GiB")
+        ok = True
+        if vp is not None:
+            rc = self.procs.wait(vp)
+            self.state.add_cpu("verify", vp.cpu_s)
+            ok = rc in (0, 1) and complete(self.verify)  # 1: some rows failed (they are in the file)
+            if not ok:
+                say(f"verify exited with {rc}:\n{tail(self.procs.logs / 'verify.log', 20)}")
+        ph.seconds += time.time() - t0
+        ph.status = "done" if ok else "failed"
+        ph.detail = "only ggml variants selected (ggml-verify)" if only_ggml else verify_detail(self.verify)
+        side_ph.seconds = time.time() - t0
+        side_ph.status = "done" if not counts["failed"] else "failed"
+        side_ph.detail = f"{counts['ok']} processes finished, {counts['failed']} failed"
+        self.opt.exclude = tuple(x for x in self.opt.exclude if x not in excl)
+        self._variant_times(self.verify)
+        self.state.save()
+        say(f"verify: {ph.status} in {ph.seconds:.0f} s: {ph.detail}; side: {side_ph.detail}")
+        return ok
+
+    def _ggml_verify(self, build: subprocess.Popen | None) -> bool:
+        if build is not None:
+            ph = self.state.phase("ggml")
+            t0 = time.time()
+            rc = self.procs.wait(build)
+            self.state.add_cpu("ggml", build.cpu_s)
+            ph.seconds = time.time() - (ph.started or t0)
+            ph.status = "done" if rc == 0 else "failed"
+            ph.detail = "" if rc == 0 else f"pip exited with {rc}: " + tail(self.procs.logs / "ggml-build.log", 3)
+            self.state.save()
+            say(f"ggml: build {ph.status} after {ph.seconds:.0f} s (waited {time.time() - t0:.0f} s for it)")
+
+        if self.ggml_beside is not None:
+            return True  # verified beside the others
+        return self._phase("ggml-verify", lambda: self._ggml_verify_end(self._ggml_verify_start()))
+
+    def _ggml_verify_start(self) -> tuple | None:
+        """ggml's verify process, and its properties processes in a thread (None: no ggml variant)."""
+        names = [v.name for v in self._selected() if v.backend == "ggml"]  # the selection's ggml variants
+        if not names:
+            return None
+        part = self.work / "verify-ggml.json"
+        p = self.procs.start("verify-ggml", self._verify_cmd(part, variants=names), untimed_env())
+        tasks = side_tasks(self, ggml=True)
+        counts: collections.Counter = collections.Counter()
+        side = threading.Thread(target=run_side, args=(self, tasks, max(1, len(tasks)), threading.Event(), counts),
+                                daemon=True)
+        side.start()
+        return p, side, part
+
+    def _ggml_verify_end(self, started: tuple | None) -> tuple[bool, str]:
+        """Wait for what ``_ggml_verify_start`` started; its rows join the run's verify file."""
+        if started is None:
+            return True, "no ggml variant selected"
+        p, side, part = started
+        side.join()
+        rc = self.procs.wait(p)
+        self.state.add_cpu("verify", p.cpu_s)
+        if rc not in (0, 1) or not complete(part):
+            return False, f"verify exited with {rc}: " + tail(self.procs.logs / "verify-ggml.log", 3)
+        self._variant_times(part)
+        if self.verify.is_file():
+            merge_verify(self.verify, part)
+            part.unlink()
+        else:  # only ggml variants were selected: theirs is the run's verify file
+            part.replace(self.verify)
+        beside = started is self.ggml_beside
+        return True, verify_detail(self.verify) + (" (started beside verify; the seconds: what it added after it)"
+                                                   if beside else "")
+
+    def _variant_times(self, path: Path) -> None:
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return
+        for unit, secs in doc.get("unit_seconds", {}).items():
+            variant, kind, _dtype = unit.split("|")
+            self.state.add_variant(variant, kind, secs)
+        for unit, secs in doc.get("unit_cpu_s", {}).items():
+            self.state.add_variant(unit.split("|")[0], "cpu", secs)
+
+    def _bench(self, ngpu: int, ggml: bool) -> tuple[bool, str]:
+        """The bench of every backend but ggml (``bench.json``), or of ggml's variants once they are built
+        and verified, joined into it."""
+        from ..perf.bench import merge
+        from ..perf.bench_merge import run_on_gpus
+
+        if not ggml and all(v.backend == "ggml" for v in self._selected("cuda")):
+            return True, "no CUDA variant to time but ggml's (ggml-bench)"
+        # the gates from this run's verification (when it wrote one: each row checks its own case otherwise)
+        verified = ["--verified", str(self.verify)] if self.verify.is_file() else []
+        args = [*self._bench_args(), *verified, "--resume", *(["--backend" if ggml else "--exclude-backend", "ggml"])]
+        out = self.work / "bench-ggml.json" if ggml else self.bench
+        doc, failed = run_on_gpus(args, ngpu, out, log_dir=self.procs.logs, apart=())
+        if doc is None:
+            return False, "no bench worker wrote a row"
+        if ggml and self.bench.is_file():
+            doc = merge([self.bench, out], self.bench)
+            out.unlink()
+        elif ggml:  # only ggml variants were selected: their rows are the run's bench file
+            out.replace(self.bench)
+        for r in doc["rows"]:
+            if (r["variant"].split(".")[1] == "ggml") == ggml:
+                self.state.add_variant(r["variant"], "bench", r.get("seconds") or 0.0)
+        counts = collections.Counter(r["status"] for r in doc["rows"])
+        modes = collections.Counter(r.get("mode") for r in doc["rows"] if r["status"] == "OK")
+        detail = (", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + "; timed as "
+                  + ", ".join(f"{n} {m}" for m, n in sorted(modes.items())))
+        if failed:
+            detail += f"; workers of GPUs {failed} failed"
+        return not failed and bool(doc.get("complete")), detail
+
+    def _stability(self) -> tuple[bool, str]:
+        """The engine against triton's do_bench, ``--stability`` rounds on every timed row (stability.json;
+        a stopped run keeps the rows it measured)."""
+        from ..perf.stability import run_checks
+
+        return run_checks(self.procs, self.bench, self.opt.out / "stability.json", self.opt.stability)
+
+    def _asv(self) -> tuple[bool, str]:
+        from ..perf.asv_record import record
+
+        path, n = record(self.bench, self.opt.results_root / "asv" / "results")
+        return True, f"{n} numbers into {path}"
+
+    def _report(self) -> tuple[bool, str]:
+        out = self.opt.results_root / "html" / "index.html"
+        p = subprocess.run(py("report", "--results", str(self.opt.results_root), "--output", str(out)),
+                           capture_output=True, text=True)
+        (self.procs.logs / "report.log").write_text(p.stdout + p.stderr)
+        return p.returncode == 0, (p.stdout.strip().splitlines() or [""])[-1][:300]
+
+    def _finish(self) -> None:
+        props = sorted(self.work.glob("props-*.json"))
+        if props and self.verify.is_file():
+            attach_properties(self.verify, props)
+        if self.verify.is_file() and all(self.state.phase(p).status == "done" for p in ("verify", "side")):
+            for f in props:
+                f.unlink()
+        for f in self.work.glob("warm-*.json"):
+            f.unlink()
+        if self.work.is_dir() and not any(self.work.iterdir()):
+            self.work.rmdir()
+        done = all(p.status == "done" for p in self.state.phases.values())
+        self.state.save(complete=done)
+        print_breakdown(self.state)
+

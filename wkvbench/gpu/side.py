@@ -1,0 +1,110 @@
+"""The side tasks of a ``wkvbench gpu`` run, beside its verification: ``bench --warm-only`` per Triton
+variant, dtype and group of shape sets (Triton's compilations and autotuning at the benchmark shapes,
+so the bench finds them in its caches) and ``properties`` per CUDA variant.
+
+A warm-up that ended in an earlier run on the same machine and software stack is not run again while
+Triton keeps its autotune results on disk (``warm_marker``, ``triton_caches_kept``).
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from ..run.procs import complete, py, say, tail, untimed_env
+
+
+def side_tasks(run, ggml: bool) -> list[tuple[str, list[str], str]]:
+    """(name, command, variant) of the warm-up and properties processes of ``run`` (a ``GpuRun``),
+    slowest first."""
+    from ..run.units import cost_rank
+
+    tasks = []
+    for v in sorted(run._selected("cuda"), key=lambda v: (cost_rank(v), v.name)):
+        if (v.backend == "ggml") != ggml or v.operator == "gdn_wy":
+            continue
+        if "bench" in run.opt.phases and run.ngpu and v.backend == "triton":
+            # autotuning at the bench shapes, ahead of the bench (which then finds it in Triton's
+            # caches)
+            for d in (d for d in run.opt.dtypes if d in v.dtypes):
+                for group in warm_groups(run._sets()):
+                    name = f"warm-{v.name}-{d}-{'+'.join(group)}"
+                    if warm_marker(run.state.provenance, name).is_file() and triton_caches_kept():
+                        run.warmed_before += 1
+                        continue
+                    tasks.append((name, py("bench", "--warm-only", "--variant", v.name, "--dtype", d,
+                                            *(x for st in group for x in ("--set", st)),
+                                            "--output", str(run.work / f"{name}.json")), v.name))
+        out = run.work / f"props-{v.name}.json"
+        if "side" in run.opt.phases and not complete(out):
+            tasks.append((f"props-{v.name}", py("properties", "--variant", v.name, "--dtype", "bf16",
+                                                 "--dtype", "fp32", "--output", str(out)), v.name))
+    return tasks
+
+
+def run_side(run, tasks, slots: int, stop: threading.Event, counts: collections.Counter) -> None:
+    """Run the side tasks, ``slots`` at a time; per-variant seconds and CPU seconds into run.json."""
+    queue = list(tasks)
+    running: list[tuple[str, subprocess.Popen, float, str]] = []
+    while (queue or running) and not stop.is_set():
+        while queue and len(running) < slots:
+            name, cmd, variant = queue.pop(0)
+            env = {"OMP_NUM_THREADS": "1", **untimed_env()}
+            running.append((name, run.procs.start(name, cmd, env), time.time(), variant))
+        for item in list(running):
+            name, p, t0, variant = item
+            rc = run.procs.poll(p)
+            if rc is None:
+                continue
+            running.remove(item)
+            warm = name.startswith("warm-")
+            run.state.add_variant(variant, "warm" if warm else "properties", time.time() - t0)
+            run.state.add_variant(variant, ("warm" if warm else "properties") + "-cpu", p.cpu_s)
+            run.state.add_cpu("side", p.cpu_s)
+            counts["ok" if rc in (0, 1) else "failed"] += 1
+            if rc not in (0, 1):
+                say(f"side task {name} exited with {rc}:\n{tail(run.procs.logs / (name + '.log'))}")
+            elif warm and rc == 0:
+                mark_warm(run.state.provenance, name)
+        time.sleep(0.5)
+
+
+def warm_groups(sets: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The shape sets warmed per process: head size 128 on its own, the others together (kernels that
+    take the head count as a value, not a constant, compile once for all of them: one process per set
+    compiled 16,300 s of warm-ups where one per group had compiled 10,500, H100, 2026-11-24)."""
+    wide = tuple(s for s in sets if s == "head128")
+    rest = tuple(s for s in sets if s != "head128")
+    return [g for g in (rest, wide) if g]
+
+
+def warm_marker(prov: dict, name: str) -> Path:
+    """The file that says warm-up ``name`` ran to its end on this machine and software stack, into
+    Triton's on-disk caches (``~/.cache/wkvbench/warm/``)."""
+    from ..results.provenance import Machine
+
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "wkvbench" / "warm"
+    return root / Machine.of(prov).slug() / f"{name}.done"
+
+
+def triton_caches_kept() -> bool:
+    """Autotune results go to Triton's on-disk cache (``TRITON_CACHE_AUTOTUNING``, which ``nox -s gpu``
+    sets), and that cache is there: a warm-up done by an earlier run still holds."""
+    on = os.environ.get("TRITON_CACHE_AUTOTUNING", "").lower() in ("1", "true", "on", "yes")
+    cache = Path(os.environ.get("TRITON_CACHE_DIR") or Path.home() / ".triton" / "cache")
+    return on and cache.is_dir() and any(cache.iterdir())
+
+
+def mark_warm(prov: dict, name: str) -> None:
+    if not triton_caches_kept():
+        return
+    path = warm_marker(prov, name)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(time.strftime("%Y-%m-%dT%H:%M:%S") + "\n")
+    except OSError:
+        pass  # a cache marker: never fatal (the next run warms again)

@@ -1,0 +1,328 @@
+"""Run one variant on one case and judge it against the float64 oracle: the single code path behind
+``nox -s verify`` and the pytest tolerance tests.
+
+The oracle always sees ``variant.effective_inputs`` (the inputs as the kernel receives them), so the
+error measures the kernel's arithmetic. The in-tree same-dtype baseline (``<op>.torch.recurrent``)
+is run on the same case; a variant may err at most ``factor`` times the baseline's error, and never
+more than the ceiling of ``tolerances.py`` for (operator, dtype, tensor).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+import traceback
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from wkvkernels.base import KernelVariant, Unsupported, availability, variants
+from wkvkernels.cases import Case
+from wkvkernels.ops import default_state, op_spec
+from wkvoracle import ORACLES
+from wkvoracle.inputs import generate
+
+from . import tolerances
+from .metrics import TensorError, tensor_error
+from .validate import InvalidInput, validate_inputs
+
+PASS, FAIL, SKIP, ERROR, XFAIL, XPASS = "PASS", "FAIL", "SKIP", "ERROR", "XFAIL", "XPASS"
+# set by the isolated runner (wkvbench.run.isolate): the variant's worker process died / hung on this case
+CRASH, TIMEOUT = "CRASH", "TIMEOUT"
+STATUSES: tuple[str, ...] = (PASS, FAIL, ERROR, CRASH, TIMEOUT, XFAIL, XPASS, SKIP)
+BAD: tuple[str, ...] = (FAIL, ERROR, CRASH, TIMEOUT, XPASS)  # statuses that count as failures
+DTYPE_MAX = {"fp32": 3.4028e38, "bf16": 3.3895e38, "fp16": 65504.0}
+
+
+@dataclass
+class CheckResult:
+    variant: str
+    case: Case
+    status: str
+    reason: str = ""  # SKIP: why it could not run; FAIL/ERROR: what went wrong
+    errors: dict[str, TensorError] = field(default_factory=dict)
+    limits: dict[str, float] = field(default_factory=dict)  # per tensor: the rel bound applied
+    baseline: dict[str, float] = field(default_factory=dict)  # per tensor: the baseline's rel error
+    seconds: float = 0.0
+    kind: str = "forward"  # or "backward"; "forward-configs"/"backward-configs": every autotune config
+    shrunk: dict | None = None  # a smaller failing slice, saved for replay (see wkvbench.checks.shrink)
+    stderr_tail: str | None = None  # CRASH/TIMEOUT: the last lines the dead worker wrote to stderr
+
+    @property
+    def reproduce(self) -> str:
+        extra = " --backward" if self.kind.startswith("backward") else ""
+        extra += " --configs" if self.kind.endswith("-configs") else ""
+        return f"nox -s verify -- --variant {self.variant} --case {self.case.id}{extra}"
+
+    def as_dict(self) -> dict:
+        return {
+            "variant": self.variant, "case": self.case.id, "op": self.case.op, "domain": self.case.domain,
+            "shape": str(self.case.shape), "dtype": self.case.dtype, "seed": self.case.seed,
+            "kind": self.kind, "status": self.status, "reason": self.reason, "seconds": round(self.seconds, 4),
+            "errors": {k: e.as_dict() for k, e in self.errors.items()},
+            "limits": self.limits, "baseline_rel": self.baseline,
+            "reproduce": self.reproduce if self.status in (*BAD, XFAIL) else None,
+            "shrunk": self.shrunk, "stderr_tail": self.stderr_tail,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> CheckResult:
+        """The inverse of ``as_dict`` (results streamed back by a worker, or read back for --resume)."""
+        errors = {}
+        for k, e in (d.get("errors") or {}).items():
+            e = {f: v for f, v in e.items() if f != "floor_x"}
+            e["nonfinite_at"] = tuple(tuple(p) for p in e.get("nonfinite_at", ()))
+            errors[k] = TensorError(**e)
+        return cls(d["variant"], Case.parse(d["case"]), d["status"], d.get("reason", ""), errors,
+                   dict(d.get("limits") or {}), dict(d.get("baseline_rel") or {}),
+                   float(d.get("seconds", 0.0)),
+                   d.get("kind", "forward"), d.get("shrunk"), d.get("stderr_tail"))
+
+
+def _digest(inputs: dict) -> str:
+    h = hashlib.sha1()
+    for name in sorted(inputs):
+        x = inputs[name]
+        h.update(name.encode())
+        h.update(np.ascontiguousarray(x).tobytes() if isinstance(x, np.ndarray) else repr(x).encode())
+    return h.hexdigest()
+
+
+def validate_case_inputs(case: Case, inputs: dict) -> None:
+    """``inputs`` must be a valid problem of ``case.op`` whose B, T and H agree with ``case.shape``."""
+    validate_inputs(case.op, inputs, where=f"inputs for {case.id}")
+    k = inputs["k"]
+    want = (case.shape.B, case.shape.T) + (() if case.op == "wkv4" else (case.shape.H,))
+    if tuple(k.shape[: len(want)]) != want:
+        raise InvalidInput(f"inputs for {case.id}: k has shape {k.shape}, but the case says "
+                           f"{'[B, T]' if case.op == 'wkv4' else '[B, T, H]'} = {list(want)}")
+
+
+def mark_known(res, key: str):
+    """A FAIL listed in ``tolerances.KNOWN_FAILURES`` under ``key`` becomes XFAIL, a listed PASS XPASS
+    (``res``: any result with ``variant``, ``status`` and ``reason``; rewritten and returned)."""
+    why = tolerances.known_failure(res.variant, key)
+    if why and res.status == FAIL:
+        res.status, res.reason = XFAIL, f"known: {why} | {res.reason}"
+    elif why and res.status == PASS:
+        res.status, res.reason = XPASS, f"listed as a known failure but passed: {why}"
+    return res
+
+
+class Checker:
+    """Caches inputs, oracle results and baseline errors across the variants of one run."""
+
+    def __init__(self, oracle_dir: str | None = None) -> None:
+        """``oracle_dir``: a folder shared by the worker processes of one run, where oracle results
+        are stored by the digest of their inputs, so each is computed once per run, not per worker."""
+        self.oracle_dir = oracle_dir
+        self._inputs: dict[tuple, dict] = {}
+        self._oracle: dict[str, dict] = {}
+        self._baseline: dict[str, dict[str, float]] = {}
+
+    def inputs(self, case: Case) -> dict:
+        key = case.input_key
+        if key not in self._inputs:
+            self._inputs[key] = generate(case)
+        return self._inputs[key]
+
+    def oracle(self, op: str, effective: dict) -> dict:
+        key = op + _digest(effective)
+        if key not in self._oracle:
+            self._oracle[key] = self._stored_oracle(key) if self.oracle_dir else None
+            if self._oracle[key] is None:
+                self._oracle[key] = ORACLES[op](**effective)
+                if self.oracle_dir:
+                    self._store_oracle(key, self._oracle[key])
+        return self._oracle[key]
+
+    def _stored_oracle(self, key: str) -> dict | None:
+        path = os.path.join(self.oracle_dir or "", key + ".npz")
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                return {k: z[k] for k in z.files}
+        except (OSError, ValueError):
+            return None
+
+    def _store_oracle(self, key: str, out: dict) -> None:
+        path = os.path.join(self.oracle_dir or "", key + ".npz")
+        tmp = f"{path}.{os.getpid()}.tmp.npz"
+        try:
+            np.savez(tmp, **out)
+            os.replace(tmp, path)  # atomic: a reader sees the whole file or none
+        except OSError:
+            pass  # a cache: never fatal
+
+    def baseline(self, case: Case, inputs: dict | None = None) -> dict[str, float] | None:
+        """Relative errors of the operator's baseline variant on ``case`` (None if it cannot run);
+        ``inputs`` replaces the generated inputs (a shrunk or replayed case)."""
+        key = case.id + ("" if inputs is None else _digest(inputs))
+        if key not in self._baseline:
+            base = [v for v in variants(case.op) if v.baseline]
+            res = self._measure(base[0], case, inputs) if base else None
+            self._baseline[key] = (
+                {k: e.rel for k, e in res.errors.items()} if res and res.status == PASS else None
+            )
+        return self._baseline[key]
+
+    def check(self, variant: KernelVariant, case: Case, inputs: dict | None = None) -> CheckResult:
+        """Judge ``variant`` on ``case`` (on ``inputs`` instead of the generated ones, if given).
+
+        Given ``inputs`` are validated first (``wkvbench.judge.validate``: names, shapes matching the case,
+        dtypes, finiteness, decay ranges); bad ones raise ``InvalidInput``."""
+        if inputs is not None:
+            validate_case_inputs(case, inputs)
+        res = self._measure(variant, case, inputs)
+        if variant.baseline and inputs is None and res.status != SKIP:  # measured: no need to run it again
+            self._baseline.setdefault(case.id, {k: e.rel for k, e in res.errors.items()}
+                                      if res.status == PASS else None)
+        if res.status != PASS:
+            return self._known(res) if res.status == FAIL else res
+        base = None if variant.baseline else self.baseline(case, inputs)
+        failures = []
+        for name, err in res.errors.items():
+            tol = tolerances.lookup(variant.name, case.op, case.dtype, name)
+            limit = tol.ceiling * err.floor
+            if base is not None and name in base:
+                res.baseline[name] = base[name]
+                limit = min(limit, tol.factor * max(base[name], err.floor))
+            res.limits[name] = limit
+            if not err.rel <= limit:  # NaN fails too
+                failures.append(f"{name}: rel {err.rel:.3g} ({err.floor_x:.3g}x floor) > limit {limit:.3g}")
+        if failures:
+            res.status, res.reason = FAIL, "; ".join(failures)
+        return self._known(res)
+
+    @staticmethod
+    def _known(res: CheckResult) -> CheckResult:
+        # backward results match KNOWN_FAILURES case patterns as "backward:<case id>"
+        return mark_known(res, ("backward:" if res.kind == "backward" else "") + res.case.id)
+
+    def _measure(self, variant: KernelVariant, case: Case, inputs: dict | None = None) -> CheckResult:
+        t0 = time.perf_counter()
+        av = availability(variant.name)
+        if av:
+            try:
+                av = variant.supports(case)
+            except Exception as exc:
+                av = type(av).no(f"supports() raised {type(exc).__name__}: {exc}")
+        if not av:
+            return CheckResult(variant.name, case, SKIP, av.reason or "")
+        spec = op_spec(case.op)
+        inputs = self.inputs(case) if inputs is None else inputs
+        try:
+            effective = variant.effective_inputs(inputs, case.dtype)
+            out = variant.to_canonical(variant.run(variant.prepare(dict(inputs), case)))
+        except Unsupported as exc:
+            return CheckResult(variant.name, case, SKIP, str(exc))
+        except Exception as exc:
+            tb = traceback.extract_tb(exc.__traceback__)[-1]
+            where = f" (at {tb.filename.rsplit('/', 1)[-1]}:{tb.lineno})"
+            return CheckResult(variant.name, case, ERROR, f"{type(exc).__name__}: {exc}{where}",
+                               seconds=time.perf_counter() - t0)
+        ref = self.oracle(case.op, {**default_state(case.op, effective), **effective})
+        for name in spec.low_outputs:
+            peak = float(np.abs(ref[name]).max()) if ref[name].size else 0.0
+            if peak > DTYPE_MAX[case.dtype]:
+                return CheckResult(variant.name, case, SKIP,
+                                   f"the exact {name} overflows {case.dtype} (max |{name}| = {peak:.3g})")
+        res = CheckResult(variant.name, case, PASS)
+        problems = []
+        for name in spec.outputs:
+            if name not in out:
+                problems.append(f"missing output {name!r} (got {sorted(out)})")
+                continue
+            out_dtype = case.dtype if name in spec.low_outputs else "fp32"
+            try:
+                res.errors[name] = err = tensor_error(out[name], ref[name], out_dtype)
+            except ValueError as exc:
+                problems.append(f"{name}: {exc}")
+                continue
+            if err.nonfinite:
+                problems.append(f"{name}: {err.nonfinite} NaN/Inf, first at {list(err.nonfinite_at)}")
+        if problems:
+            res.status, res.reason = FAIL, "; ".join(problems)
+        res.seconds = time.perf_counter() - t0
+        return res
+
+
+def upstream_gradients(case: Case, ref_outputs: dict) -> dict:
+    """Seeded upstream gradients for every output of ``case`` (standard normal, never all-ones, so
+    that errors in different elements cannot cancel)."""
+    import zlib
+
+    rng = np.random.default_rng([case.seed, zlib.crc32(case.id.encode()), 0x6A7D])
+    return {n: rng.standard_normal(np.shape(v)) for n, v in ref_outputs.items()}
+
+
+def backward_problem(checker: Checker, case: Case, effective: dict) -> tuple[dict, dict, dict]:
+    """The oracle side of a backward check on the inputs a variant sees (``effective``): the full
+    inputs (default state added), the upstream gradients drawn for them, and the upstream-state
+    keyword arguments of ``wkvoracle.BACKWARDS[case.op]`` (``dstate``; wkv4: ``daa``, ``dbb``, ``dpp``)."""
+    spec = op_spec(case.op)
+    full = {**default_state(case.op, effective), **effective}
+    up = upstream_gradients(case, checker.oracle(case.op, full))
+    state_up = {f"d{n}": up[n] for n in spec.state} if case.op == "wkv4" else (
+        {"dstate": up["state"]} if spec.state else {})
+    return full, up, state_up
+
+
+def check_backward(checker: Checker, variant: KernelVariant, case: Case) -> CheckResult:
+    """Gradients of ``variant`` vs the float64 backward oracle (``wkvoracle.BACKWARDS``), judged
+    with the ``grad_<input>`` entries of the tolerance table (baseline: autograd through
+    ``<op>.torch.recurrent``)."""
+    from wkvoracle import BACKWARDS
+
+    t0 = time.perf_counter()
+    if not variant.supports_backward:
+        return CheckResult(variant.name, case, SKIP, "no backward", kind="backward")
+    if case.op not in BACKWARDS:
+        return CheckResult(variant.name, case, SKIP, f"no float64 backward oracle for {case.op} yet", kind="backward")
+    av = availability(variant.name)
+    av = variant.supports(case) if av else av
+    if not av:
+        return CheckResult(variant.name, case, SKIP, av.reason or "", kind="backward")
+    if why := variant.backward_unavailable(case):
+        return CheckResult(variant.name, case, SKIP, why, kind="backward")
+    spec = op_spec(case.op)
+    inputs = checker.inputs(case)
+    full, up, state_up = backward_problem(checker, case, variant.effective_inputs(inputs, case.dtype))
+    ref = BACKWARDS[case.op](**full, dy=up["y"], **state_up)
+    try:
+        got = variant.backward(dict(inputs), case, up)
+    except Exception as exc:
+        return CheckResult(variant.name, case, ERROR, f"{type(exc).__name__}: {exc}",
+                           seconds=time.perf_counter() - t0, kind="backward")
+    res = CheckResult(variant.name, case, PASS, kind="backward")
+    failures = []
+    base = None
+    if not variant.baseline:  # the baseline's gradient errors, once per case (cached on the checker)
+        key = "grad:" + case.id
+        if key not in checker._baseline:
+            bvs = [v for v in variants(case.op) if v.baseline]
+            b = check_backward(checker, bvs[0], case) if bvs else None
+            checker._baseline[key] = ({k[5:]: e.rel for k, e in b.errors.items()}
+                                      if b is not None and b.status == PASS else None)
+        base = checker._baseline[key]
+    for name, g in got.items():
+        if name not in ref or not isinstance(inputs.get(name), np.ndarray):
+            continue
+        out_dtype = case.dtype if name in spec.activations else "fp32"
+        err = tensor_error(g, ref[name], out_dtype)
+        res.errors[f"grad_{name}"] = err
+        tol = tolerances.lookup(variant.name, case.op, case.dtype, f"grad_{name}")
+        limit = tol.ceiling * err.floor
+        if base is not None and name in base:
+            res.baseline[f"grad_{name}"] = base[name]
+            limit = min(limit, tol.factor * max(base[name], err.floor))
+        res.limits[f"grad_{name}"] = limit
+        if not err.rel <= limit:
+            failures.append(f"grad_{name}: rel {err.rel:.3g} ({err.floor_x:.3g}x floor) > limit {limit:.3g}")
+    missing = [n for n in inputs if isinstance(inputs[n], np.ndarray) and n not in got]
+    if missing:
+        failures.append(f"no gradient for {missing}")
+    if failures:
+        res.status, res.reason = FAIL, "; ".join(failures)
+    res.seconds = time.perf_counter() - t0
+    return Checker._known(res)

@@ -1,0 +1,433 @@
+"""GPU benchmarks: every selected variant x shape set x dtype, timed by ``wkvbench.perf.timing``, next to
+the roofline floor of ``wkvbench.perf.roofline``; results in ``wkvbench.bench/1`` (docs/results-format.md).
+
+``python -m wkvbench bench`` (what ``nox -s bench`` runs). For each row:
+
+1. **No speed on a red gate.** The variant is first verified, in the same run, on a small case of
+   the same operator, dtype, head size and initial-state setting (``gate_case``: B = 1, H <= 2,
+   T <= 128 keeping T's divisibility). Only PASS is timed; anything else is ``UNVERIFIED`` with the
+   verdict (a known failure too: it is not known to be right).
+2. Inputs of the benchmark shape are generated once per (operator, shape) (``model`` domain,
+   seed 0) and converted by the adapter's ``prepare`` (untimed).
+3. ``variant.run(native)`` is timed (warm-up and compile time reported apart; cold L2 by default).
+
+Each row is appended to ``F.partial.jsonl`` as it is measured, and ``F.json`` is rewritten atomically
+at most every ``REWRITE_S`` (``"complete": false`` until the end; rewriting the whole file after each
+row was 23 s of a 161 s bench on the H100); ``--resume F.json`` keeps the finished rows of both and
+runs the rest. ``--shard i/n`` takes every n-th row
+(one process per GPU; ``nox -s bench`` starts them with ``CUDA_VISIBLE_DEVICES``, never two timed
+runs on one GPU), and ``merge`` joins the shards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import json
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from wkvkernels.base import KernelVariant, availability, variants
+from wkvkernels.cases import Case, Shape
+
+from ..judge.check import PASS, Checker
+from ..results.provenance import Machine, provenance
+from ..results.schemas import BENCH, atomic_write
+from ..results.verify_file import REWRITE_S
+from .roofline import Ceilings, flops, measure_ceilings, min_bytes
+from .timing import SEM_BOUND
+
+SCHEMA = BENCH
+BENCH_OPS = ("wkv4", "wkv6", "wkv7", "gla", "gdn")  # gdn_wy is a chunk stage, not an operator
+
+# Named shape sets shared by pytest, asv and `wkvbench bench`. wkv4 is per channel: H = 1, N = C.
+SHAPE_SETS: dict[str, dict[str, Shape]] = {
+    "quick": {"*": Shape(2, 256, 4, 64), "wkv4": Shape(2, 256, 1, 256)},
+    "decode": {"*": Shape(256, 1, 32, 64, h0=True), "wkv4": Shape(256, 1, 1, 2048, h0=True)},
+    "prefill": {"*": Shape(8, 4096, 32, 64), "wkv4": Shape(8, 4096, 1, 2048)},
+    "long": {"*": Shape(1, 65536, 8, 64), "wkv4": Shape(1, 65536, 1, 512)},
+    "head128": {"*": Shape(8, 4096, 16, 128)},
+}
+STANDARD_SETS = ("quick", "decode", "prefill", "long", "head128")
+
+
+def asv_variants(globs: tuple[str, ...] = ("*",), device: str = "cuda") -> list[str]:
+    """The variants the asv benchmarks time on ``device``: the benchmarked operators' variants matching
+    ``globs``. On CUDA ggml is left out: it runs on its own stream, which CUDA events on torch's
+    stream do not see (``wkvbench bench`` times it with the CUPTI clock)."""
+    return [v.name for v in variants() if v.device == device and v.operator in BENCH_OPS
+            and not (device == "cuda" and v.backend == "ggml")
+            and any(fnmatch.fnmatchcase(v.name, g) for g in globs)]
+
+
+def set_shape(set_name: str, op: str) -> Shape | None:
+    try:
+        shapes = SHAPE_SETS[set_name]
+    except KeyError:
+        raise ValueError(f"unknown shape set {set_name!r}; known: {', '.join(SHAPE_SETS)}") from None
+    return shapes.get(op, shapes.get("*") if op != "wkv4" else None)
+
+
+def gate_case(op: str, shape: Shape, dtype: str) -> Case:
+    """The small verification case standing for a benchmark shape (same N, h0 and T divisibility)."""
+    T = shape.T if shape.T <= 128 else 128 if shape.T % 128 == 0 else min(shape.T, 100)
+    H = 1 if op == "wkv4" else min(shape.H, 2)
+    N = min(shape.N, 256) if op == "wkv4" else shape.N
+    return Case(op, "model", Shape(1, T, H, N, h0=shape.h0), dtype, 0)
+
+
+TILE_T = 256
+
+
+def bench_inputs(case: Case) -> dict:
+    """Canonical inputs of a benchmark shape: the ``model`` generator's inputs for one sequence of
+    ``min(T, 256)`` tokens (same H and N), tiled over B and T. Timing does not depend on the values
+    (no kernel here branches on them), and a full-size float64 generation would take longer than the
+    benchmark; the values stay in the model domain, so nothing overflows."""
+    import numpy as np
+
+    from wkvoracle.inputs import generate
+
+    s = case.shape
+    ts = min(s.T, TILE_T)
+    small = generate(Case(case.op, "model", Shape(1, ts, s.H, s.N, h0=s.h0, C=s.C), case.dtype, case.seed))
+    out = {}
+    for name, x in small.items():
+        if not isinstance(x, np.ndarray) or x.ndim < 2 or x.shape[0] != 1:
+            out[name] = x  # per-channel parameters, scalars
+        elif x.shape[1] == ts and name not in ("state", "aa", "bb", "pp"):
+            reps = (s.B, -(-s.T // ts)) + (1,) * (x.ndim - 2)
+            out[name] = np.ascontiguousarray(np.tile(x, reps)[:, : s.T])
+        else:
+            out[name] = np.ascontiguousarray(np.tile(x, (s.B,) + (1,) * (x.ndim - 1)))
+    return out
+
+
+@dataclass
+class BenchSelection:
+    variant_globs: tuple[str, ...] = ()
+    exclude_globs: tuple[str, ...] = ()
+    ops: tuple[str, ...] = ()
+    dtypes: tuple[str, ...] = ("bf16",)
+    sets: tuple[str, ...] = ("quick",)
+    devices: tuple[str, ...] = ("cuda",)
+    shard: tuple[int, int] = (0, 1)
+    l2: str = "cold"
+    graph: bool | None = None  # None: graph replays for launch-bound calls (wkvbench.perf.timing)
+    sem_bound: float = SEM_BOUND
+    time_cap_s: float = 2.0
+    min_reps: int = 10
+    max_reps: int = 300
+    backends: tuple[str, ...] = ()  # only variants of these backends (empty: any)
+    exclude_backends: tuple[str, ...] = ()
+
+    def variants(self) -> list[KernelVariant]:
+        from ..run.verify import select_variants
+
+        ops = tuple(o for o in self.ops if o in BENCH_OPS) if self.ops else BENCH_OPS
+        if not ops:  # only non-benchmarked operators (gdn_wy) were asked for
+            return []
+        return [v for v in select_variants(ops, self.devices, self.exclude_globs, self.variant_globs)
+                if (not self.backends or v.backend in self.backends) and v.backend not in self.exclude_backends]
+
+    def plan(self) -> list[tuple[KernelVariant, str, str, Case]]:
+        """(variant, set, dtype, case) rows, in a stable order; this shard's share only."""
+        rows = []
+        for v in self.variants():
+            for s in self.sets:
+                shape = set_shape(s, v.operator)
+                if shape is None:
+                    continue
+                for d in self.dtypes:
+                    rows.append((v, s, d, Case(v.operator, "model", shape, d, 0)))
+        order = {s: i for i, s in enumerate(SHAPE_SETS)}
+        rows.sort(key=lambda r: (r[0].operator, order[r[1]], r[0].name, r[2]))  # inputs made once per (op, set)
+        i, n = self.shard
+        return rows[i::n]
+
+
+@dataclass
+class BenchRun:
+    rows: list[dict] = field(default_factory=list)
+    ceilings: Ceilings | None = None
+
+
+def identity(prov: dict) -> str:
+    """What results must share to be compared, as bench files record it (``provenance.Machine``)."""
+    return Machine.of(prov).key()
+
+
+def machine_slug(prov: dict) -> str:
+    """The asv machine name and results folder: the identity, in file-name characters."""
+    return Machine.of(prov).slug()
+
+
+def gates_from(path: Path) -> dict[tuple, dict]:
+    """Gate verdicts, keyed (variant, case id), from the forward rows of a verify results file (its
+    partial rows too: ``verify_file.load_previous``)."""
+    from ..results.verify_file import load_previous
+
+    _, rows, _ = load_previous(path)
+    return {(r.variant, r.case.id): {"case": r.case.id, "status": r.status, "reason": r.reason,
+                                     "rel": {k: e.rel for k, e in r.errors.items()},
+                                     "floor_x": {k: e.floor_x for k, e in r.errors.items()},
+                                     "from": path.name}
+            for r in rows if r.kind == "forward"}
+
+
+def gate_cases(sel: BenchSelection) -> list[str]:
+    """The gate case ids of every row of a plan (what ``gpu`` verifies besides the gpu set)."""
+    return sorted({gate_case(c.op, c.shape, c.dtype).id for _, _, _, c in sel.plan()})
+
+
+def _key(row: dict) -> tuple:
+    return (row["variant"], row["shape_set"], row["dtype"])
+
+
+class Bench:
+    """Runs a plan row by row; see the module docstring."""
+
+    def __init__(self, sel: BenchSelection, out: Path, resume: bool = False, console=None,
+                 verified: Path | None = None) -> None:
+        """``verified``: a ``wkvbench.verify/1`` file of the same machine and build (the ``gpu`` command's
+        own): a row whose gate case has a forward result there takes that verdict instead of checking
+        the case again (416 s of a 641 s fp16 sweep on the H100 went to re-verifying gate cases)."""
+        self.sel, self.out, self.console = sel, out, console
+        self.checker = Checker()
+        self.prov = provenance()
+        self.prov["identity"] = identity(self.prov)
+        self.rows: list[dict] = []
+        self.partial = out.with_suffix(".partial.jsonl")
+        self._saved = 0.0
+        if resume:
+            self.rows = self._resumed()
+        self._inputs: dict[tuple, dict] = {}
+        self._gates: dict[tuple, dict] = gates_from(verified) if verified else {}
+        self.ceilings: Ceilings | None = None
+
+    def _resumed(self) -> list[dict]:
+        """The rows of an earlier run into ``out``: ``F.json``'s and the ones its ``F.partial.jsonl``
+        adds (a torn last line is dropped); ERROR rows are measured again."""
+        rows: dict[tuple, dict] = {}
+        if self.out.exists():
+            old = json.loads(self.out.read_text())
+            if old.get("schema") != SCHEMA:
+                raise ValueError(f"{self.out}: schema {old.get('schema')!r}, expected {SCHEMA!r}")
+            if old["provenance"].get("identity") != self.prov["identity"]:
+                raise ValueError(f"{self.out} was measured on {old['provenance'].get('identity')!r}, "
+                                 f"this machine is {self.prov['identity']!r}: not resuming across machines")
+            rows.update((_key(r), r) for r in old["rows"])
+        if self.partial.is_file():
+            for line in self.partial.read_text().splitlines():
+                try:
+                    r = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # the line a killed run was writing
+                rows[_key(r)] = r
+        return [r for r in rows.values() if r["status"] != "ERROR"]
+
+    # -- pieces --------------------------------------------------------------------------------
+    def _gate(self, v: KernelVariant, case: Case) -> dict:
+        g = gate_case(case.op, case.shape, case.dtype)
+        key = (v.name, g.id)
+        if key not in self._gates:
+            r = self.checker.check(v, g)
+            self._gates[key] = {"case": g.id, "status": r.status, "reason": r.reason,
+                                "rel": {k: e.rel for k, e in r.errors.items()},
+                                "floor_x": {k: e.floor_x for k, e in r.errors.items()}}
+        return self._gates[key]
+
+    def _canonical(self, case: Case) -> dict:
+        key = case.input_key
+        if key not in self._inputs:
+            self._inputs.clear()  # one benchmark shape at a time: they are large
+            self._inputs[key] = bench_inputs(case)
+        return self._inputs[key]
+
+    def _row(self, v: KernelVariant, set_name: str, case: Case) -> dict:
+        s = case.shape
+        row = {"variant": v.name, "op": v.operator, "algorithm": v.algorithm, "source": v.source,
+               "shape_set": set_name, "shape": str(s), "dtype": case.dtype, "case": case.id,
+               "bytes": min_bytes(case.op, case.dtype, s.B, s.T, s.H, s.N, s.h0),
+               "flops": flops(case.op, v.algorithm, s.B, s.T, s.H, s.N)}
+        av = availability(v.name)
+        av = v.supports(case) if av else av
+        if not av:
+            return {**row, "status": "SKIP", "reason": av.reason}
+        # where a row's wall time goes (host clock; the timing part includes compile_s)
+        phase: dict[str, float] = {}
+        row["phase_s"] = phase
+        t0 = time.perf_counter()
+        gate = self._gate(v, case)
+        phase["gate"] = round(time.perf_counter() - t0, 3)
+        row["verify"] = gate
+        if gate["status"] != PASS:
+            return {**row, "status": "UNVERIFIED" if gate["status"] != "SKIP" else "SKIP",
+                    "reason": f"verification on {gate['case']}: {gate['status']} {gate['reason']}".strip()}
+        from .timing import time_call
+
+        try:
+            t0 = time.perf_counter()
+            canonical = self._canonical(case)
+            phase["inputs"] = round(time.perf_counter() - t0, 3)
+            t0 = time.perf_counter()
+            native = v.prepare(dict(canonical), case)
+            phase["prepare"] = round(time.perf_counter() - t0, 3)
+            sync = getattr(native, "synchronize", None)
+            clock = "profiler" if v.backend == "ggml" else "events"
+            t0 = time.perf_counter()
+            t = time_call(lambda: v.run(native), l2=self.sel.l2, graph=self.sel.graph, clock=clock,
+                          sem_bound=self.sel.sem_bound, min_reps=self.sel.min_reps, max_reps=self.sel.max_reps,
+                          time_cap_s=self.sel.time_cap_s, sync=sync)
+            phase["timing"] = round(time.perf_counter() - t0, 3)
+        except Exception as exc:
+            tb = traceback.extract_tb(exc.__traceback__)[-1]
+            return {**row, "status": "ERROR",
+                    "reason": f"{type(exc).__name__}: {exc} (at {tb.filename.rsplit('/', 1)[-1]}:{tb.lineno})"[:500]}
+        finally:
+            native = None
+        st = t.stats()
+        med_s = st["median_ms"] * 1e-3
+        floor = self.ceilings.floor_ms(row["bytes"], row["flops"], case.dtype) if self.ceilings else None
+        return {**row, "status": "OK", "reason": "", "samples_ms": t.samples_ms, **st, "compile_s": t.compile_s,
+                "clock": clock, "mode": t.mode, "mode_reason": t.mode_reason, "launch": t.launch,
+                "stop": t.stop, "host_gaps": t.host_gaps, "gbps": row["bytes"] / med_s / 1e9,
+                "tflops": row["flops"] / med_s / 1e12, "floor_ms": floor,
+                "pct_of_floor": 100 * floor / st["median_ms"] if floor else None,
+                "x_floor": st["median_ms"] / floor if floor else None,
+                "clock_mhz": t.clock_mhz, "temp_c": t.temp_c, "throttled": t.throttled}
+
+    # -- driving -------------------------------------------------------------------------------
+    def document(self, complete: bool) -> dict:
+        s = self.sel
+        return {"schema": SCHEMA, "complete": complete, "provenance": self.prov,
+                "ceilings": vars(self.ceilings) if self.ceilings else None,
+                "settings": {"l2": s.l2, "graph": s.graph, "sem_bound": s.sem_bound, "time_cap_s": s.time_cap_s,
+                             "min_reps": s.min_reps, "max_reps": s.max_reps, "shape_sets": list(s.sets),
+                             "dtypes": list(s.dtypes), "shard": list(s.shard),
+                             "shapes": {n: {op: str(sh) for op, sh in SHAPE_SETS[n].items()} for n in s.sets}},
+                "rows": self.rows}
+
+    def save(self, complete: bool) -> None:
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(self.out, json.dumps(self.document(complete), indent=1))
+        self._saved = time.perf_counter()
+        if complete:
+            self.partial.unlink(missing_ok=True)
+
+    def _add(self, row: dict, sink) -> None:
+        """``row`` into the partial file at once, into ``F.json`` at most every ``REWRITE_S``."""
+        self.rows.append(row)
+        sink.write(json.dumps(row) + "\n")
+        sink.flush()
+        if time.perf_counter() - self._saved >= REWRITE_S:
+            self.save(False)
+
+    def run(self, warm_only: bool = False) -> list[dict]:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise RuntimeError("wkvbench bench times CUDA kernels and this machine has no CUDA device")
+        plan = self.sel.plan()
+        done = {_key(r) for r in self.rows}
+        todo = [p for p in plan if (p[0].name, p[1], p[2]) not in done]
+        if not warm_only:
+            self.ceilings = measure_ceilings(self.prov["identity"])
+        self.save(False)
+        from ..console import make_console, track
+
+        sink = contextlib.nullcontext() if warm_only else self.partial.open("a")
+        with track(self.console or make_console(stderr=True), "bench", len(todo)) as bar, sink:
+            for v, s, d, case in todo:
+                bar.update(f"{v.name} {s} {d}")
+                t0 = time.perf_counter()
+                if warm_only:
+                    self._warm(v, case)
+                else:
+                    row = self._row(v, s, case)
+                    row["seconds"] = round(time.perf_counter() - t0, 2)
+                    self._add(row, sink)
+                bar.advance()
+        if not warm_only:
+            self.save(True)
+        return self.rows
+
+    def _warm(self, v: KernelVariant, case: Case) -> None:
+        """Compile/autotune only: one call at the benchmark shape (fills Triton's on-disk caches for a
+        later timed run; ``nox -s gpu`` runs these beside its verification). The row's gate is not run
+        here: the timed run reads it from the verification (``--verified``) or checks it itself."""
+        av = availability(v.name)
+        if not (av and v.supports(case)):
+            return
+        try:
+            v.run(v.prepare(dict(self._canonical(case)), case))
+            if v.device == "cuda":
+                import torch
+
+                torch.cuda.synchronize()
+        except Exception:  # noqa: BLE001 - a warm-up failure shows again, with its reason, when timed
+            pass
+
+
+def merge(paths: list[Path], out: Path) -> dict:
+    """Join shard files of one bench run (same identity) into one."""
+    docs = [json.loads(p.read_text()) for p in paths]
+    ids = {d["provenance"].get("identity") for d in docs}
+    if len(ids) != 1:
+        raise ValueError(f"shards come from different machines/stacks: {sorted(map(str, ids))}")
+    doc = dict(docs[0])
+    rows = {(r["variant"], r["shape_set"], r["dtype"]): r for d in docs for r in d["rows"]}  # a later file wins
+    doc["rows"] = [rows[k] for k in sorted(rows)]
+    doc["complete"] = all(d.get("complete") for d in docs)
+    doc["settings"] = {**doc["settings"], "shard": None, "shards": len(docs)}
+    out.write_text(json.dumps(doc, indent=1))
+    return doc
+
+
+def _ms(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x * 1e3:.1f} us" if x < 1 else f"{x:.3f} ms"
+
+
+def bench_table(rows: list[dict], ceilings: Ceilings | None):
+    """One rich table: median (IQR), n, GB/s, TFLOP/s, % of the roofline floor; reasons for the rest."""
+    from rich.table import Table
+
+    title = "wkvbench bench: device time (median, IQR) vs the roofline floor"
+    if ceilings:
+        title += (f"  [copy {ceilings.copy_gbps / 1e3:.2f} TB/s, bf16 {ceilings.matmul_bf16_tflops:.0f} / "
+                  f"fp32 {ceilings.matmul_fp32_tflops:.0f} TFLOP/s]")
+    t = Table(title=title)
+    for col, just in (("set", "left"), ("variant", "left"), ("dtype", "left"), ("shape", "left"),
+                      ("median", "right"), ("IQR", "right"), ("n", "right"), ("GB/s", "right"),
+                      ("TFLOP/s", "right"), ("% floor", "right"), ("note", "left")):
+        t.add_column(col, justify=just, overflow="fold")
+    order = {s: i for i, s in enumerate(SHAPE_SETS)}
+    for r in sorted(rows, key=lambda r: (order.get(r["shape_set"], 99), r["op"], r.get("median_ms") or 1e99)):
+        if r["status"] == "OK":
+            note = ("[yellow]throttled[/yellow] " if r.get("throttled") else "") + (
+                f"{r['outliers']} outliers" if r.get("outliers") else "")
+            t.add_row(r["shape_set"], r["variant"], r["dtype"], r["shape"], _ms(r["median_ms"]), _ms(r["iqr_ms"]),
+                      str(r["n"]), f"{r['gbps']:.0f}", f"{r['tflops']:.2f}",
+                      f"{r['pct_of_floor']:.1f}" if r.get("pct_of_floor") is not None else "-", note)
+        else:
+            colour = {"SKIP": "yellow", "UNVERIFIED": "magenta"}.get(r["status"], "red")
+            t.add_row(r["shape_set"], r["variant"], r["dtype"], r["shape"], f"[{colour}]{r['status']}[/{colour}]",
+                      "", "", "", "", "", r.get("reason", "")[:160])
+    return t
+
+
+def markdown_table(rows: list[dict], sets: tuple[str, ...] | None = None) -> str:
+    """README/PR-comment table of the OK rows: median (IQR), n, GB/s, TFLOP/s, % of floor, x floor."""
+    order = {s: i for i, s in enumerate(SHAPE_SETS)}
+    lines = ["| set | shape | variant | dtype | median | IQR | n | GB/s | TFLOP/s | % of floor | x floor |",
+             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    ok = [r for r in rows if r["status"] == "OK" and (not sets or r["shape_set"] in sets)]
+    for r in sorted(ok, key=lambda r: (order.get(r["shape_set"], 99), r["op"], r["median_ms"])):
+        lines.append(f"| {r['shape_set']} | {r['op']} {r['shape']} | {r['variant']} | {r['dtype']} | "
+                     f"{_ms(r['median_ms'])} | {_ms(r['iqr_ms'])} | {r['n']} | {r['gbps']:.0f} | {r['tflops']:.2f} | "
+                     f"{r['pct_of_floor']:.1f} | {r['x_floor']:.1f} |")
+    return "\n".join(lines)

@@ -1,0 +1,199 @@
+"""``python -m wkvbench stability BENCH.json``: is the timing engine right and steady on this GPU?
+
+For every timed row of a bench file (same machine), ``--repeats`` alternating rounds of (a) the engine,
+exactly as ``bench`` times the row (its own choice of eager calls or graph replays), and (b) an
+independent reference, triton's ``do_bench`` (its own L2 flush, events and median) around the same
+call, or around replays of CUDA graphs of it where the engine chose replays (as many captures,
+replayed in turn, as the engine's ``GRAPH_CAPTURES``). Per row it reports the
+engine's median over the rounds, its spread ((max - min) / median of the round medians), and the
+ratio to the reference's median. The targets (``SPREAD_MAX``, ``RATIO_MAX``): spread at most 1 %, the
+engine within 2 % of the reference. Rows timed by CUPTI kernel sums (ggml on its own CUDA stream;
+launch-bound calls that no CUDA graph holds) have no event-based reference and are reported as such,
+with the engine's spread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+
+from ..results.schemas import STABILITY, atomic_write
+
+SCHEMA = STABILITY
+SPREAD_MAX = 0.01
+RATIO_MAX = 0.02
+
+
+def _reference_ms(call, rep_ms: int) -> float:
+    from triton.testing import do_bench
+
+    return float(do_bench(call, warmup=25, rep=rep_ms, return_mode="median"))
+
+
+def measure(row: dict, repeats: int, settings: dict, rep_ms: int) -> dict:
+    """The engine and the reference on one bench row, ``repeats`` alternating rounds."""
+    import torch
+
+    from wkvkernels.base import get
+    from wkvkernels.cases import Case
+
+    from .bench import bench_inputs
+    from .timing import graph_replays, time_call
+
+    v = get(row["variant"])
+    case = Case.parse(row["case"])
+    native = v.prepare(bench_inputs(case), case)
+    fn = lambda: v.run(native)  # noqa: E731
+    clock = "profiler" if v.backend == "ggml" else "events"
+    out = {"variant": row["variant"], "shape_set": row["shape_set"], "dtype": row["dtype"], "shape": row["shape"],
+           "bench_median_ms": row.get("median_ms"), "engine_ms": [], "reference_ms": [], "modes": []}
+    ref_call = None
+    for _ in range(repeats):
+        t = time_call(fn, l2=settings.get("l2", "cold"), clock=clock, sem_bound=settings.get("sem_bound", 0.005),
+                      time_cap_s=settings.get("time_cap_s", 1.0), sync=getattr(native, "synchronize", None))
+        out["engine_ms"].append(t.stats()["median_ms"])
+        out["modes"].append(t.mode)
+        if t.mode == "profiler":  # CUPTI kernel sums: ggml's own stream, or a launch-bound call no graph holds
+            continue
+        if ref_call is None:
+            ref_call = graph_replays(fn) if t.mode == "graph" else fn  # as many captures as the engine
+        out["reference_ms"].append(_reference_ms(ref_call, rep_ms))
+        torch.cuda.synchronize()
+    eng = statistics.median(out["engine_ms"])
+    out["mode"] = max(set(out["modes"]), key=out["modes"].count)
+    out["engine_median_ms"] = eng
+    out["spread"] = (max(out["engine_ms"]) - min(out["engine_ms"])) / eng
+    if out["reference_ms"]:
+        ref = statistics.median(out["reference_ms"])
+        out["reference_median_ms"] = ref
+        out["reference_spread"] = (max(out["reference_ms"]) - min(out["reference_ms"])) / ref
+        out["ratio"] = eng / ref
+        out["reference"] = "triton do_bench of the " + ("graph replay" if out["mode"] == "graph" else "call")
+    else:
+        out["reference_median_ms"] = out["ratio"] = out["reference_spread"] = None
+        out["reference"] = ("none: kernel times summed by CUPTI (ggml's own stream, or a launch-bound call no "
+                            "CUDA graph holds), which do_bench's events cannot reproduce")
+    bench = row.get("median_ms")
+    out["vs_bench"] = eng / bench if bench else None  # against the bench file's own median (another run)
+    out["ok"] = out["spread"] <= SPREAD_MAX and (out["ratio"] is None or abs(out["ratio"] - 1) <= RATIO_MAX)
+    return out
+
+
+def _key(row: dict) -> tuple[str, str, str]:
+    return row["variant"], row["shape_set"], row["dtype"]
+
+
+def _kept(path: Path, bench_name: str, repeats: int) -> list[dict]:
+    """The rows an earlier, stopped run of the same bench file and repeats measured (not the failed
+    ones: they are measured again)."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    if doc.get("schema") != SCHEMA or doc.get("bench") != bench_name or doc.get("repeats") != repeats:
+        return []
+    return [r for r in doc.get("rows", []) if "error" not in r]
+
+
+def run_checks(procs, bench: Path, out: Path, repeats: int) -> tuple[bool, str]:
+    """``wkvbench gpu``'s stability phase: this command on ``bench`` in processes of ``procs`` (``Procs``),
+    ggml's rows in a process of their own after the others: a process that had loaded ggml's CUDA build
+    and torch's CUDA extensions died of SIGSEGV (H100, 2026-11-25; FINDINGS.md). The second process
+    keeps the rows of the first (``out``) and adds its own. (ok, detail)."""
+    from ..run.procs import py, tail
+
+    base = py("stability", str(bench), "--repeats", str(repeats), "--rep-ms", "50", "--output", str(out))
+    rcs = {}
+    groups = {"stability": ("--exclude", "*.ggml.*"), "stability-ggml": ("--variant", "*.ggml.*")}
+    for name, sel in groups.items():
+        rcs[name] = procs.wait(procs.start(name, [*base, *sel]))
+    crashed = {n: rc for n, rc in rcs.items() if rc not in (0, 1)}  # 1: rows outside the targets
+    try:
+        rows = json.loads(out.read_text())["rows"]
+    except (OSError, ValueError, KeyError):
+        return False, (f"stability exited with {next(iter(crashed.values()), 0)} and wrote no results: "
+                       + tail(procs.logs / "stability.log", 3))
+    ok = sum(1 for r in rows if r.get("ok"))
+    return not crashed, (f"{ok}/{len(rows)} rows within the targets (spread <= {SPREAD_MAX:.0%}, "
+                         f"|ratio - 1| <= {RATIO_MAX:.0%})"
+                         + "".join(f"; {n} exited with {c}" for n, c in crashed.items()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    from rich.table import Table
+
+    import wkvkernels  # noqa: F401
+
+    from ..console import make_console
+    from ..results.provenance import provenance
+    from .bench import identity
+
+    ap = argparse.ArgumentParser(prog="python -m wkvbench stability", description=__doc__.splitlines()[0])
+    ap.add_argument("bench", type=Path, help="a wkvbench.bench/1 file of this machine")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--variant", action="append", default=[], metavar="GLOB")
+    ap.add_argument("--exclude", action="append", default=[], metavar="GLOB")
+    ap.add_argument("--set", dest="sets", action="append", default=[])
+    ap.add_argument("--dtype", action="append", default=[])
+    ap.add_argument("--rep-ms", type=int, default=100, help="do_bench's rep (ms) per round")
+    ap.add_argument("--output", type=Path, default=None, help="JSON (default: stability.json beside the bench file)")
+    a = ap.parse_args(argv)
+    # the autotune results the bench left in Triton's cache (nox -s gpu sets this for its own runs):
+    # without them every FLA row autotuned again at its first round, for minutes
+    os.environ.setdefault("TRITON_CACHE_AUTOTUNING", "1")
+    con = make_console()
+    doc = json.loads(a.bench.read_text())
+    prov = provenance()
+    if identity(prov) != doc["provenance"].get("identity"):
+        con.print(f"[red]error:[/red] {a.bench} was measured on {doc['provenance'].get('identity')!r}; "
+                  f"this machine is {identity(prov)!r}")
+        return 2
+    rows = [r for r in doc["rows"] if r["status"] == "OK"
+            and (not a.variant or any(fnmatch.fnmatchcase(r["variant"], g) for g in a.variant))
+            and not any(fnmatch.fnmatchcase(r["variant"], g) for g in a.exclude)
+            and (not a.sets or r["shape_set"] in a.sets) and (not a.dtype or r["dtype"] in a.dtype)]
+    order = {"decode": 0, "quick": 1}  # the launch-bound sets first: where eager timing goes wrong
+    rows.sort(key=lambda r: (order.get(r["shape_set"], 2), r["shape_set"], r["variant"], r["dtype"]))
+    out_path = a.output or a.bench.with_name("stability.json")
+    results, t0 = _kept(out_path, a.bench.name, a.repeats), time.time()
+    have = {_key(r) for r in results}
+    if results:
+        con.print(f"stability: {len(results)} rows kept from {out_path} (an earlier run of the same file)")
+
+    def save() -> None:
+        atomic_write(out_path, json.dumps({"schema": SCHEMA, "provenance": prov, "bench": a.bench.name,
+                                           "repeats": a.repeats, "spread_max": SPREAD_MAX,
+                                           "ratio_max": RATIO_MAX, "rows": results}, indent=1))
+
+    todo = [r for r in rows if _key(r) not in have]
+    for i, r in enumerate(todo):
+        try:
+            results.append(measure(r, a.repeats, doc.get("settings", {}), a.rep_ms))
+        except Exception as exc:  # noqa: BLE001 - one row failing must not lose the others
+            results.append({"variant": r["variant"], "shape_set": r["shape_set"], "dtype": r["dtype"],
+                            "error": f"{type(exc).__name__}: {exc}"[:300], "ok": False})
+        if i % 10 == 9 or i == len(todo) - 1:
+            con.print(f"stability: {i + 1}/{len(todo)} rows in {time.time() - t0:.0f} s", highlight=False)
+            save()
+    t = Table(title=f"timing stability: {a.repeats} rounds per row, engine vs triton do_bench "
+                    f"(targets: spread <= {SPREAD_MAX:.0%}, |ratio - 1| <= {RATIO_MAX:.0%})")
+    for col in ("set", "variant", "dtype", "mode", "engine", "spread", "reference", "ratio", "vs bench", "ok"):
+        t.add_column(col, justify="left" if col in ("set", "variant", "dtype", "mode") else "right")
+    for r in results:
+        if "error" in r:
+            t.add_row(r["shape_set"], r["variant"], r["dtype"], "", "", "", "", "", "", f"[red]{r['error'][:60]}[/red]")
+            continue
+        t.add_row(r["shape_set"], r["variant"], r["dtype"], r["mode"], f"{r['engine_median_ms']:.4f} ms",
+                  f"{100 * r['spread']:.2f} %",
+                  f"{r['reference_median_ms']:.4f} ms" if r["reference_median_ms"] else "-",
+                  f"{r['ratio']:.3f}" if r["ratio"] else "-", f"{r['vs_bench']:.3f}" if r["vs_bench"] else "-",
+                  "yes" if r["ok"] else "[red]NO[/red]")
+    con.print(t)
+    bad = [r for r in results if not r["ok"]]
+    con.print(f"{len(results) - len(bad)}/{len(results)} rows within the targets; results: {out_path}")
+    return 1 if bad else 0

@@ -1,0 +1,138 @@
+"""Provenance recorded with every result: machine, accelerator, package versions, git commit."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.metadata
+import os
+import platform
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from wkvkernels import config
+
+PACKAGES = ("numpy", "torch", "triton", "fla-core", "rwkv", "rwkv-ops", "keras", "ggml-python", "rich")
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _git(*args: str) -> str | None:
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    try:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _gpu() -> dict | None:
+    """The CUDA device torch sees, if any (never initialises CUDA when torch is absent)."""
+    if "torch" not in sys.modules and _version("torch") is None:
+        return None
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return None
+        i = torch.cuda.current_device()
+        p = torch.cuda.get_device_properties(i)
+        drv = None
+        try:
+            drv = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=10).stdout.strip().splitlines()[0]
+        except (OSError, subprocess.SubprocessError, IndexError):
+            pass
+        return {"name": p.name, "capability": f"{p.major}.{p.minor}", "memory_gib": round(p.total_memory / 2**30, 1),
+                "cuda": torch.version.cuda, "driver": drv, "count": torch.cuda.device_count()}
+    except Exception as exc:  # a broken CUDA install must not stop a CPU run
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def provenance() -> dict:
+    # a copy of the tree (a GPU box) may carry no .git or a stale one: WKVBENCH_GIT_COMMIT names the commit
+    commit = config.git_commit() or _git("rev-parse", "HEAD")
+    dirty = _git("status", "--porcelain")
+    return {
+        "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "host": platform.node(),
+        "machine": {"platform": platform.platform(), "cpu": _cpu_model(), "cores": os.cpu_count(),
+                    "python": sys.version.split()[0]},
+        "gpu": _gpu(),
+        "versions": {p: _version(p) for p in PACKAGES},
+        "git": {"commit": commit, "branch": _git("rev-parse", "--abbrev-ref", "HEAD"),
+                "dirty": bool(dirty) if dirty is not None else None},
+        "env": {k: v for k, v in os.environ.items() if k.startswith(("WKVBENCH_", "KERAS_", "KERNEL_", "TRITON_", "FLA_"))},
+        "argv": sys.argv,
+    }
+
+
+IDENTITY_FIELDS = ("gpu", "driver", "cuda", "torch", "triton")
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What results must share to be compared (the one machine identity of the suite): the GPU, its
+    driver and CUDA, torch and triton. A bench file records it as ``provenance["identity"]`` (``key``);
+    the gate compares it field by field; the asv machine name and a GPU run's results folder are its
+    ``slug``. Without a GPU, ``gpu`` is ``"cpu: <processor>"``; an unknown field is ``"-"``."""
+
+    gpu: str
+    driver: str = "-"
+    cuda: str = "-"
+    torch: str = "-"
+    triton: str = "-"
+
+    @classmethod
+    def of(cls, prov: dict) -> Machine:
+        """From a provenance block; an identity string it records (a bench file's) wins."""
+        ident = prov.get("identity")
+        if isinstance(ident, str) and ident.count("|") == 4:
+            return cls.parse(ident)
+        gpu, versions = prov.get("gpu") or {}, prov.get("versions") or {}
+        name = gpu.get("name") or f"cpu: {(prov.get('machine') or {}).get('cpu', '?')}"
+        vals = (gpu.get("driver"), gpu.get("cuda"), versions.get("torch"), versions.get("triton"))
+        return cls(str(name), *("-" if v is None else str(v) for v in vals))
+
+    @classmethod
+    def parse(cls, key: str) -> Machine:
+        """The inverse of ``key``."""
+        parts = [p.strip() for p in key.split("|")]
+        for i, prefix in ((1, "driver "), (2, "cuda "), (3, "torch "), (4, "triton ")):
+            parts[i] = parts[i].removeprefix(prefix)
+        return cls(*parts)
+
+    def key(self) -> str:
+        """``GPU|driver D|cuda C|torch T|triton R``: the string bench and stability files record."""
+        return f"{self.gpu}|driver {self.driver}|cuda {self.cuda}|torch {self.torch}|triton {self.triton}"
+
+    def fields(self) -> dict[str, str]:
+        return {f: getattr(self, f) for f in IDENTITY_FIELDS}
+
+    def slug(self) -> str:
+        """The identity in file-name characters (asv's machine name, a GPU run's results folder)."""
+        gpu = "cpu" if self.gpu.startswith("cpu: ") else self.gpu
+        return file_slug(f"{gpu}-drv{self.driver}-cuda{self.cuda}-torch{self.torch}-triton{self.triton}")
+
+
+def file_slug(text: str) -> str:
+    """``text`` in file-name characters: each run of other characters becomes one ``-``."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")

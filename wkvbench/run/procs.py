@@ -1,0 +1,152 @@
+"""The processes a ``wkvbench gpu`` run starts, and how busy the box is while they run.
+
+``Procs`` starts each process in its own session with its log file, reaps it with ``os.wait4`` (so
+the CPU seconds it and its waited-for children used are known), and kills all of them when the run
+stops. ``Load`` samples the box (CPU busy share from ``/proc/stat``, GPU utilization and memory from
+``nvidia-smi``) for the run's time line: whether a phase waited on the CPU, on the GPU, or on neither.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def say(msg: str) -> None:
+    print(f"[wkvbench gpu {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def py(*args: str) -> list[str]:
+    return [sys.executable, "-m", "wkvbench", *args]
+
+
+def untimed_env() -> dict[str, str]:
+    """The environment of the processes that share the GPU and are not timed (verification, warm-ups,
+    properties): their waits for the GPU sleep instead of spinning a core (``wkvbench.run.cudawait``), so
+    the cores go to compilations and the oracle. The timed bench keeps CUDA's default."""
+    from wkvkernels import config
+
+    from .cudawait import ENV
+
+    return {ENV: config.cuda_wait() or "block"}
+
+
+def complete(path: Path) -> bool:
+    try:
+        return bool(json.loads(path.read_text()).get("complete"))
+    except (OSError, ValueError):
+        return False
+
+
+class Procs:
+    """Subprocesses started by the run, each with its log file; all killed when the run stops."""
+
+    def __init__(self, logs: Path) -> None:
+        self.logs = logs
+        self.live: list[subprocess.Popen] = []
+
+    def start(self, name: str, cmd: list[str], env: dict | None = None) -> subprocess.Popen:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - closed when the process is reaped
+        log.write(f"$ {shlex.join(cmd)}\n".encode())
+        log.flush()
+        p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+                             start_new_session=True)
+        p.log = log  # type: ignore[attr-defined]
+        p.cpu_s = 0.0  # type: ignore[attr-defined]
+        self.live.append(p)
+        return p
+
+    def poll(self, p: subprocess.Popen, block: bool = False) -> int | None:
+        """The exit code of ``p`` once it ended (None while it runs); its CPU seconds (user + system,
+        with its waited-for children) into ``p.cpu_s``."""
+        if p.returncode is not None:
+            return p.returncode
+        try:
+            pid, status, ru = os.wait4(p.pid, 0 if block else os.WNOHANG)
+        except ChildProcessError:  # reaped elsewhere: Popen knows the code
+            return p.wait() if block else p.poll()
+        if pid == 0:
+            return None
+        p.returncode = os.waitstatus_to_exitcode(status)
+        p.cpu_s = ru.ru_utime + ru.ru_stime  # type: ignore[attr-defined]
+        p.log.close()  # type: ignore[attr-defined]
+        if p in self.live:
+            self.live.remove(p)
+        return p.returncode
+
+    def wait(self, p: subprocess.Popen) -> int:
+        rc = self.poll(p, block=True)
+        assert rc is not None
+        return rc
+
+    def kill_all(self) -> None:
+        for p in list(self.live):
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def tail(path: Path, n: int = 8) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return ""
+
+
+class Load:
+    """Samples of how busy the box is: ``[seconds since t0, CPU busy % since the last sample, GPU busy %,
+    GPU GiB used]`` (None where a reading is not available)."""
+
+    def __init__(self, t0: float | None = None) -> None:
+        self.t0 = time.time() if t0 is None else t0
+        self._cpu = _cpu_times()
+
+    def sample(self) -> list[float | None]:
+        now = _cpu_times()
+        busy = None
+        if now and self._cpu:
+            d_total, d_idle = now[0] - self._cpu[0], now[1] - self._cpu[1]
+            busy = round(100.0 * (1 - d_idle / d_total), 1) if d_total > 0 else None
+        self._cpu = now
+        gpu, mem = _gpu_busy()
+        return [round(time.time() - self.t0, 1), busy, gpu, mem]
+
+
+def _cpu_times() -> tuple[int, int] | None:
+    """(total, idle + iowait) jiffies of all CPUs, from /proc/stat (Linux)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return sum(fields[:8]), fields[3] + fields[4]
+
+
+def _gpu_busy() -> tuple[float | None, float | None]:
+    """(utilization %, memory used GiB) of the GPUs (their mean and sum), from nvidia-smi."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=utilization.gpu,memory.used",
+                              "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=10).stdout
+        rows = [[float(x) for x in line.split(",")] for line in out.strip().splitlines()]
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None, None
+    if not rows:
+        return None, None
+    return round(sum(r[0] for r in rows) / len(rows), 1), round(sum(r[1] for r in rows) / 1024, 1)
+
+
+def ggml_ready() -> bool:
+    """ggml-python imports here, with CUDA when ``CMAKE_ARGS`` asks for it (torch imported first, as
+    the adapters do)."""
+    want_cuda = "-dggml_cuda=on" in os.environ.get("CMAKE_ARGS", "").lower()
+    p = subprocess.run([sys.executable, "-c", "import torch, ggml; print(int(bool(getattr(ggml, 'GGML_USE_CUDA', 0))))"],
+                       capture_output=True, text=True)
+    return p.returncode == 0 and (not want_cuda or p.stdout.strip().endswith("1"))

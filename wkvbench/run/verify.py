@@ -1,0 +1,434 @@
+"""The verification matrix: every available variant x case, judged against the float64 oracle.
+
+``python -m wkvbench verify`` (what ``nox -s verify`` runs). Results stream to a ``.partial.jsonl``
+file as they come, so a crash loses nothing; the final JSON holds provenance, every result with its
+errors, the skip counts by reason, and a reproduce command for every failure.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import fnmatch
+import json
+import os
+import queue
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from wkvkernels.base import KernelVariant, availability, variants
+from wkvkernels.cases import DOMAINS, Case
+from wkvkernels.ops import DTYPES, OPS
+
+from ..checks import inject
+from ..console import make_console, track
+from ..judge.case_sets import default_cases
+from ..judge.check import (
+    BAD,
+    CRASH,
+    ERROR,
+    FAIL,
+    PASS,
+    SKIP,
+    STATUSES,
+    TIMEOUT,
+    XFAIL,
+    XPASS,
+    Checker,
+    CheckResult,
+    check_backward,
+)
+from ..results.verify_file import ResultsWriter, row_key
+from .isolate import WorkerConfig, run_variant
+from .units import Unit, chains, cost_rank, mark_compiled
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def select_variants(ops: tuple[str, ...], devices: tuple[str, ...], exclude_globs: tuple[str, ...],
+                    variant_globs: tuple[str, ...]) -> list[KernelVariant]:
+    """Registered variants filtered by operator, device, exclude and include globs (empty = all), each
+    wrapped by ``WKVBENCH_INJECT`` fault injection when it matches (gate demos; warns when active).
+    The one selection rule of ``verify`` and ``bench``."""
+    out = []
+    for v in variants():
+        if ops and v.operator not in ops:
+            continue
+        if devices and v.device not in devices:
+            continue
+        if any(fnmatch.fnmatchcase(v.name, g) for g in exclude_globs):
+            continue
+        if variant_globs and not any(fnmatch.fnmatchcase(v.name, g) for g in variant_globs):
+            continue
+        out.append(inject.apply(v))
+    return out
+
+
+@dataclass
+class Selection:
+    ops: tuple[str, ...] = ()
+    variant_globs: tuple[str, ...] = ()
+    dtypes: tuple[str, ...] = ()
+    domains: tuple[str, ...] = ()
+    case_ids: tuple[str, ...] = ()
+    seed: int | None = None
+    case_set: str = "default"
+    devices: tuple[str, ...] = ()
+    exclude_globs: tuple[str, ...] = ()
+    backward: bool = False  # check gradients instead of the forward
+    with_backward: bool = False  # check the forward and the gradients, in one run
+    extra_cases: tuple[str, ...] = ()  # case ids checked besides the set (the benchmark gates of `gpu`)
+    configs: bool = False  # also check every autotune configuration of each Triton variant once (autotune.sweep)
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        if self.with_backward:
+            return ("forward", "backward")
+        return ("backward",) if self.backward else ("forward",)
+
+    def variants(self) -> list[KernelVariant]:
+        return select_variants(self.ops, self.devices, self.exclude_globs, self.variant_globs)
+
+    def cases(self) -> list[Case]:
+        if self.case_ids:
+            cases = [Case.parse(c) for c in self.case_ids]
+        else:
+            cases = default_cases(self.ops or None, self.dtypes or None, self.seed, self.case_set)
+        cases = [c for c in cases if (not self.dtypes or c.dtype in self.dtypes)
+                 and (not self.domains or c.domain in self.domains) and (not self.ops or c.op in self.ops)]
+        seen = {c.id for c in cases}
+        extra = [Case.parse(c) for c in dict.fromkeys(self.extra_cases) if c not in seen]
+        return cases + [c for c in extra if not self.ops or c.op in self.ops]
+
+
+@dataclass
+class Report:
+    results: list[CheckResult] = field(default_factory=list)
+    seconds: float = 0.0
+    # wall seconds of each worker ("variant|kind|dtype"), start-up and compilation included
+    unit_seconds: dict[str, float] = field(default_factory=dict)
+    # CPU seconds of the workers on each unit (the first unit of a worker carries its start-up)
+    unit_cpu_s: dict[str, float] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        c = collections.Counter(r.status for r in self.results)
+        return {s: c.get(s, 0) for s in STATUSES}
+
+    def skips_by_reason(self) -> dict[str, int]:
+        return dict(collections.Counter(r.reason for r in self.results if r.status == SKIP).most_common())
+
+    @property
+    def failed(self) -> list[CheckResult]:
+        return [r for r in self.results if r.status in BAD]
+
+    @property
+    def known(self) -> list[CheckResult]:
+        return [r for r in self.results if r.status == XFAIL]
+
+
+def _jobs(selection: Selection) -> list[tuple[KernelVariant, Case, str]]:
+    """(variant, case, kind) of every row the selection asks for; gradients only of variants with a
+    backward (and never of ``gdn_wy``, a chunk stage without one), on the set's cases only. With
+    ``configs``, one ``<kind>-configs`` row per Triton variant and kind (``sweep_case``)."""
+    vs, cases = selection.variants(), selection.cases()
+    extra = set(selection.extra_cases) - set(selection.case_ids)
+    jobs = [(v, c, kind) for kind in selection.kinds for c in cases for v in vs if v.operator == c.op
+            and (kind == "forward" or (v.supports_backward and c.op != "gdn_wy" and c.id not in extra))]
+    if selection.configs:
+        for kind in selection.kinds:
+            for v in (v for v in vs if v.backend.startswith("triton")):  # triton, triton-interpret
+                c = sweep_case(v, [c for v2, c, k in jobs if v2 is v and k == kind], kind)
+                if c is not None:
+                    jobs.append((v, c, f"{kind}-configs"))
+    return jobs
+
+
+def sweep_case(v: KernelVariant, cases: list[Case], kind: str) -> Case | None:
+    """The case a variant's configurations are swept on: in its first dtype of bf16, fp16, fp32 among
+    ``cases``, the first ``model`` case (else the first case) that the variant supports and that is
+    no known failure."""
+    from ..judge.tolerances import known_failure
+
+    def fits(c: Case) -> bool:
+        try:
+            return bool(v.supports(c))
+        except Exception:  # noqa: BLE001 - a variant that cannot say is judged on its own rows
+            return True
+
+    for dtype in ("bf16", "fp16", "fp32"):
+        pool = [c for c in cases if c.dtype == dtype and dtype in v.dtypes and known_failure(
+            v.name, ("backward:" if kind == "backward" else "") + c.id) is None and fits(c)]
+        pool.sort(key=lambda c: c.domain != "model")
+        if pool:
+            return pool[0]
+    return None
+
+
+def _check(checker: Checker, v: KernelVariant, c: Case, kind: str, alive=None) -> CheckResult:
+    """One row of ``kind``; ``alive(round)`` is the heartbeat of a configuration sweep."""
+    if kind.endswith("-configs"):
+        from .autotune import sweep
+
+        return sweep(checker, v, c, kind[: -len("-configs")], alive=alive)
+    return check_backward(checker, v, c) if kind == "backward" else checker.check(v, c)
+
+
+def run(selection: Selection, console: Console | None = None, partial: Path | None = None,
+        shrink_dir: Path | None = None, *, writer: ResultsWriter | None = None,
+        isolate: WorkerConfig | None = None, prior: list[CheckResult] | None = None) -> Report:
+    """Run the matrix. ``writer`` keeps the results file valid after every case; ``isolate`` runs each
+    variant in its own worker process (``wkvbench.run.isolate``); ``prior`` rows (``--resume``) are kept
+    and their (variant, case, kind) jobs are not run again."""
+    console = console or make_console(stderr=True)
+    report, checker = Report(results=list(prior or [])), Checker()
+    from . import autotune
+
+    pinned_here = isolate is None and not autotune.installed() and autotune.install()
+    done = {row_key(r.variant, r.case.id, r.kind) for r in report.results}
+    jobs = [(v, c, k) for v, c, k in _jobs(selection) if row_key(v.name, c.id, k) not in done]
+    t0 = time.perf_counter()
+    sink = partial.open("w") if partial and writer is None else None
+
+    def record(res: CheckResult, flush: bool = True) -> None:
+        report.results.append(res)
+        if writer is not None:
+            writer.add(res, flush=flush)
+        if sink:
+            sink.write(json.dumps(res.as_dict()) + "\n")
+            sink.flush()
+
+    try:
+        with track(console, "verify", len(jobs)) as bar:  # a live bar on terminals, 10% lines in logs
+            if isolate is None:
+                for v, c, k in jobs:
+                    bar.update(f"{v.name} {c.id}")
+                    record(_check(checker, v, c, k))
+                    bar.advance()
+            else:
+                _run_isolated(jobs, checker, isolate, record, bar.update, bar.advance, report.unit_seconds)
+                report.unit_cpu_s = dict(sorted(isolate.cpu.items()))
+    finally:
+        if sink:
+            sink.close()
+        if pinned_here:  # one pinned configuration per autotuned kernel while verifying, no longer
+            autotune.uninstall()
+    if shrink_dir is not None and "forward" in selection.kinds:
+        _shrink_failures(report, checker, shrink_dir)
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _run_isolated(jobs: list[tuple[KernelVariant, Case, str]], checker: Checker, cfg: WorkerConfig,
+                  record, describe, advance, unit_seconds: dict[str, float]) -> None:
+    """One job per (variant, kind, dtype) unit, grouped into chains that share a worker process
+    (``wkvbench.run.units``), ``cfg.jobs`` chains at a time. Baselines start first (the others then usually
+    receive their errors instead of measuring them again), then the slowest kinds of kernel
+    (``cost_rank``). Unavailable variants are skipped here without a worker (nothing of theirs runs)."""
+    units: dict[Unit, list[Case]] = {}
+    objs: dict[str, KernelVariant] = {}
+    for v, c, kind in jobs:
+        units.setdefault((v.name, kind, c.dtype), []).append(c)
+        objs[v.name] = v
+    # availability probes can build CUDA extensions (rwkv-ops, ChatRWKV, ours: about a minute each on
+    # an H100 box): probed side by side, and a unit waits only for its own variant's probe (all probes
+    # before the first worker kept 16 cores idle for 480 s of a fresh H100 run, 2026-11-24)
+    probes = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(objs), os.cpu_count() or 1)))
+    probed = {name: probes.submit(availability, name) for name in sorted(objs)}
+    probes.shutdown(wait=False)
+    runnable = sorted(units, key=lambda u: (not objs[u[0]].baseline, cost_rank(objs[u[0]]),
+                                            not u[1].endswith("-configs"), u[1] == "forward", u))
+    done = object()
+    results: queue.Queue = queue.Queue()
+    left = collections.Counter(u[0] for u in runnable)  # units of each variant not finished yet
+    left_lock = threading.Lock()
+
+    def skipped(unit: Unit) -> bool:
+        """True when ``unit`` does not run: its cases go out as SKIPs with the reason, without a worker."""
+        name, kind, _ = unit
+        v = objs[name]
+        probed[name].result()
+        if availability(name) and (kind.startswith("forward") or v.supports_backward):
+            return False
+        for c in units[unit]:
+            results.put(_check(checker, v, c, kind))
+        return True
+
+    def one_unit(unit: Unit, slot: int) -> None:
+        t0, ran, whole = time.perf_counter(), False, False
+        try:
+            if skipped(unit):
+                return
+            ran, whole = True, True
+            for res in run_variant(unit[0], units[unit], cfg, unit[1], slot):
+                whole = whole and res.status not in (CRASH, TIMEOUT)
+                results.put(res)
+            if whole and not cfg.cancel.is_set():
+                mark_compiled(unit)
+        finally:
+            if ran:
+                unit_seconds["|".join(unit)] = round(time.perf_counter() - t0, 2)
+            with left_lock:
+                left[unit[0]] -= 1
+                if not left[unit[0]]:
+                    cfg.retire(unit[0])
+
+    def one(chain: list[Unit], slot: int) -> None:
+        try:
+            for unit in chain:
+                one_unit(unit, slot)
+        except BaseException as exc:  # surfaced in the main thread
+            results.put(exc)
+        finally:
+            results.put(done)
+
+    own_dir = cfg.oracle_dir is None
+    if own_dir:
+        cfg.oracle_dir = tempfile.mkdtemp(prefix="wkvbench-oracle-")
+    try:
+        _drain(chains(runnable, objs), one, cfg, results, done, record, describe, advance)
+    finally:
+        cfg.close_idle()
+        if own_dir:
+            shutil.rmtree(cfg.oracle_dir, ignore_errors=True)
+            cfg.oracle_dir = None
+
+
+def _drain(runnable: list, one, cfg: WorkerConfig, results: queue.Queue, done: object, record, describe,
+           advance) -> None:
+    """Run ``one(chain, slot)`` for every chain of units, ``cfg.jobs`` at a time; record what they put on ``results``.
+    Ctrl-C or an error stops the run and kills the live workers before the threads are joined."""
+    running: list[str] = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, cfg.jobs)) as pool:
+        try:
+            for slot, unit in enumerate(runnable):
+                pool.submit(one, unit, slot)
+            left = len(runnable)
+            while left:
+                item = results.get()
+                if item is done:
+                    left -= 1
+                    continue
+                if isinstance(item, BaseException):
+                    raise item
+                record(item)
+                if item.variant not in running:
+                    running = [*running[-1:], item.variant]
+                    describe(" + ".join(running) + " (workers)")
+                advance()
+        except BaseException:
+            cfg.stop()  # leave no worker behind
+            raise
+
+
+MAX_SHRINK = 5  # shrink at most this many failures per run (each costs a few re-runs)
+
+
+def _shrink_failures(report: Report, checker: Checker, out_dir: Path) -> None:
+    from wkvkernels.base import get
+
+    from ..checks.shrink import shrink
+
+    for r in [r for r in report.failed if r.status in (FAIL, ERROR) and r.kind == "forward"][:MAX_SHRINK]:
+        try:
+            found = shrink(checker, get(r.variant), r.case, out_dir)
+        except Exception as exc:  # shrinking is a convenience: never lose the report over it
+            r.shrunk = {"error": f"{type(exc).__name__}: {exc}"}
+            continue
+        if found is not None:
+            r.shrunk = {"case": found.case.id, "npz": str(found.path), "reproduce": found.reproduce,
+                        "reason": found.result.reason}
+
+
+def _fmt(x: float) -> str:
+    return "nan" if x != x else f"{x:.2g}"
+
+
+def summary_table(report: Report) -> Table:
+    """One row per (variant, dtype): PASS/FAIL/SKIP counts and the worst error per tensor."""
+    groups: dict[tuple[str, str, str], list[CheckResult]] = collections.defaultdict(list)
+    for r in report.results:  # gradients in rows of their own: "<variant> (backward)"
+        groups[(r.case.op, r.variant + (f" ({r.kind})" if r.kind != "forward" else ""), r.case.dtype)].append(r)
+    t = Table(title="wkvbench verify: errors vs the float64 oracle (worst case; x = multiple of the rounding floor)")
+    t.add_column("variant", no_wrap=True)
+    t.add_column("dtype")
+    t.add_column("status", no_wrap=True)
+    t.add_column("worst rel error per tensor (x floor)")
+    t.add_column("note", overflow="fold")
+    order = {d: i for i, d in enumerate(DTYPES)}
+    for (op, name, dtype), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], order[kv[0][2]])):
+        n = collections.Counter(r.status for r in rs)
+        ran = [r for r in rs if r.status in (PASS, FAIL, XFAIL, XPASS)]
+        worst: dict[str, tuple[float, float]] = {}
+        for r in ran:
+            for tensor, e in r.errors.items():
+                if tensor not in worst or not e.floor_x <= worst[tensor][1]:
+                    worst[tensor] = (e.rel, e.floor_x)
+        errs = "\n".join(f"{k} {_fmt(rel)} ({_fmt(fx)}x)" for k, (rel, fx) in worst.items())
+        bad = sum(n[s] for s in BAD)
+        if bad:
+            status = f"[red]FAIL {bad}/{len(rs) - n[SKIP]}[/red]"
+        elif n[XFAIL]:
+            status = f"[magenta]XFAIL {n[XFAIL]}/{len(rs) - n[SKIP]}[/magenta]"
+        elif n[PASS]:
+            status = f"[green]PASS {n[PASS]}/{n[PASS]}[/green]"
+        else:
+            status = "[yellow]SKIP[/yellow]"
+        notes = []
+        if n[SKIP]:
+            reasons = collections.Counter(r.reason for r in rs if r.status == SKIP)
+            notes.append("; ".join(f"{n[SKIP] if len(reasons) == 1 else c} skipped: {why}" for why, c in reasons.items()))
+        first_bad = next((r for r in rs if r.status in (*BAD, XFAIL)), None)
+        if first_bad:
+            notes.insert(0, first_bad.reason)
+        t.add_row(name, dtype, status, errs, " | ".join(notes))
+    return t
+
+
+def print_report(report: Report, console: Console) -> None:
+    console.print(summary_table(report))
+    counts = report.counts()
+    skips = report.skips_by_reason()
+    if skips:
+        st = Table(title="skips by reason")
+        st.add_column("count", justify="right")
+        st.add_column("reason", overflow="fold")
+        for why, c in skips.items():
+            st.add_row(str(c), why)
+        console.print(st)
+    for r in report.known:
+        console.print(f"[magenta]XFAIL[/magenta] {r.variant} {r.case.id}: {r.reason}")
+    for r in report.failed:
+        console.print(f"[red]{r.status}[/red] {r.variant} {r.case.id}: {r.reason}\n  reproduce: {r.reproduce}")
+        if r.stderr_tail:
+            tail = r.stderr_tail.splitlines()[-5:]
+            console.print("  stderr tail:\n" + "\n".join(f"    {line}" for line in tail), markup=False)
+        if r.shrunk:
+            console.print(f"  shrunk to {r.shrunk['case']}: {r.shrunk['reproduce']}")
+    console.print(
+        f"{counts[PASS]} passed, {sum(counts[s] for s in BAD)} failed"
+        + (f" ({counts['CRASH']} crashed, {counts['TIMEOUT']} timed out)"
+           if counts["CRASH"] + counts["TIMEOUT"] else "")
+        + ", "
+        f"{counts[SKIP]} skipped, {counts[XFAIL]} known failures in {report.seconds:.1f}s"
+    )
+
+
+def list_variants(console: Console, selection: Selection) -> None:
+    t = Table(title="registered variants")
+    for col in ("variant", "operator", "source", "backend", "device", "dtypes", "available"):
+        t.add_column(col, overflow="fold")
+    for v in selection.variants():
+        a = availability(v.name)
+        t.add_row(v.name, v.operator, v.source, v.backend, v.device, ",".join(sorted(v.dtypes)),
+                  "[green]yes[/green]" if a else f"[yellow]no[/yellow]: {a.reason}")
+    console.print(t)
+
+
+__all__ = ["DOMAINS", "OPS", "Report", "ResultsWriter", "Selection", "list_variants", "print_report", "run"]
