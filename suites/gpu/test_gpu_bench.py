@@ -110,7 +110,8 @@ def test_launch_bound_calls_are_timed_as_graph_replays_and_agree_with_do_bench()
     3 % of do_bench."""
     from triton.testing import do_bench
 
-    from wkvbench.perf.timing import _capture, time_call
+    from wkvbench.perf.modes import _capture
+    from wkvbench.perf.timing import time_call
 
     x = torch.zeros(4096, device="cuda")
 

@@ -1,4 +1,4 @@
-"""How the timing engine chooses what to time (``timing.choose_mode``), with the GPU measurements
+"""How the timing engine chooses what to time (``modes.choose_mode``), with the GPU measurements
 replaced by stand-ins: eager calls when the host keeps up, CUDA-graph replays for launch-bound calls
 whose graph holds their kernels, CUPTI kernel sums when the graph misses work (CUDA extensions that
 launch on the legacy stream captured nothing on the H100: 1.3 us replays of 0.1-4.7 ms calls) or
@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from wkvbench.perf import timing  # noqa: E402
+from wkvbench.perf import modes, timing  # noqa: E402
 
 
 class _Graph:
@@ -27,11 +27,11 @@ def _stub(monkeypatch, host_us: float, device_us: float, kernel_ms: float = 0.1,
             raise capture_error
         return _Graph()
 
-    monkeypatch.setattr(timing, "launch_profile", lambda fn: {"host_us": host_us, "device_us": device_us})
-    monkeypatch.setattr(timing, "_capture", capture)
-    monkeypatch.setattr(timing, "_profiler_ms", lambda fn: kernel_ms if in_replay_ms is None or fn is call
+    monkeypatch.setattr(modes, "launch_profile", lambda fn: {"host_us": host_us, "device_us": device_us})
+    monkeypatch.setattr(modes, "_capture", capture)
+    monkeypatch.setattr(modes, "_profiler_ms", lambda fn: kernel_ms if in_replay_ms is None or fn is call
                         else in_replay_ms)
-    monkeypatch.setattr(timing, "_replay_ms", lambda g: replay_ms)
+    monkeypatch.setattr(modes, "_replay_ms", lambda g: replay_ms)
     monkeypatch.setattr("torch.cuda.synchronize", lambda: None)
 
 
@@ -41,17 +41,17 @@ def call() -> None:
 
 def test_a_call_the_host_keeps_up_with_is_timed_eagerly(monkeypatch):
     _stub(monkeypatch, host_us=20, device_us=3000)
-    fn, mode, why, launch = timing.choose_mode(call, None, "events")
+    fn, mode, why, launch = modes.choose_mode(call, None, "events")
     assert fn is call and mode == "eager" and "0.01x" in why and launch["device_us"] == 3000
 
 
 def test_a_launch_bound_call_is_timed_as_replays_of_a_graph_that_holds_its_kernels(monkeypatch):
     _stub(monkeypatch, host_us=150, device_us=113, kernel_ms=0.110, replay_ms=0.113)
-    fn, mode, why, launch = timing.choose_mode(call, None, "events")
+    fn, mode, why, launch = modes.choose_mode(call, None, "events")
     assert mode == "graph" and "launch-bound" in why
     assert launch["kernel_us"] == 110.0 and launch["replay_us"] == 113.0
     # several captures (each places the buffers anew), replayed in turn
-    k = timing.GRAPH_CAPTURES
+    k = modes.GRAPH_CAPTURES
     assert k > 1 and launch["captures"] == k
     _Graph.replayed.clear()
     for _ in range(2 * k):
@@ -61,32 +61,32 @@ def test_a_launch_bound_call_is_timed_as_replays_of_a_graph_that_holds_its_kerne
 
 def test_a_graph_that_missed_the_work_is_refused_for_cupti_kernel_sums(monkeypatch):
     _stub(monkeypatch, host_us=4000, device_us=4700, kernel_ms=4.6, replay_ms=0.0013)
-    fn, mode, why, _ = timing.choose_mode(call, None, "events")
+    fn, mode, why, _ = modes.choose_mode(call, None, "events")
     assert fn is call and mode == "profiler" and "missed work" in why and "replay 1.3 us" in why
 
 
 def test_a_graph_whose_replay_runs_no_kernel_is_refused_though_its_events_look_right(monkeypatch):
     """Events around a replay can span unrelated pending work; CUPTI names the kernels the replay ran."""
     _stub(monkeypatch, host_us=19, device_us=13.4, kernel_ms=0.0113, replay_ms=0.0128, in_replay_ms=0.0)
-    fn, mode, why, launch = timing.choose_mode(call, None, "events")
+    fn, mode, why, launch = modes.choose_mode(call, None, "events")
     assert fn is call and mode == "profiler" and "kernels CUPTI saw in it 0.0 us" in why
     assert launch["replay_kernel_us"] == 0.0
 
 
 def test_a_call_that_cannot_be_captured_is_timed_by_cupti(monkeypatch):
     _stub(monkeypatch, host_us=300, device_us=100, capture_error=RuntimeError("operation not permitted"))
-    fn, mode, why, _ = timing.choose_mode(call, None, "events")
+    fn, mode, why, _ = modes.choose_mode(call, None, "events")
     assert fn is call and mode == "profiler" and "capture failed (RuntimeError" in why
 
 
 def test_forced_settings(monkeypatch):
     _stub(monkeypatch, host_us=20, device_us=3000, kernel_ms=2.9, replay_ms=3.0)
-    assert timing.choose_mode(call, True, "events")[1] == "graph"  # asked for, and the graph holds the work
+    assert modes.choose_mode(call, True, "events")[1] == "graph"  # asked for, and the graph holds the work
     _stub(monkeypatch, host_us=20, device_us=3000, kernel_ms=2.9, replay_ms=0.001)
-    fn, mode, why, _ = timing.choose_mode(call, True, "events")
+    fn, mode, why, _ = modes.choose_mode(call, True, "events")
     assert fn is call and mode == "eager" and "missed work" in why  # asked for, impossible: eager, says why
-    assert timing.choose_mode(call, False, "events")[1] == "eager"
-    assert timing.choose_mode(call, None, "profiler")[1] == "profiler"  # ggml: its own stream
+    assert modes.choose_mode(call, False, "events")[1] == "eager"
+    assert modes.choose_mode(call, None, "profiler")[1] == "profiler"  # ggml: its own stream
 
 
 def test_a_stopped_stability_run_keeps_the_rows_it_measured_of_the_same_file(tmp_path):
@@ -165,6 +165,6 @@ def test_captures_stop_where_the_gpu_memory_runs_out(monkeypatch):
         made.append(_Graph())
         return made[-1]
 
-    monkeypatch.setattr(timing, "_capture", capture)
-    fn, mode, _, launch = timing.choose_mode(call, None, "events")
+    monkeypatch.setattr(modes, "_capture", capture)
+    fn, mode, _, launch = modes.choose_mode(call, None, "events")
     assert mode == "graph" and launch["captures"] == 2

@@ -52,3 +52,20 @@ def test_a_damaged_compressed_file_is_refused_with_its_name(tmp_path):
 def test_the_gate_reads_a_compressed_results_file(tmp_path):
     doc = json.loads((FIXTURE / "verify-fixture.json").read_text())
     assert load_json(_gz(FIXTURE / "verify-fixture.json", tmp_path / "v.json.gz")) == doc
+
+
+def test_a_stream_cut_mid_line_loses_that_line_only_and_the_next_run_starts_a_new_one(tmp_path):
+    """A run killed mid-write leaves a torn last line in ``F.partial.jsonl``: reading drops it, and a
+    resumed run cuts that line off and appends from a line of its own (its first row had joined the
+    torn line and was lost to the next resume); a bad line anywhere else is an error, not skipped."""
+    from wkvbench.results.schemas import append_partial, partial_rows
+
+    p = tmp_path / "r.partial.jsonl"
+    p.write_text('{"variant": "a"}\n{"variant": "to')
+    assert partial_rows(p) == [{"variant": "a"}]
+    with append_partial(p) as f:
+        f.write('{"variant": "b"}\n')
+    assert partial_rows(p) == [{"variant": "a"}, {"variant": "b"}]
+    p.write_text('{"variant": "a"}\nnot json\n{"variant": "b"}\n')
+    with pytest.raises(ValueError, match=r"r\.partial\.jsonl:2: not a JSON results row"):
+        partial_rows(p)

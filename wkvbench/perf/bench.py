@@ -34,7 +34,7 @@ from wkvkernels.cases import Case, Shape
 
 from ..judge.check import PASS, Checker
 from ..results.provenance import Machine, provenance
-from ..results.schemas import BENCH, atomic_write
+from ..results.schemas import BENCH, append_partial, atomic_write, partial_rows
 from ..results.verify_file import REWRITE_S
 from .roofline import Ceilings, flops, measure_ceilings, min_bytes
 from .timing import SEM_BOUND
@@ -220,12 +220,7 @@ class Bench:
                                  f"this machine is {self.prov['identity']!r}: not resuming across machines")
             rows.update((_key(r), r) for r in old["rows"])
         if self.partial.is_file():
-            for line in self.partial.read_text().splitlines():
-                try:
-                    r = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # the line a killed run was writing
-                rows[_key(r)] = r
+            rows.update((_key(r), r) for r in partial_rows(self.partial))
         return [r for r in rows.values() if r["status"] != "ERROR"]
 
     # -- pieces --------------------------------------------------------------------------------
@@ -338,7 +333,7 @@ class Bench:
         self.save(False)
         from ..console import make_console, track
 
-        sink = contextlib.nullcontext() if warm_only else self.partial.open("a")
+        sink = contextlib.nullcontext() if warm_only else append_partial(self.partial)
         with track(self.console or make_console(stderr=True), "bench", len(todo)) as bar, sink:
             for v, s, d, case in todo:
                 bar.update(f"{v.name} {s} {d}")

@@ -43,7 +43,8 @@ def measure(row: dict, repeats: int, settings: dict, rep_ms: int) -> dict:
     from wkvkernels.cases import Case
 
     from .bench import bench_inputs
-    from .timing import graph_replays, time_call
+    from .modes import graph_replays
+    from .timing import time_call
 
     v = get(row["variant"])
     case = Case.parse(row["case"])

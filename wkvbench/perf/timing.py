@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import itertools
 import math
 import os
 import subprocess
@@ -55,8 +54,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .modes import _profiler_ms, choose_mode
+
 BATCH = 10  # calls enqueued between two host synchronizations (the engine's and asv's samples)
-LAUNCH_BOUND = 0.25  # host enqueue time / device time at or above which a call is launch-bound
 # The GPU runs the call for WARM_S before the first sample, and sampling goes on for MIN_TIME_S at least
 # (do_bench warms 25 ms): without them a 12 us decode kernel was measured within 2 ms of an idle GPU,
 # and the medians of 5 runs spread 60-109 % (11.5-19.5 us, wkvbench's wkv4 decode on the H100,
@@ -81,14 +81,14 @@ LONG_REPS = 5
 # spread of 35 graph rows of the quick set reached 1-4.3 % where do_bench, which samples 50 ms,
 # stayed under 1 % (H100, 2026-11-25, stability.json)
 GRAPH_SEM_BOUND = 0.002
+GRAPH_MIN_TIME_S = 0.1
+GRAPH_MAX_REPS = 1000
 # A sample the GPU reached before the host had enqueued all of it holds host time: it is dropped
 # (``host_gaps``). On the lent H100 the host slowed about once a second for ~0.1 s (graph replays of
-# 11 us measured 19-110 us per 25 ms window, 2026-11-25, .devrun diag): a round of samples inside
+# 11 us measured 19-110 us per 25 ms window, 2026-11-25, a diagnosis on the box): a round of samples inside
 # such a stretch read 20.9 us for an 11.9 us kernel. Behind an L2 flush (35 us) the GPU stays behind
 # the host; with a warm L2 a spin of GAP_SPIN_CYCLES (~25 us) takes the flush's place.
 GAP_SPIN_CYCLES = 50_000
-GRAPH_MIN_TIME_S = 0.1
-GRAPH_MAX_REPS = 1000
 
 
 @dataclass
@@ -191,164 +191,6 @@ class _Flusher:
 
     def __call__(self) -> None:
         self.buf.zero_()
-
-
-def _profiler_ms(fn: Callable[[], object]) -> float:
-    """Sum of the CUDA kernel times CUPTI saw during one call (work on any stream)."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    return sum(e.self_device_time_total for e in prof.key_averages()) / 1e3  # us -> ms
-
-
-def launch_profile(fn: Callable[[], object], reps: int = 5) -> dict:
-    """Host time to enqueue one call (``host_us``, median of ``reps``, the GPU idle before each) and the
-    call's device time (``device_us``: events around one call enqueued while the GPU is still busy
-    with a spin kernel, so no host time can fall between them). Both in microseconds. A call whose
-    first measurement shows the host far below ``LAUNCH_BOUND`` of the device (a fifth of it) is
-    measured once (the long calls of the prefill and long sets: 8 calls saved per row)."""
-    import torch
-
-    def host_once() -> float:
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        fn()
-        dt = time.perf_counter() - t
-        torch.cuda.synchronize()
-        return dt
-
-    def device_once(spin: int) -> float:
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(spin)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        return a.elapsed_time(b) * 1e3
-
-    def spin_for(host_s: float) -> int:  # clock cycles (at most ~2 GHz): longer than the host's enqueue
-        return int(host_s * 2e9 + 2e5)
-
-    host = [host_once()]
-    dev = [device_once(spin_for(host[0]))]
-    if host[0] * 1e6 >= LAUNCH_BOUND / 5 * dev[0]:
-        host += [host_once() for _ in range(reps - 1)]
-        dev += [device_once(spin_for(max(host))) for _ in range(reps - 1)]
-    return {"host_us": round(float(np.median(host)) * 1e6, 2), "device_us": round(float(np.median(dev)), 2)}
-
-
-def _capture(fn: Callable[[], object]):
-    """``fn`` captured in a CUDA graph (its replay), after one call on a side stream."""
-    import torch
-
-    g = torch.cuda.CUDAGraph()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn()  # warm the side stream
-    torch.cuda.current_stream().wait_stream(s)
-    with torch.cuda.graph(g):
-        fn()
-    torch.cuda.synchronize()
-    return g
-
-
-GRAPH_HOLDS = 0.8  # a graph replay shorter than this share of the call's kernel time missed launches
-# Each capture places the call's intermediate buffers anew, and the replays' speed follows the place:
-# 6 rounds of FLA's chunked GLA (quick set, bf16, H100, 2026-11-25) read 28.5-29.3 us with a new
-# capture each round and 29.0-29.1 us on one graph (wkv6: 31.4-31.9 against 31.58 every round). The
-# engine replays GRAPH_CAPTURES captures in turn, so a row's median stands for several placements.
-GRAPH_CAPTURES = 5
-
-
-def _replay_ms(g, reps: int = 5) -> float:
-    """Device time of one replay of ``g`` (median of ``reps``, events around each)."""
-    import torch
-
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return float(np.median(times))
-
-
-def choose_mode(fn: Callable[[], object], graph: bool | None, clock: str) -> tuple[Callable[[], object], str, str,
-                                                                                    dict]:
-    """(the call to time, mode, why, launch profile) for ``time_call``'s ``graph`` setting.
-
-    A launch-bound call is timed as CUDA-graph replays when its capture holds its work: both the replay
-    (CUDA events) and the kernels CUPTI records inside one replay must reach ``GRAPH_HOLDS`` of the
-    kernel time CUPTI sees in one eager call (the events alone passed 12.8 us replays of ChatRWKV's
-    11.3 us wkv4 decode kernel that then timed at 1.2-11 us, H100, 2026-11-24). CUDA
-    extensions that launch on the legacy default stream instead of torch's current one capture
-    nothing (replays of 1.3 us for ChatRWKV's and rwkv-ops' decode kernels of 0.1-4.7 ms, H100,
-    2026-11-24); such a call, and one that cannot be captured at all, is timed by the kernel times
-    CUPTI records (``profiler``), which no host gap can inflate."""
-    import torch
-
-    if clock == "profiler":
-        return fn, "profiler", "kernel times summed by CUPTI (work on a stream events cannot see)", {}
-    launch = launch_profile(fn) if graph is None else {}
-    if graph is None:
-        ratio = launch["host_us"] / max(launch["device_us"], 1e-3)
-        if ratio < LAUNCH_BOUND:
-            return fn, "eager", f"host enqueue {ratio:.2f}x the device time", launch
-        why = f"launch-bound: host enqueue {ratio:.2f}x the device time"
-    elif graph:
-        why = "graph replays asked for"
-    else:
-        return fn, "eager", "eager calls asked for", launch
-    fallback = ("eager", why) if graph else ("profiler", why + "; kernel times summed by CUPTI")
-    try:
-        g = _capture(fn)
-    except Exception as exc:  # noqa: BLE001 - a call that syncs or allocates on the host cannot be captured
-        torch.cuda.synchronize()
-        return fn, fallback[0], f"{fallback[1]}; CUDA-graph capture failed ({type(exc).__name__}: {str(exc)[:160]})", \
-            launch
-    kernels, replay, in_replay = _profiler_ms(fn), _replay_ms(g), _profiler_ms(g.replay)
-    launch.update(kernel_us=round(kernels * 1e3, 2), replay_us=round(replay * 1e3, 2),
-                  replay_kernel_us=round(in_replay * 1e3, 2))
-    if min(replay, in_replay) < GRAPH_HOLDS * kernels:
-        return fn, fallback[0], (f"{fallback[1]}; the CUDA graph missed work (replay {replay * 1e3:.1f} us, "
-                                 f"kernels CUPTI saw in it {in_replay * 1e3:.1f} us, the call's kernels "
-                                 f"{kernels * 1e3:.1f} us: launches outside the capture stream)"), launch
-    graphs = [g, *_more_captures(fn, GRAPH_CAPTURES - 1)]
-    launch["captures"] = len(graphs)
-    return round_robin(graphs), "graph", why, launch
-
-
-def _more_captures(fn: Callable[[], object], n: int) -> list:
-    """Up to ``n`` more captures of ``fn`` (fewer where the GPU's memory runs out)."""
-    import torch
-
-    out = []
-    for _ in range(n):
-        try:
-            out.append(_capture(fn))
-        except torch.cuda.OutOfMemoryError:
-            torch.cuda.synchronize()
-            break
-    return out
-
-
-def round_robin(graphs: list) -> Callable[[], None]:
-    """One replay per call, cycling through ``graphs``."""
-    replays = itertools.cycle([g.replay for g in graphs])
-    return lambda: next(replays)()
-
-
-def graph_replays(fn: Callable[[], object], n: int = 0) -> Callable[[], None]:
-    """``n`` (default ``GRAPH_CAPTURES``) captures of ``fn`` replayed in turn: what the engine times in
-    graph mode (the stability check's reference times the same)."""
-    return round_robin([_capture(fn), *_more_captures(fn, (n or GRAPH_CAPTURES) - 1)])
 
 
 def _warm_up(call: Callable[[], object], wait: Callable[[], object], flush, timed: bool) -> float:

@@ -25,7 +25,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..results.schemas import BENCH, RUN, STABILITY, VERIFY, is_results_name, read_text
+from ..results.schemas import BENCH, RUN, STABILITY, VERIFY, is_results_name, partial_rows, read_text
 
 SKIP_DIRS = ("asv", "html", "parts")  # asv's files, the report's output, the parts of merged files
 # git-ignored local output (``verify`` writes reports/results/ by default): not part of the committed
@@ -94,20 +94,13 @@ def _read_json(path: Path) -> object:
 
 
 def _partial_rows(path: Path) -> list[dict]:
-    rows = []
-    lines = path.read_text().splitlines()
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            if n == len(lines):
-                break  # the last line of a stream cut mid-write
-            raise ReportInputError(f"{path}:{n}: not a JSON results row") from None
+    try:
+        rows = partial_rows(path)
+    except ValueError as exc:
+        raise ReportInputError(str(exc)) from None
+    for n, row in enumerate(rows, 1):
         if not isinstance(row, dict) or not {"variant", "case", "status"} <= row.keys():
             raise ReportInputError(f"{path}:{n}: not a verify results row (needs variant, case, status)")
-        rows.append(row)
     return rows
 
 

@@ -7,6 +7,7 @@ A file carries its schema in ``"schema"``; a reader refuses a file whose schema 
 from __future__ import annotations
 
 import gzip
+import json
 import os
 from pathlib import Path
 
@@ -43,3 +44,32 @@ def read_text(path: Path) -> str:
 def is_results_name(name: str) -> bool:
     """A name a results file can have: ``*.json``, or ``*.json.gz`` for a compressed one."""
     return name.endswith(".json") or name.endswith(".json.gz")
+
+
+def partial_rows(path: Path) -> list[dict]:
+    """The rows of a results stream (``F.partial.jsonl``, one JSON object a line), the last line left
+    out where a killed run cut it mid-write; any other line that is not JSON raises ``ValueError``."""
+    lines = Path(path).read_text().splitlines()
+    rows = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            if n == len(lines):
+                break
+            raise ValueError(f"{path}:{n}: not a JSON results row") from None
+    return rows
+
+
+def append_partial(path: Path):
+    """``path`` opened to append rows; a last line a killed run cut mid-write is cut off first, so the
+    next row starts a line of its own (and the stream keeps no torn line between rows)."""
+    path = Path(path)
+    if path.is_file():
+        data = path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            with path.open("r+b") as f:
+                f.truncate(data.rfind(b"\n") + 1)
+    return path.open("a")

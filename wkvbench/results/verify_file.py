@@ -14,7 +14,7 @@ from wkvkernels.base import availability
 
 from ..judge.check import SKIP, STATUSES, CheckResult
 from .provenance import provenance
-from .schemas import VERIFY, atomic_write
+from .schemas import VERIFY, append_partial, atomic_write, partial_rows
 
 if TYPE_CHECKING:  # the run's types; verify imports this module
     from ..run.verify import Report, Selection
@@ -44,7 +44,7 @@ class ResultsWriter:
         self.counts: collections.Counter[str] = collections.Counter()
         self.skips: collections.Counter[str] = collections.Counter()
         self.partial = path.with_suffix(".partial.jsonl")
-        self._sink = self.partial.open("a")
+        self._sink = append_partial(self.partial)
         self._written = 0.0
         for r in prior or []:
             self._count(r)
@@ -104,11 +104,7 @@ def load_previous(path: Path) -> tuple[dict | None, list[CheckResult], Path]:
         for d in doc.get("results", []):
             rows[row_key(d["variant"], d["case"], d.get("kind", "forward"))] = d
     if partial.is_file():
-        for line in partial.read_text().splitlines():
-            try:
-                d = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # the line being written when the run was killed
+        for d in partial_rows(partial):
             rows[row_key(d["variant"], d["case"], d.get("kind", "forward"))] = d
     return doc, [CheckResult.from_dict(d) for d in rows.values()], json_path
 

@@ -1,0 +1,172 @@
+"""What the timing engine times for a call (``choose_mode``): the eager calls, replays of CUDA graphs
+of them, or the kernel times CUPTI records, from the call's launch profile (``launch_profile``: the
+host's enqueue time against the device time) and from checks that a graph holds the call's work.
+``wkvbench.perf.timing`` then samples what this chose (its docstring, point 2, says why)."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+LAUNCH_BOUND = 0.25  # host enqueue time / device time at or above which a call is launch-bound
+
+
+def _profiler_ms(fn: Callable[[], object]) -> float:
+    """Sum of the CUDA kernel times CUPTI saw during one call (work on any stream)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return sum(e.self_device_time_total for e in prof.key_averages()) / 1e3  # us -> ms
+
+
+def launch_profile(fn: Callable[[], object], reps: int = 5) -> dict:
+    """Host time to enqueue one call (``host_us``, median of ``reps``, the GPU idle before each) and the
+    call's device time (``device_us``: events around one call enqueued while the GPU is still busy
+    with a spin kernel, so no host time can fall between them). Both in microseconds. A call whose
+    first measurement shows the host far below ``LAUNCH_BOUND`` of the device (a fifth of it) is
+    measured once (the long calls of the prefill and long sets: 8 calls saved per row)."""
+    import torch
+
+    def host_once() -> float:
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        fn()
+        dt = time.perf_counter() - t
+        torch.cuda.synchronize()
+        return dt
+
+    def device_once(spin: int) -> float:
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(spin)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        return a.elapsed_time(b) * 1e3
+
+    def spin_for(host_s: float) -> int:  # clock cycles (at most ~2 GHz): longer than the host's enqueue
+        return int(host_s * 2e9 + 2e5)
+
+    host = [host_once()]
+    dev = [device_once(spin_for(host[0]))]
+    if host[0] * 1e6 >= LAUNCH_BOUND / 5 * dev[0]:
+        host += [host_once() for _ in range(reps - 1)]
+        dev += [device_once(spin_for(max(host))) for _ in range(reps - 1)]
+    return {"host_us": round(float(np.median(host)) * 1e6, 2), "device_us": round(float(np.median(dev)), 2)}
+
+
+def _capture(fn: Callable[[], object]):
+    """``fn`` captured in a CUDA graph (its replay), after one call on a side stream."""
+    import torch
+
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn()  # warm the side stream
+    torch.cuda.current_stream().wait_stream(s)
+    with torch.cuda.graph(g):
+        fn()
+    torch.cuda.synchronize()
+    return g
+
+
+GRAPH_HOLDS = 0.8  # a graph replay shorter than this share of the call's kernel time missed launches
+# Each capture places the call's intermediate buffers anew, and the replays' speed follows the place:
+# 6 rounds of FLA's chunked GLA (quick set, bf16, H100, 2026-11-25) read 28.5-29.3 us with a new
+# capture each round and 29.0-29.1 us on one graph (wkv6: 31.4-31.9 against 31.58 every round). The
+# engine replays GRAPH_CAPTURES captures in turn, so a row's median stands for several placements.
+GRAPH_CAPTURES = 5
+
+
+def _replay_ms(g, reps: int = 5) -> float:
+    """Device time of one replay of ``g`` (median of ``reps``, events around each)."""
+    import torch
+
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return float(np.median(times))
+
+
+def choose_mode(fn: Callable[[], object], graph: bool | None, clock: str) -> tuple[Callable[[], object], str, str,
+                                                                                    dict]:
+    """(the call to time, mode, why, launch profile) for ``time_call``'s ``graph`` setting.
+
+    A launch-bound call is timed as CUDA-graph replays when its capture holds its work: both the replay
+    (CUDA events) and the kernels CUPTI records inside one replay must reach ``GRAPH_HOLDS`` of the
+    kernel time CUPTI sees in one eager call (the events alone passed 12.8 us replays of ChatRWKV's
+    11.3 us wkv4 decode kernel that then timed at 1.2-11 us, H100, 2026-11-24). CUDA
+    extensions that launch on the legacy default stream instead of torch's current one capture
+    nothing (replays of 1.3 us for ChatRWKV's and rwkv-ops' decode kernels of 0.1-4.7 ms, H100,
+    2026-11-24); such a call, and one that cannot be captured at all, is timed by the kernel times
+    CUPTI records (``profiler``), which no host gap can inflate."""
+    import torch
+
+    if clock == "profiler":
+        return fn, "profiler", "kernel times summed by CUPTI (work on a stream events cannot see)", {}
+    launch = launch_profile(fn) if graph is None else {}
+    if graph is None:
+        ratio = launch["host_us"] / max(launch["device_us"], 1e-3)
+        if ratio < LAUNCH_BOUND:
+            return fn, "eager", f"host enqueue {ratio:.2f}x the device time", launch
+        why = f"launch-bound: host enqueue {ratio:.2f}x the device time"
+    elif graph:
+        why = "graph replays asked for"
+    else:
+        return fn, "eager", "eager calls asked for", launch
+    fallback = ("eager", why) if graph else ("profiler", why + "; kernel times summed by CUPTI")
+    try:
+        g = _capture(fn)
+    except Exception as exc:  # noqa: BLE001 - a call that syncs or allocates on the host cannot be captured
+        torch.cuda.synchronize()
+        return fn, fallback[0], f"{fallback[1]}; CUDA-graph capture failed ({type(exc).__name__}: {str(exc)[:160]})", \
+            launch
+    kernels, replay, in_replay = _profiler_ms(fn), _replay_ms(g), _profiler_ms(g.replay)
+    launch.update(kernel_us=round(kernels * 1e3, 2), replay_us=round(replay * 1e3, 2),
+                  replay_kernel_us=round(in_replay * 1e3, 2))
+    if min(replay, in_replay) < GRAPH_HOLDS * kernels:
+        return fn, fallback[0], (f"{fallback[1]}; the CUDA graph missed work (replay {replay * 1e3:.1f} us, "
+                                 f"kernels CUPTI saw in it {in_replay * 1e3:.1f} us, the call's kernels "
+                                 f"{kernels * 1e3:.1f} us: launches outside the capture stream)"), launch
+    graphs = [g, *_more_captures(fn, GRAPH_CAPTURES - 1)]
+    launch["captures"] = len(graphs)
+    return round_robin(graphs), "graph", why, launch
+
+
+def _more_captures(fn: Callable[[], object], n: int) -> list:
+    """Up to ``n`` more captures of ``fn`` (fewer where the GPU's memory runs out)."""
+    import torch
+
+    out = []
+    for _ in range(n):
+        try:
+            out.append(_capture(fn))
+        except torch.cuda.OutOfMemoryError:
+            torch.cuda.synchronize()
+            break
+    return out
+
+
+def round_robin(graphs: list) -> Callable[[], None]:
+    """One replay per call, cycling through ``graphs``."""
+    replays = itertools.cycle([g.replay for g in graphs])
+    return lambda: next(replays)()
+
+
+def graph_replays(fn: Callable[[], object], n: int = 0) -> Callable[[], None]:
+    """``n`` (default ``GRAPH_CAPTURES``) captures of ``fn`` replayed in turn: what the engine times in
+    graph mode (the stability check's reference times the same)."""
+    return round_robin([_capture(fn), *_more_captures(fn, (n or GRAPH_CAPTURES) - 1)])
