@@ -11,7 +11,8 @@ import pytest
 
 from wkvbench.cli import main
 from wkvbench.perf import roofline
-from wkvbench.perf.bench import SHAPE_SETS, STANDARD_SETS, BenchSelection, gate_case, merge, set_shape
+from wkvbench.perf.bench import SHAPE_SETS, STANDARD_SETS, BenchSelection, gate_case, set_shape
+from wkvbench.perf.bench_merge import merge
 from wkvbench.perf.timing import summarize
 
 

@@ -13,7 +13,8 @@ from .args import results_dir
 
 
 def _bench(args: argparse.Namespace, console: Console) -> int:
-    from ..perf.bench import STANDARD_SETS, Bench, BenchSelection, bench_table
+    from ..perf.bench import STANDARD_SETS, Bench, BenchSelection
+    from ..perf.tables import bench_table
 
     sets = tuple(x for s in (args.sets or ["quick"]) for x in (STANDARD_SETS if s == "standard" else (s,)))
     try:

@@ -363,8 +363,7 @@ class GpuRun:
     def _bench(self, ngpu: int, ggml: bool) -> tuple[bool, str]:
         """The bench of every backend but ggml (``bench.json``), or of ggml's variants once they are built
         and verified, joined into it."""
-        from ..perf.bench import merge
-        from ..perf.bench_merge import run_on_gpus
+        from ..perf.bench_merge import merge, run_on_gpus
 
         if not ggml and all(v.backend == "ggml" for v in self._selected("cuda")):
             return True, "no CUDA variant to time but ggml's (ggml-bench)"

@@ -1,5 +1,5 @@
 """``python -m wkvbench.perf.bench_merge --output F.json SHARD.json ...``: join bench shard files (one
-machine identity) into one ``wkvbench.bench/1`` file (see ``wkvbench.perf.bench.merge``).
+machine identity) into one ``wkvbench.bench/1`` file (``merge``).
 
 ``python -m wkvbench.perf.bench_merge --gpus N --output F.json -- [bench arguments]`` runs the bench on a
 host with several GPUs: one worker process per GPU, all at once, worker ``i`` with
@@ -9,6 +9,7 @@ their shards into F.json (``nox -s bench`` calls this)."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -16,7 +17,22 @@ import threading
 from pathlib import Path
 
 from ..run.isolate import gpu_of
-from .bench import merge
+
+
+def merge(paths: list[Path], out: Path) -> dict:
+    """Join shard files of one bench run (same identity) into one."""
+    docs = [json.loads(p.read_text()) for p in paths]
+    ids = {d["provenance"].get("identity") for d in docs}
+    if len(ids) != 1:
+        raise ValueError(f"shards come from different machines/stacks: {sorted(map(str, ids))}")
+    doc = dict(docs[0])
+    rows = {(r["variant"], r["shape_set"], r["dtype"]): r for d in docs for r in d["rows"]}  # a later file wins
+    doc["rows"] = [rows[k] for k in sorted(rows)]
+    doc["complete"] = all(d.get("complete") for d in docs)
+    doc["settings"] = {**doc["settings"], "shard": None, "shards": len(docs)}
+    out.write_text(json.dumps(doc, indent=1))
+    return doc
+
 
 APART = ("ggml",)  # backends timed in processes of their own (FINDINGS.md: ggml's CUDA init beside others)
 
@@ -98,9 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         print(machine_slug(provenance()))
         return 0
     if args.markdown:
-        import json
-
-        from .bench import markdown_table
+        from .tables import markdown_table
 
         print(markdown_table([r for p in args.shards for r in json.loads(p.read_text())["rows"]]))
         return 0

@@ -1,0 +1,58 @@
+"""The bench rows as tables: a rich table for the terminal (``bench_table``) and a Markdown one for a
+README or a pull-request comment (``markdown_table``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .bench import SHAPE_SETS
+
+if TYPE_CHECKING:
+    from .roofline import Ceilings
+
+
+def _ms(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x * 1e3:.1f} us" if x < 1 else f"{x:.3f} ms"
+
+
+def bench_table(rows: list[dict], ceilings: Ceilings | None):
+    """One rich table: median (IQR), n, GB/s, TFLOP/s, % of the roofline floor; reasons for the rest."""
+    from rich.table import Table
+
+    title = "wkvbench bench: device time (median, IQR) vs the roofline floor"
+    if ceilings:
+        title += (f"  [copy {ceilings.copy_gbps / 1e3:.2f} TB/s, bf16 {ceilings.matmul_bf16_tflops:.0f} / "
+                  f"fp32 {ceilings.matmul_fp32_tflops:.0f} TFLOP/s]")
+    t = Table(title=title)
+    for col, just in (("set", "left"), ("variant", "left"), ("dtype", "left"), ("shape", "left"),
+                      ("median", "right"), ("IQR", "right"), ("n", "right"), ("GB/s", "right"),
+                      ("TFLOP/s", "right"), ("% floor", "right"), ("note", "left")):
+        t.add_column(col, justify=just, overflow="fold")
+    order = {s: i for i, s in enumerate(SHAPE_SETS)}
+    for r in sorted(rows, key=lambda r: (order.get(r["shape_set"], 99), r["op"], r.get("median_ms") or 1e99)):
+        if r["status"] == "OK":
+            note = ("[yellow]throttled[/yellow] " if r.get("throttled") else "") + (
+                f"{r['outliers']} outliers" if r.get("outliers") else "")
+            t.add_row(r["shape_set"], r["variant"], r["dtype"], r["shape"], _ms(r["median_ms"]), _ms(r["iqr_ms"]),
+                      str(r["n"]), f"{r['gbps']:.0f}", f"{r['tflops']:.2f}",
+                      f"{r['pct_of_floor']:.1f}" if r.get("pct_of_floor") is not None else "-", note)
+        else:
+            colour = {"SKIP": "yellow", "UNVERIFIED": "magenta"}.get(r["status"], "red")
+            t.add_row(r["shape_set"], r["variant"], r["dtype"], r["shape"], f"[{colour}]{r['status']}[/{colour}]",
+                      "", "", "", "", "", r.get("reason", "")[:160])
+    return t
+
+
+def markdown_table(rows: list[dict], sets: tuple[str, ...] | None = None) -> str:
+    """README/PR-comment table of the OK rows: median (IQR), n, GB/s, TFLOP/s, % of floor, x floor."""
+    order = {s: i for i, s in enumerate(SHAPE_SETS)}
+    lines = ["| set | shape | variant | dtype | median | IQR | n | GB/s | TFLOP/s | % of floor | x floor |",
+             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    ok = [r for r in rows if r["status"] == "OK" and (not sets or r["shape_set"] in sets)]
+    for r in sorted(ok, key=lambda r: (order.get(r["shape_set"], 99), r["op"], r["median_ms"])):
+        lines.append(f"| {r['shape_set']} | {r['op']} {r['shape']} | {r['variant']} | {r['dtype']} | "
+                     f"{_ms(r['median_ms'])} | {_ms(r['iqr_ms'])} | {r['n']} | {r['gbps']:.0f} | {r['tflops']:.2f} | "
+                     f"{r['pct_of_floor']:.1f} | {r['x_floor']:.1f} |")
+    return "\n".join(lines)
