@@ -277,13 +277,9 @@ def test_forward_and_backward_in_one_run_with_seconds_per_variant_kind_and_dtype
     assert p2.returncode == 0 and len(json.loads(out.read_text())["results"]) == n
 
 
-def test_a_variants_worker_takes_its_next_units_and_never_another_variants(monkeypatch):
-    """The torch baseline's forward and backward in two dtypes are 4 units, FLA's naive recurrence (no
-    backward) 2; one worker at a time. Each variant starts one worker, which runs its units one after
-    the other; the results are those of the in-process run. A worker that ran out of input exits (none
-    is left behind)."""
+def _workers_started(monkeypatch) -> list[str]:
+    """The variant of every worker process started from now on, in order."""
     from wkvbench.run import isolate
-    from wkvbench.run.verify import Selection, run
 
     started: list[str] = []
     real = isolate._Worker.__init__
@@ -293,6 +289,18 @@ def test_a_variants_worker_takes_its_next_units_and_never_another_variants(monke
         real(self, variant, *a, **kw)
 
     monkeypatch.setattr(isolate._Worker, "__init__", counting)
+    return started
+
+
+def test_a_variants_worker_takes_its_next_units_and_never_another_variants(monkeypatch):
+    """The torch baseline's forward and backward in two dtypes are 4 units, FLA's naive recurrence (no
+    backward) 2; one worker at a time. Each variant starts one worker, which runs its units one after
+    the other; the results are those of the in-process run. A worker that ran out of input exits (none
+    is left behind)."""
+    from wkvbench.run import isolate
+    from wkvbench.run.verify import Selection, run
+
+    started = _workers_started(monkeypatch)
     sel = Selection(ops=("gla",), variant_globs=("gla.torch.recurrent", "gla.fla.naive_recurrent"),
                     dtypes=("fp32", "bf16"), case_ids=("gla/model/B1-T1-H2-N64-h0/fp32/s0",
                                                        "gla/model/B2-T37-H2-N64-h0/fp32/s0",
@@ -335,14 +343,7 @@ def test_a_variant_that_compiles_nothing_runs_its_units_in_one_worker_even_with_
     from wkvbench.run import isolate
     from wkvbench.run.verify import Selection, run
 
-    started: list[str] = []
-    real = isolate._Worker.__init__
-
-    def counting(self, variant, *a, **kw):
-        started.append(variant)
-        real(self, variant, *a, **kw)
-
-    monkeypatch.setattr(isolate._Worker, "__init__", counting)
+    started = _workers_started(monkeypatch)
     sel = Selection(ops=("gla",), variant_globs=("gla.torch.recurrent", "gla.fla.naive_recurrent"),
                     dtypes=("fp32", "bf16"), case_ids=("gla/model/B1-T1-H2-N64-h0/fp32/s0",
                                                        "gla/model/B1-T1-H2-N64-h0/bf16/s0"),
