@@ -43,16 +43,16 @@ import json
 import os
 import shlex
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..results.runfile import State, print_breakdown
-from ..run.procs import Load, Procs, complete, ggml_ready, py, say, tail, untimed_env
+from ..run.procs import Load, Procs, complete, py, say, tail, untimed_env
+from . import ggml as ggml_build
 from .side import run_side, side_tasks
-from .verify_merge import attach_properties, merge_verify, verify_detail
+from .verify_merge import attach_properties, verify_detail
 
 DTYPES_ALL = ("bf16", "fp16", "fp32")
 HEARTBEAT_S = 30.0
@@ -150,14 +150,14 @@ class GpuRun:
         if ngpu == 0:
             say("no CUDA device: only the CPU variants are verified; bench, asv need a GPU")
         self.ngpu = ngpu
-        ggml = self._start_ggml()
+        ggml = ggml_build.start_build(self)
         try:
             ok = self._parallel(ngpu)
             if self.ggml_beside is not None:  # its tail before the bench times anything
-                ok &= self._phase("ggml-verify", lambda: self._ggml_verify_end(self.ggml_beside))
+                ok &= self._phase("ggml-verify", lambda: ggml_build.verify_end(self, self.ggml_beside))
             if ngpu and "bench" in self.opt.phases:
                 ok &= self._phase("bench", lambda: self._bench(ngpu, ggml=False))
-            ok &= self._ggml_verify(ggml)
+            ok &= ggml_build.build_and_verify(self, ggml)
             if ngpu and "bench" in self.opt.phases and any(v.backend == "ggml" for v in self._selected("cuda")):
                 ok &= self._phase("ggml-bench", lambda: self._bench(ngpu, ggml=True))
             if ngpu and self.opt.stability and self.bench.is_file():
@@ -194,31 +194,6 @@ class GpuRun:
         say(f"{name}: {ph.status} in {time.time() - t0:.0f} s{': ' + detail if detail else ''}")
         return ok
 
-    def _start_ggml(self) -> subprocess.Popen | None:
-        """ggml-python's CUDA build, in the background, at the lowest CPU priority, unless this
-        environment already has the ggml it asks for (a second run). About 3 minutes of 16 cores: beside
-        the verification, which keeps every core busy on its own, it lengthened the run by as much (H100,
-        2026-11-24); niced, it takes the cores the verification leaves and the bench's idle ones (the bench
-        times on one core), and its variants are verified and timed after the bench."""
-        if self.opt.ggml_src is None or self.state.phase("ggml").status == "done":
-            return None
-        ph = self.state.phase("ggml")
-        if ggml_ready():
-            ph.status, ph.detail = "done", "already installed"
-            self.state.save()
-            say("ggml: ggml-python with the backend CMAKE_ARGS asks for is installed already")
-            return None
-        ph.status, ph.started = "running", time.time()
-        cmd = ["nice", "-n", "19", sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation",
-               *self.opt.ggml_pip, str(self.opt.ggml_src)]
-        say(f"ggml: building ggml-python in the background (CMAKE_ARGS={os.environ.get('CMAKE_ARGS')!r})")
-        env = {"CMAKE_BUILD_PARALLEL_LEVEL": str(max(1, (os.cpu_count() or 2) - 1))}  # a core for the bench
-        import shutil
-
-        if shutil.which("nvcc") is None and os.path.exists("/usr/local/cuda/bin/nvcc"):  # CUDA's usual home
-            env["PATH"] = "/usr/local/cuda/bin" + os.pathsep + os.environ.get("PATH", "")
-        return self.procs.start("ggml-build", cmd, env)
-
     def _verify_cmd(self, out: Path, variants: list[str] | None = None) -> list[str]:
         """``verify`` of the selection (or of exactly ``variants``), resuming ``out`` when it exists."""
         tail = ["--timeout", str(self.opt.timeout_s), *(["--jobs", str(self.opt.jobs)] if self.opt.jobs else []),
@@ -248,7 +223,7 @@ class GpuRun:
         if not verify_done and built and not ggml_done:
             # built before this run: ggml's verification goes beside the others instead of after the
             # bench, on the cores their stragglers leave
-            self.ggml_beside = self._ggml_verify_start()
+            self.ggml_beside = ggml_build.verify_start(self)
         excl = ("*.ggml.*",)
         self.opt.exclude = (*self.opt.exclude, *excl)
         vp = None
@@ -298,56 +273,6 @@ class GpuRun:
         self.state.save()
         say(f"verify: {ph.status} in {ph.seconds:.0f} s: {ph.detail}; side: {side_ph.detail}")
         return ok
-
-    def _ggml_verify(self, build: subprocess.Popen | None) -> bool:
-        if build is not None:
-            ph = self.state.phase("ggml")
-            t0 = time.time()
-            rc = self.procs.wait(build)
-            self.state.add_cpu("ggml", build.cpu_s)
-            ph.seconds = time.time() - (ph.started or t0)
-            ph.status = "done" if rc == 0 else "failed"
-            ph.detail = "" if rc == 0 else f"pip exited with {rc}: " + tail(self.procs.logs / "ggml-build.log", 3)
-            self.state.save()
-            say(f"ggml: build {ph.status} after {ph.seconds:.0f} s (waited {time.time() - t0:.0f} s for it)")
-
-        if self.ggml_beside is not None:
-            return True  # verified beside the others
-        return self._phase("ggml-verify", lambda: self._ggml_verify_end(self._ggml_verify_start()))
-
-    def _ggml_verify_start(self) -> tuple | None:
-        """ggml's verify process, and its properties processes in a thread (None: no ggml variant)."""
-        names = [v.name for v in self._selected() if v.backend == "ggml"]  # the selection's ggml variants
-        if not names:
-            return None
-        part = self.work / "verify-ggml.json"
-        p = self.procs.start("verify-ggml", self._verify_cmd(part, variants=names), untimed_env())
-        tasks = side_tasks(self, ggml=True)
-        counts: collections.Counter = collections.Counter()
-        side = threading.Thread(target=run_side, args=(self, tasks, max(1, len(tasks)), threading.Event(), counts),
-                                daemon=True)
-        side.start()
-        return p, side, part
-
-    def _ggml_verify_end(self, started: tuple | None) -> tuple[bool, str]:
-        """Wait for what ``_ggml_verify_start`` started; its rows join the run's verify file."""
-        if started is None:
-            return True, "no ggml variant selected"
-        p, side, part = started
-        side.join()
-        rc = self.procs.wait(p)
-        self.state.add_cpu("verify", p.cpu_s)
-        if rc not in (0, 1) or not complete(part):
-            return False, f"verify exited with {rc}: " + tail(self.procs.logs / "verify-ggml.log", 3)
-        self._variant_times(part)
-        if self.verify.is_file():
-            merge_verify(self.verify, part)
-            part.unlink()
-        else:  # only ggml variants were selected: theirs is the run's verify file
-            part.replace(self.verify)
-        beside = started is self.ggml_beside
-        return True, verify_detail(self.verify) + (" (started beside verify; the seconds: what it added after it)"
-                                                   if beside else "")
 
     def _variant_times(self, path: Path) -> None:
         try:
