@@ -39,11 +39,12 @@ def test_the_gpu_run_gives_it_to_verify_and_side_tasks_not_to_the_bench():
     (warm-ups, properties) are started with ``untimed_env``."""
     import inspect
 
+    from wkvbench.gpu import ggml, side
     from wkvbench.gpu import run as gpu
-    from wkvbench.gpu import side
 
     src = inspect.getsource(gpu.GpuRun)
     assert 'self.procs.start("verify", cmd, untimed_env())' in src
-    assert 'self.procs.start("verify-ggml", self._verify_cmd(part, variants=names), untimed_env())' in src
+    assert ('run.procs.start("verify-ggml", run._verify_cmd(part, variants=names), untimed_env())'
+            in inspect.getsource(ggml.verify_start))
     assert "untimed_env()" in inspect.getsource(side.run_side)
     assert "untimed_env" not in inspect.getsource(gpu.GpuRun._bench)
