@@ -276,7 +276,7 @@ def test_superseded_runs_are_not_marked_current(fixture_page):
 def test_the_newest_committed_run_of_each_machine_comes_first(committed_page):
     """The committed H100 runs of 2026-11-22/23 (the ggml CRASH run among them) are superseded by the
     2026-11-25 run of the same machine and case set; the bench files likewise by the newest full bench
-    (the second run of that day, on warm caches, after the fresh one of the machine's results set)."""
+    (the machine's results set, a fresh run; the earlier warm-cache run of that day is superseded)."""
     _, text, tree = committed_page
     # newer runs of other machines (the MLX CPU runs of 2026-11-25) come before the H100's groups
     h100 = [h for h in tree.h3 if h.startswith("NVIDIA H100 80GB HBM3")]
@@ -289,8 +289,8 @@ def test_the_newest_committed_run_of_each_machine_comes_first(committed_page):
     perf = text[text.index('<section id="performance"'):text.index('<section id="runs"')]
     now, before = perf.split('<details class="earlier" id="earlier-bench">')
     # the full sets of 2026-11-25 (ggml's rows in them) supersede the older ggml-only run of 2026-11-24
-    assert now.count("badge current") == 1 and "h100-2026-11-25-warm-caches/bench.json.gz" in now
-    assert "triton3.6.0/bench.json.gz" in before
+    assert now.count("badge current") == 1 and "triton3.6.0/bench.json.gz" in now
+    assert "h100-2026-11-25-warm-caches/bench.json.gz" in before
     assert "reports/gpu/h100-2026-11-24-ggml/bench.json" not in now
     assert "reports/gpu/h100-2026-11-24-ggml/bench.json" in before
     assert "reports/gpu/h100-2026-11-23/bench-bf16.json.gz" in before
@@ -599,6 +599,28 @@ def test_the_report_shows_where_a_gpu_runs_time_went_and_its_stability(tmp_path)
     assert "GPU busy while verifying: mean 70 %, 1/2 samples" in html
     assert "1/2 rows within the targets" in html and "111.8 us" in html and "<td>NO</td>" in html
     assert "No <code>nox -s gpu</code> run" in runs_section([], src.stability)
+    assert "no result" not in html  # no bench file beside it: nothing to count against
+
+
+def test_the_stability_view_counts_the_bench_rows_it_has_no_result_for():
+    """A check stopped before the end of its bench file says how many timed rows it did not reach, by
+    shape set (ggml's apart); rows the bench did not time (SKIP) are not counted."""
+    from wkvbench.report.runs import run_views
+
+    stab = {"schema": "wkvbench.stability/1", "bench": "bench.json", "repeats": 5, "rows": [
+        {"shape_set": "decode", "variant": "v1", "dtype": "bf16", "mode": "graph",
+         "engine_median_ms": 0.1, "spread": 0.004, "ratio": 1.0, "ok": True}]}
+    bench = [{"variant": "v1", "shape_set": "decode", "dtype": "bf16", "status": "OK"},
+             {"variant": "v1", "shape_set": "prefill", "dtype": "bf16", "status": "OK"},
+             {"variant": "v1", "shape_set": "prefill", "dtype": "fp16", "status": "OK"},
+             {"variant": "gdn.ggml.cuda", "shape_set": "decode", "dtype": "fp32", "status": "OK"},
+             {"variant": "v1", "shape_set": "long", "dtype": "fp32", "status": "SKIP"}]
+    run = {"schema": "wkvbench.run/1", "phases": {}}
+    [v] = run_views([("gpu/box/run.json", run)], [("gpu/box/stability.json", stab)], {"gpu/box": bench})
+    assert v.stability.meta.endswith("3 timed rows of bench.json have no result (the check stopped before "
+                                     "them): ggml 1, prefill 2.")
+    [w] = run_views([("gpu/box/run.json", run)], [("gpu/box/stability.json", stab)], {"gpu/box": bench[:1]})
+    assert "no result" not in w.stability.meta
 
 
 def test_a_run_of_a_few_variants_supersedes_no_run_of_every_variant():

@@ -52,13 +52,15 @@ def measure(row: dict, repeats: int, settings: dict, rep_ms: int) -> dict:
     fn = lambda: v.run(native)  # noqa: E731
     clock = "profiler" if v.backend == "ggml" else "events"
     out = {"variant": row["variant"], "shape_set": row["shape_set"], "dtype": row["dtype"], "shape": row["shape"],
-           "bench_median_ms": row.get("median_ms"), "engine_ms": [], "reference_ms": [], "modes": []}
+           "bench_median_ms": row.get("median_ms"), "engine_ms": [], "reference_ms": [], "modes": [],
+           "clock_mhz": []}  # per round, the SM clock after the engine's warm-up and after its samples
     ref_call = None
     for _ in range(repeats):
         t = time_call(fn, l2=settings.get("l2", "cold"), clock=clock, sem_bound=settings.get("sem_bound", 0.005),
                       time_cap_s=settings.get("time_cap_s", 1.0), sync=getattr(native, "synchronize", None))
         out["engine_ms"].append(t.stats()["median_ms"])
         out["modes"].append(t.mode)
+        out["clock_mhz"].append(t.clock_mhz)
         if t.mode == "profiler":  # CUPTI kernel sums: ggml's own stream, or a launch-bound call no graph holds
             continue
         if ref_call is None:

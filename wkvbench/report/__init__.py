@@ -251,7 +251,7 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
     rows = [{"path": r.path, "machine": machine_of(r), "rows": result_rows(r), "counts": counts(r.rows),
              "current": status[r.path].current, "superseded_by": status[r.path].superseded_by}
             for r in sorted(src.verify, key=lambda r: groups.index(status[r.path]))]
-    runs = run_views(src.runs, src.stability)
+    runs = run_views(src.runs, src.stability, {b.path.rsplit("/", 1)[0]: b.rows for b in src.bench})
     for r in runs:
         charts.offer(r.machine)
     for g in groups:  # the filter offers every machine, operator and dtype a table shows

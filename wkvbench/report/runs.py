@@ -4,6 +4,7 @@ Data for ``templates/runs.j2``; ``runs_section`` renders that template alone."""
 
 from __future__ import annotations
 
+import collections
 from dataclasses import dataclass, field
 
 
@@ -68,7 +69,22 @@ def _load_line(doc: dict) -> str:
     return "; ".join(parts) + "."
 
 
-def _stability(doc: dict, shown: str) -> Stability:
+def _unmeasured(doc: dict, bench_rows: list[dict] | None) -> str:
+    """The timed rows of the bench file beside the check (the file it checked) that it has no result
+    for, counted by shape set (ggml's apart: they run last, in a process of their own)."""
+    if not bench_rows:
+        return ""
+    have = {(r.get("variant"), r.get("shape_set"), r.get("dtype")) for r in doc.get("rows", [])}
+    missing = collections.Counter(
+        ("ggml" if ".ggml." in r["variant"] else r["shape_set"]) for r in bench_rows
+        if r.get("status") == "OK" and (r["variant"], r["shape_set"], r["dtype"]) not in have)
+    if not missing:
+        return ""
+    return (f" {sum(missing.values())} timed rows of {doc.get('bench', 'the bench file')} have no result "
+            "(the check stopped before them): " + ", ".join(f"{k} {n}" for k, n in sorted(missing.items())) + ".")
+
+
+def _stability(doc: dict, shown: str, bench_rows: list[dict] | None = None) -> Stability:
     rows = doc.get("rows", [])
     ok = sum(1 for r in rows if r.get("ok"))
     out = []
@@ -85,19 +101,22 @@ def _stability(doc: dict, shown: str) -> Stability:
     meta = (f"{doc.get('repeats')} rounds per row, the engine against triton's do_bench; "
             f"{ok}/{len(rows)} rows "
             f"within the targets (spread at most {100 * doc.get('spread_max', 0.01):.0f} %, within "
-            f"{100 * doc.get('ratio_max', 0.02):.0f} % of the reference).")
+            f"{100 * doc.get('ratio_max', 0.02):.0f} % of the reference)." + _unmeasured(doc, bench_rows))
     head = ("set", "variant", "dtype", "mode", "engine", "spread", "reference's spread", "ratio", "ok")
     return Stability(shown, meta, Table(head, out))
 
 
-def run_views(runs: list[tuple[str, dict]], stability: list[tuple[str, dict]]) -> list[RunView]:
-    """Each run (path, ``wkvbench.run/1`` document) with the stability check found in its folder."""
+def run_views(runs: list[tuple[str, dict]], stability: list[tuple[str, dict]],
+              bench: dict[str, list[dict]] | None = None) -> list[RunView]:
+    """Each run (path, ``wkvbench.run/1`` document) with the stability check found in its folder, and
+    the rows of the bench file it checked (``bench``: folder -> rows) it has no result for."""
     beside = {path.rsplit("/", 1)[0]: (path, doc) for path, doc in stability}
     out = []
     for path, doc in runs:
         v = _run_view(doc, path)
-        if (stab := beside.get(path.rsplit("/", 1)[0])) is not None:
-            v.stability = _stability(stab[1], stab[0])
+        folder = path.rsplit("/", 1)[0]
+        if (stab := beside.get(folder)) is not None:
+            v.stability = _stability(stab[1], stab[0], (bench or {}).get(folder))
         out.append(v)
     return out
 
