@@ -160,17 +160,9 @@ def _correctness(base: Side, cand: Side, out: GateReport) -> None:
         n += 1
         if row["status"] in ("FAIL", "ERROR", "XPASS"):
             was = base.verify.get((variant, case, kind), {}).get("status", "absent")
-            out.decisions.append(
-                Decision(
-                    "correctness",
-                    variant,
-                    case,
-                    FAIL_,
-                    kind,
-                    {"status": row["status"], "baseline_status": was},
-                    row.get("reason", ""),
-                )
-            )
+            out.decisions.append(Decision("correctness", variant, case, FAIL_, kind,
+                                          {"status": row["status"], "baseline_status": was},
+                                          row.get("reason", "")))
     for (variant, case), row in sorted(cand.bench.items()):
         n += 1
         vstat = (row.get("verify") or {}).get("status")
@@ -182,17 +174,9 @@ def _correctness(base: Side, cand: Side, out: GateReport) -> None:
                                           row.get("reason", "")))
             continue
         if row["status"] in ("UNVERIFIED", "ERROR") or vstat in ("FAIL", "ERROR", "XPASS"):
-            out.decisions.append(
-                Decision(
-                    "correctness",
-                    variant,
-                    case,
-                    FAIL_,
-                    "bench",
-                    {"status": row["status"], "verify_status": vstat},
-                    row.get("reason", ""),
-                )
-            )
+            out.decisions.append(Decision("correctness", variant, case, FAIL_, "bench",
+                                          {"status": row["status"], "verify_status": vstat},
+                                          row.get("reason", "")))
     out.counts_checked["correctness"] = n
 
 

@@ -96,7 +96,17 @@ class GgmlCpuVariant(GgmlVariant):
 class GgmlBackendVariant(GgmlVariant):
     """ggml's backend API on ``ggml_device`` (``GgmlBackendGraph``): "cuda" for the registered
     variants; "cpu" runs the same path on ggml's CPU backend (used by the tests on machines
-    without a GPU)."""
+    without a GPU); "metal" on an Apple-silicon Mac.
+
+    The graph and its conventions are the operator class's (``Wkv6Op``, ``Wkv7Op``, ``GlaOp``,
+    ``GdnOp`` below), the same code as the CPU adapters. ggml-python must be built for the device
+    (``CMAKE_ARGS="-DGGML_CUDA=on"``, which ``nox -s gpu`` does, or ``-DGGML_METAL=on`` on a Mac);
+    ``available()`` says which part is missing. Inputs are copied to the device once in ``prepare``,
+    ``run`` launches on ggml's own stream without synchronizing, and ``to_canonical`` synchronizes and
+    copies ``dst`` back (checking the guard after it). ggml's kernels are fp32 only. A head size
+    a kernel does not take aborts the whole process, so ``supports`` refuses it with the reason (each
+    variant's docstring names its kernel's limits).
+    """
 
     device: ClassVar[str] = "cuda"
     ggml_device: ClassVar[str] = "cuda"

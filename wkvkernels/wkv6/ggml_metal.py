@@ -7,10 +7,9 @@ from wkvkernels.base import register
 
 
 class Wkv6GgmlMetal(Wkv6Op, GgmlBackendVariant):
-    """The same graph as ``wkv6.ggml.cpu``/``wkv6.ggml.cuda`` (``Wkv6Op`` in ``wkvkernels/_ggml/``) on ggml's
-    Metal backend, fp32 only. Needs ggml-python built on an Apple-silicon Mac with
-    ``CMAKE_ARGS="-DGGML_METAL=on"``; elsewhere ``available()`` says "No Metal back-end". Head size:
-    N == 64 (the kernel fixes head_size = 64 and its pipeline asserts it: any other aborts).
+    """wkv6's ggml graph on ggml's Metal backend (``GgmlBackendVariant``); elsewhere ``available()``
+    says "No Metal back-end". Head size: N == 64 (the kernel fixes head_size = 64 and its pipeline
+    asserts it: any other aborts).
     """
 
     name = "wkv6.ggml.metal"

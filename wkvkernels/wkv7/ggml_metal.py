@@ -7,10 +7,9 @@ from wkvkernels.base import register
 
 
 class Wkv7GgmlMetal(Wkv7Op, GgmlBackendVariant):
-    """The same graph as ``wkv7.ggml.cpu``/``wkv7.ggml.cuda`` (``Wkv7Op`` in ``wkvkernels/_ggml/``) on ggml's
-    Metal backend, fp32 only. Needs ggml-python built on an Apple-silicon Mac with
-    ``CMAKE_ARGS="-DGGML_METAL=on"``; elsewhere ``available()`` says "No Metal back-end". Head size:
-    N == 64 (the kernel fixes head_size = 64 and its pipeline asserts it: any other aborts).
+    """wkv7's ggml graph on ggml's Metal backend (``GgmlBackendVariant``); elsewhere ``available()``
+    says "No Metal back-end". Head size: N == 64 (the kernel fixes head_size = 64 and its pipeline
+    asserts it: any other aborts).
     """
 
     name = "wkv7.ggml.metal"
