@@ -98,7 +98,7 @@ def available(monkeypatch):
 
 
 def test_unsupported_values_skip_every_property_under_its_name(available):
-    from wkvbench.checks.properties import packing_invariance
+    from wkvbench.checks.packing import packing_invariance
 
     v = _Refusing("wkv6.test.rwkv5", "wkv6.torch.recurrent", refuse_values=lambda c: True)
     case = _case(v)

@@ -1,4 +1,4 @@
-"""Packing invariance (``wkvbench.checks.properties.packing_invariance``): shown able to fail on in-process
+"""Packing invariance (``wkvbench.checks.packing.packing_invariance``): shown able to fail on in-process
 packed emulations with planted bugs, and run on FLA's real kernels through their Triton-interpreter
 twins in a subprocess (``TRITON_INTERPRET=1`` is process-global)."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wkvbench.checks.properties import PACK_LENGTHS, PACK_SLACK, _sequence, pack_inputs, packing_invariance
+from wkvbench.checks.packing import PACK_LENGTHS, PACK_SLACK, _sequence, pack_inputs, packing_invariance
 from wkvbench.judge.check import FAIL, PASS, SKIP, XFAIL, Checker
 from wkvkernels import get, register, unregister
 from wkvkernels.cases import Case, Shape
@@ -168,7 +168,7 @@ def test_packing_skips_with_a_reason():
 def test_uninitialized_allocations_are_poisoned():
     import torch
 
-    from wkvbench.checks.properties import poison_uninitialized
+    from wkvbench.checks.packing import poison_uninitialized
 
     with poison_uninitialized():
         assert torch.isnan(torch.empty(64)).all() and torch.isnan(torch.zeros(3).new_empty(5)).all()

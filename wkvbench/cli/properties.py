@@ -31,16 +31,8 @@ from rich.table import Table
 from wkvkernels.base import KernelVariant, availability, refusal
 from wkvkernels.cases import DOMAINS, OP_DOMAINS, Case, Shape
 
-from ..checks.properties import (
-    PACK_LENGTHS,
-    PACK_SLACK,
-    PropertyResult,
-    batch_invariance,
-    determinism,
-    log,
-    packing_invariance,
-    state_passing,
-)
+from ..checks.packing import PACK_LENGTHS, PACK_SLACK, packing_invariance
+from ..checks.properties import PropertyResult, batch_invariance, determinism, log, state_passing
 from ..judge.check import ERROR, FAIL, Checker
 from ..results.schemas import PROPERTIES as SCHEMA
 from .args import selection_args

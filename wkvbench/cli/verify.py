@@ -28,7 +28,7 @@ def _selection(args: argparse.Namespace) -> Selection:
 
 
 def _list(args: argparse.Namespace, console: Console) -> int:
-    from ..run.verify import list_variants
+    from ..run.show import list_variants
 
     sel = _selection(args)
     if args.names:
@@ -39,7 +39,8 @@ def _list(args: argparse.Namespace, console: Console) -> int:
 
 
 def _verify(args: argparse.Namespace, console: Console) -> int:
-    from ..run.verify import print_report, run
+    from ..run.show import print_report
+    from ..run.verify import run
 
     sel = _selection(args)
     sel.domains, sel.case_ids, sel.seed = tuple(args.domain), tuple(args.case), args.seed
