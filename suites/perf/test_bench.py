@@ -97,14 +97,16 @@ def _bench_doc(identity, rows, complete=True):
 
 def test_merge_joins_shards_of_one_machine_only(tmp_path):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    a.write_text(json.dumps(_bench_doc("H100", [{"variant": "wkv7.x", "shape_set": "quick", "dtype": "bf16"}])))
-    b.write_text(json.dumps(_bench_doc("H100", [{"variant": "gla.y", "shape_set": "quick", "dtype": "bf16"}], False)))
+    def row(variant: str) -> dict:
+        return {"variant": variant, "shape_set": "quick", "dtype": "bf16", "status": "OK"}
+
+    a.write_text(json.dumps(_bench_doc("H100", [row("wkv7.x")])))
+    b.write_text(json.dumps(_bench_doc("H100", [row("gla.y")], False)))
     doc = merge([a, b], tmp_path / "m.json")
     assert [r["variant"] for r in doc["rows"]] == ["gla.y", "wkv7.x"] and doc["complete"] is False
     # a row in two files (a ggml pass merged again after a stop): once, the later file's
     again = tmp_path / "again.json"
-    again.write_text(json.dumps(_bench_doc("H100", [{"variant": "gla.y", "shape_set": "quick", "dtype": "bf16",
-                                                     "median_ms": 2.0}])))
+    again.write_text(json.dumps(_bench_doc("H100", [{**row("gla.y"), "median_ms": 2.0}])))
     doc = merge([tmp_path / "m.json", again], tmp_path / "m.json")
     assert [(r["variant"], r.get("median_ms")) for r in doc["rows"]] == [("gla.y", 2.0), ("wkv7.x", None)]
     b.write_text(json.dumps(_bench_doc("H200", [])))
@@ -216,8 +218,9 @@ time.sleep(0.5)  # long enough that workers started together overlap
 if os.environ.get("FAIL_GPU") == str(i):
     sys.exit(3)
 apart = "--backend" in args  # the second pass on this GPU: ggml's variants, in a process of their own
-row = {"variant": f"v{i}-{'apart' if apart else 'main'}", "pass": "apart" if apart else "main", "shape_set": "quick", "dtype": "bf16", "gpu": os.environ["CUDA_VISIBLE_DEVICES"],
-       "args": args, "start": start, "end": time.time()}
+row = {"variant": f"v{i}-{'apart' if apart else 'main'}", "pass": "apart" if apart else "main", "shape_set": "quick",
+       "dtype": "bf16", "status": "OK", "gpu": os.environ["CUDA_VISIBLE_DEVICES"], "args": args, "start": start,
+       "end": time.time()}
 doc = {"schema": "wkvbench.bench/1", "complete": True, "provenance": {"identity": "box"}, "ceilings": None,
        "settings": {"shard": [i, n]}, "rows": [row]}
 open(out, "w").write(json.dumps(doc))

@@ -127,7 +127,8 @@ def test_the_stability_phase_times_ggml_in_a_process_of_its_own(tmp_path):
     from wkvbench.perf.stability import run_checks
 
     out = tmp_path / "stability.json"
-    out.write_text(json.dumps({"rows": [{"ok": True}, {"ok": False}]}))
+    row = {"variant": "v", "shape_set": "decode", "dtype": "bf16"}
+    out.write_text(json.dumps({"schema": "wkvbench.stability/1", "rows": [{**row, "ok": True}, {**row, "ok": False}]}))
 
     class FakeProcs:
         logs = tmp_path

@@ -24,7 +24,7 @@ from wkvbench.report.asv import history
 from wkvbench.report.browser import open_page, png_stats, read_png, screenshot, unavailable
 from wkvbench.report.charts import plotly_js
 from wkvbench.report.current import verify_groups
-from wkvbench.report.sources import VerifyRun, load
+from wkvbench.results.committed import VerifyRun, load
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "suites" / "data" / "report" / "results"
@@ -381,7 +381,8 @@ def test_bad_inputs_end_in_a_named_message(tmp_path):
     (tmp_path / "bad.json").unlink()
     (tmp_path / "x.partial.jsonl").write_text(
         '{"variant": "a"}\n{"variant": "b", "case": "c", "status": "PASS"}\n')
-    with pytest.raises(ReportInputError, match=r"x\.partial\.jsonl:1: not a verify results row"):
+    with pytest.raises(ReportInputError,
+                       match=r"x\.partial\.jsonl: row 0 of 'results' is not a wkvbench\.verify/1 row"):
         load(tmp_path)
     with pytest.raises(ReportInputError, match="does not exist"):
         load(tmp_path / "missing")
@@ -570,7 +571,7 @@ def test_the_report_shows_where_a_gpu_runs_time_went_and_its_stability(tmp_path)
     import json
 
     from wkvbench.report.runs import runs_section
-    from wkvbench.report.sources import load
+    from wkvbench.results.committed import load
 
     d = tmp_path / "gpu" / "box"
     d.mkdir(parents=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from wkvbench.gate.inputs import GateInputError, load_json
-from wkvbench.report.sources import ReportInputError, load
+from wkvbench.results.committed import ReportInputError, load
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "report" / "results" / "gpu"
 

@@ -8,7 +8,8 @@ import collections
 import json
 from pathlib import Path
 
-from ..results.schemas import atomic_write
+from ..results.model import read
+from ..results.schemas import PROPERTIES, atomic_write
 from ..results.verify_file import load_previous, write_json
 from ..run.verify import Report, Selection
 
@@ -40,11 +41,9 @@ def attach_properties(verify: Path, files: list[Path]) -> None:
     """The property results of the per-variant files under ``"properties"`` of the verify file."""
     doc = json.loads(verify.read_text())
     rows = []
-    for f in files:
-        try:
-            rows += json.loads(f.read_text()).get("results", [])
-        except (OSError, ValueError):
-            continue
+    for f in files:  # a variant whose properties process died wrote no file (its log says why)
+        if f.is_file():
+            rows += read(f, PROPERTIES).rows
     doc["properties"] = rows
     doc["property_counts"] = dict(collections.Counter(r["status"] for r in rows))
     atomic_write(verify, json.dumps(doc, indent=1))

@@ -53,9 +53,11 @@ def record(bench_path: Path, results_dir: Path, commit: str | None = None) -> tu
     from asv.results import Results
     from asv.runner import BenchmarkResult
 
+    from ..results.model import read
+    from ..results.schemas import BENCH
     from .bench import machine_slug
 
-    doc = json.loads(Path(bench_path).read_text())
+    doc = read(bench_path, BENCH).doc
     prov = doc["provenance"]
     machine = machine_slug(prov)
     commit = commit or (prov.get("git") or {}).get("commit")

@@ -16,12 +16,14 @@ import sys
 import threading
 from pathlib import Path
 
+from ..results.model import read
+from ..results.schemas import BENCH
 from ..run.isolate import gpu_of
 
 
 def merge(paths: list[Path], out: Path) -> dict:
     """Join shard files of one bench run (same identity) into one."""
-    docs = [json.loads(p.read_text()) for p in paths]
+    docs = [read(p, BENCH).doc for p in paths]
     ids = {d["provenance"].get("identity") for d in docs}
     if len(ids) != 1:
         raise ValueError(f"shards come from different machines/stacks: {sorted(map(str, ids))}")
@@ -116,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         from .tables import markdown_table
 
-        print(markdown_table([r for p in args.shards for r in json.loads(p.read_text())["rows"]]))
+        print(markdown_table([r for p in args.shards for r in read(p, BENCH).rows]))
         return 0
     if args.output is None or not args.shards:
         ap.error("--output and at least one shard are needed")

@@ -22,7 +22,8 @@ import statistics
 import time
 from pathlib import Path
 
-from ..results.schemas import STABILITY, atomic_write
+from ..results.model import ResultsError, read
+from ..results.schemas import BENCH, STABILITY, atomic_write
 
 SCHEMA = STABILITY
 SPREAD_MAX = 0.01
@@ -95,12 +96,12 @@ def _kept(path: Path, bench_name: str, repeats: int) -> list[dict]:
     """The rows an earlier, stopped run of the same bench file and repeats measured (not the failed
     ones: they are measured again)."""
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
+        f = read(path, SCHEMA)
+    except ResultsError:
         return []
-    if doc.get("schema") != SCHEMA or doc.get("bench") != bench_name or doc.get("repeats") != repeats:
+    if f.doc.get("bench") != bench_name or f.doc.get("repeats") != repeats:
         return []
-    return [r for r in doc.get("rows", []) if "error" not in r]
+    return [r for r in f.rows if "error" not in r]
 
 
 def run_checks(procs, bench: Path, out: Path, repeats: int) -> tuple[bool, str]:
@@ -117,8 +118,8 @@ def run_checks(procs, bench: Path, out: Path, repeats: int) -> tuple[bool, str]:
         rcs[name] = procs.wait(procs.start(name, [*base, *sel]))
     crashed = {n: rc for n, rc in rcs.items() if rc not in (0, 1)}  # 1: rows outside the targets
     try:
-        rows = json.loads(out.read_text())["rows"]
-    except (OSError, ValueError, KeyError):
+        rows = read(out, SCHEMA).rows
+    except ResultsError:
         return False, (f"stability exited with {next(iter(crashed.values()), 0)} and wrote no results: "
                        + tail(procs.logs / "stability.log", 3))
     ok = sum(1 for r in rows if r.get("ok"))
@@ -150,7 +151,11 @@ def main(argv: list[str] | None = None) -> int:
     # without them every FLA row autotuned again at its first round, for minutes
     os.environ.setdefault("TRITON_CACHE_AUTOTUNING", "1")
     con = make_console()
-    doc = json.loads(a.bench.read_text())
+    try:
+        doc = read(a.bench, BENCH).doc
+    except ResultsError as exc:
+        con.print(f"[red]error:[/red] {exc}")
+        return 2
     prov = provenance()
     if identity(prov) != doc["provenance"].get("identity"):
         con.print(f"[red]error:[/red] {a.bench} was measured on {doc['provenance'].get('identity')!r}; "

@@ -21,6 +21,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..results.committed import DriftSet, ReportInputError, Sources, VerifyRun, load
 from .asv import History, history
 from .charts import Chart, Charts, Trace, plotly_js
 from .current import VerifyGroup, bench_files, verify_groups
@@ -37,7 +38,6 @@ from .matrix import (
 )
 from .perf import bench_view
 from .runs import run_views
-from .sources import DriftSet, ReportInputError, Sources, VerifyRun, load
 from .templating import render
 
 __all__ = ["ReportInputError", "Summary", "build", "reproduce"]

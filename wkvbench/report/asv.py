@@ -9,10 +9,11 @@ list over the product of its ``params`` (itertools order), ``null`` where a comb
 
 from __future__ import annotations
 
-import itertools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..results.asv_results import entries
 
 
 @dataclass
@@ -79,39 +80,24 @@ def history(results_dir: Path, not_read: list[tuple[str, str]] | None = None) ->
                 continue
             try:
                 doc = json.loads(f.read_text())
-                cols = doc["result_columns"]
                 date, commit = int(doc["date"]), str(doc["commit_hash"])
+                found = list(entries(doc, f))
             except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
                 if not_read is not None:
                     not_read.append((f.as_posix(), f"not an asv version-2 result file ({exc!r})"))
                 continue
-            for bench, values in sorted(doc.get("results", {}).items()):
-                row = dict(zip(cols, values, strict=False))
-                res, params = row.get("result"), row.get("params") or []
-                if res is None:
+            for bench, combo, col in found:
+                if col["result"] is None:
                     continue
-                res = res if isinstance(res, list) else [res]
-                q25 = row.get("stats_q_25") or [None] * len(res)
-                q75 = row.get("stats_q_75") or [None] * len(res)
-                names = pnames.get(bench) or [f"p{i}" for i in range(len(params))]
-                for i, combo in enumerate(itertools.product(*params) if params else [()]):
-                    if i >= len(res) or res[i] is None:
-                        continue
-                    args = ", ".join(f"{n}={v}" for n, v in zip(names, combo, strict=False))
-                    key = f"{bench}({args})" if args else bench
-                    h = out.setdefault(key, History(key, units.get(bench, "seconds"), function=bench,
-                                                    params={n: str(v).strip("'\"") for n, v
-                                                            in zip(names, combo, strict=False)}))
-                    h.gpus[label] = gpu
-                    h.machines.setdefault(label, []).append(
-                        Point(
-                            date,
-                            commit,
-                            float(res[i]),
-                            q25[i] if i < len(q25) else None,
-                            q75[i] if i < len(q75) else None,
-                        )
-                    )
+                names = pnames.get(bench) or [f"p{i}" for i in range(len(combo))]
+                args = ", ".join(f"{n}={v}" for n, v in zip(names, combo, strict=False))
+                key = f"{bench}({args})" if args else bench
+                h = out.setdefault(key, History(key, units.get(bench, "seconds"), function=bench,
+                                                params={n: str(v).strip("'\"") for n, v
+                                                        in zip(names, combo, strict=False)}))
+                h.gpus[label] = gpu
+                h.machines.setdefault(label, []).append(
+                    Point(date, commit, float(col["result"]), col.get("stats_q_25"), col.get("stats_q_75")))
     for h in out.values():
         for pts in h.machines.values():
             pts.sort(key=lambda p: (p.date_ms, p.commit))

@@ -17,8 +17,8 @@ from __future__ import annotations
 import datetime as _dt
 from dataclasses import dataclass, field
 
+from ..results.committed import BenchRun, VerifyRun
 from .matrix import case_set, group_runs, hardware
-from .sources import BenchRun, VerifyRun
 
 _EPOCH = _dt.datetime.min.replace(tzinfo=_dt.timezone.utc)
 

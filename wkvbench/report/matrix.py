@@ -15,8 +15,8 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..results.committed import VerifyRun
 from .charts import Chart, Charts, Trace
-from .sources import VerifyRun
 
 DTYPE_ORDER = ("fp32", "tf32", "bf16", "fp16", "fp8")
 OP_ORDER = ("wkv4", "wkv6", "wkv7", "gla", "gdn", "gdn_wy")

@@ -19,35 +19,46 @@ from .schemas import BENCH
 ASV_KEYS = {"commit_hash", "result_columns", "results"}
 
 
+def entries(doc: dict, path: Path | str = "asv file"):
+    """Every (benchmark, parameter combination, column -> value) of an asv result document: asv's
+    ``results`` rows split per combination (the product of ``params``, in order); a column that holds
+    one value per combination (``result``, ``samples``, ``stats_q_25``, ...) gives that combination's.
+    The one parser of asv's row format, for the gate (``asv_to_bench``) and the report's history."""
+    cols = doc.get("result_columns")
+    if not isinstance(cols, list) or "result" not in cols:
+        raise ValueError(f"{path}: asv file without a 'result' column")
+    for name, values in sorted((doc.get("results") or {}).items()):
+        rec = dict(zip(cols, values, strict=False))
+        params = rec.get("params") or []
+        combos = list(itertools.product(*params)) if params else [()]
+        res = rec.get("result")
+        if res is None:  # the benchmark as a whole did not run
+            continue
+        res = res if isinstance(res, list) else [res]
+        for i, combo in enumerate(combos[:len(res)]):
+            per = {k: (v[i] if isinstance(v, list) and i < len(v) else None)
+                   for k, v in rec.items() if k not in ("params", "result")}
+            yield name, combo, {**per, "result": res[i]}
+
+
 def asv_to_bench(doc: dict, path: Path) -> dict:
     """An asv result document as a ``wkvbench.bench/1``-shaped dict (rows keyed by benchmark and
     parameter combination, samples in milliseconds)."""
-    cols = doc["result_columns"]
-    if not isinstance(cols, list) or "result" not in cols:
-        raise ValueError(f"{path}: asv file without a 'result' column")
     machine = doc.get("params") or {}
     rows = []
-    for name, values in sorted((doc.get("results") or {}).items()):
+    for name, combo, col in entries(doc, path):
         if not name.rsplit(".", 1)[-1].startswith("time_"):
             continue
-        rec = dict(zip(cols, values, strict=False))
-        params = rec.get("params") or []
-        combos = [", ".join(c) for c in itertools.product(*params)] if params else [""]
-        results = rec.get("result") or []
-        samples = rec.get("samples") or [None] * len(results)
-        for i, combo in enumerate(combos):
-            if i >= len(results):
-                break
-            case = f"{name}({combo})" if combo else name
-            smp = samples[i] if i < len(samples) else None
-            row = {"variant": name, "case": case, "shape": combo, "dtype": "", "source": "asv"}
-            if results[i] is None:
-                row.update(status="SKIP", reason="asv recorded no result (failed or skipped benchmark)")
-            elif not smp:
-                row.update(status="SKIP", reason="asv ran without --record-samples: no raw samples to test")
-            else:
-                row.update(status="OK", samples_ms=[1000.0 * float(s) for s in smp])
-            rows.append(row)
+        shape = ", ".join(combo)
+        row = {"variant": name, "case": f"{name}({shape})" if combo else name, "shape": shape, "dtype": "",
+               "source": "asv"}
+        if col["result"] is None:
+            row.update(status="SKIP", reason="asv recorded no result (failed or skipped benchmark)")
+        elif not col.get("samples"):
+            row.update(status="SKIP", reason="asv ran without --record-samples: no raw samples to test")
+        else:
+            row.update(status="OK", samples_ms=[1000.0 * float(x) for x in col["samples"]])
+        rows.append(row)
     prov = {
         "identity": None,
         "gpu": None,

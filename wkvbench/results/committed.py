@@ -1,22 +1,23 @@
-"""Find and load the results a report is built from.
+"""The loader of committed results: every results file under one folder (``reports/`` by default), read
+through the typed model (``model.from_doc``), for the report and for anyone reading a results tree.
 
-Under one folder (``reports/`` by default), recursively and in sorted path order:
+Recursively and in sorted path order:
 
 * ``wkvbench.verify/1`` JSON (``verify --output``; ``*.json.gz`` files are read too, decompressed), and
-  ``*.partial.jsonl`` streams of runs that were
-  cut short (only where the finished ``.json`` beside them is missing);
-* ``wkvbench.bench/1`` JSON (``bench --output``);
+  ``*.partial.jsonl`` streams of runs that were cut short (only where the finished ``.json`` beside
+  them is missing);
+* ``wkvbench.bench/1`` JSON (``bench --output``), ``wkvbench.run/1`` and ``wkvbench.stability/1`` (a
+  ``nox -s gpu`` results set);
 * drift profiles (``drift --output``: a JSON list of profiles);
-* asv results under ``asv/results`` (read by ``wkvbench.report.asv``).
+* asv results under ``asv/results`` are read by ``wkvbench.report.asv``.
 
 Folders named ``asv`` or ``html`` hold no wkvbench results and are not searched; nor are folders named
-``parts`` (the runs a merged file beside them was made from, e.g. by ``tools/merge_results.py
---later-wins``: reading both would count every row twice), nor the git-ignored local output folders
-``results/`` and ``out/`` directly under the root.
+``parts`` (shards a merged file beside them was made from: reading both would count every row
+twice), nor the git-ignored local output folders ``results/`` and ``out/`` directly under the root.
 
-A JSON file whose ``schema`` names a wkvbench results format with an unknown version is refused
-with a message naming the file and the schema (docs/results-format.md); other JSON files are listed
-as "not read" in the report, never silently dropped.
+A JSON file whose ``schema`` names a wkvbench results format with an unknown version, or whose rows are
+not that format's rows, is refused with a message naming the file and the schema (docs/results-format.md);
+other JSON files are listed as "not read", never silently dropped.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..results.schemas import BENCH, RUN, STABILITY, VERIFY, is_results_name, partial_rows, read_text
+from .model import ResultsError, from_doc, read
+from .schemas import BENCH, RUN, STABILITY, VERIFY, is_results_name, read_text
 
 SKIP_DIRS = ("asv", "html", "parts")  # asv's files, the report's output, the parts of merged files
 # git-ignored local output (``verify`` writes reports/results/ by default): not part of the committed
@@ -95,13 +97,17 @@ def _read_json(path: Path) -> object:
 
 def _partial_rows(path: Path) -> list[dict]:
     try:
-        rows = partial_rows(path)
-    except ValueError as exc:
+        return read(path, VERIFY).rows
+    except ResultsError as exc:
         raise ReportInputError(str(exc)) from None
-    for n, row in enumerate(rows, 1):
-        if not isinstance(row, dict) or not {"variant", "case", "status"} <= row.keys():
-            raise ReportInputError(f"{path}:{n}: not a verify results row (needs variant, case, status)")
-    return rows
+
+
+def _checked(path: Path, doc: dict, schema: str) -> dict:
+    """``doc`` and its rows checked against the model (the rows come back through ``doc``)."""
+    try:
+        return from_doc(path, doc, (schema,)).doc
+    except ResultsError as exc:
+        raise ReportInputError(str(exc)) from None
 
 
 def load(root: Path) -> Sources:
@@ -133,13 +139,13 @@ def load(root: Path) -> Sources:
             continue
         schema = doc.get("schema") if isinstance(doc, dict) else None
         if schema == VERIFY:
-            src.verify.append(VerifyRun(rel, doc, list(doc.get("results", []))))
+            src.verify.append(VerifyRun(rel, doc, list(_checked(p, doc, schema)["results"])))
         elif schema == BENCH:
-            src.bench.append(BenchRun(rel, doc, list(doc.get("rows", []))))
+            src.bench.append(BenchRun(rel, doc, list(_checked(p, doc, schema)["rows"])))
         elif schema == RUN:
-            src.runs.append((rel, doc))
+            src.runs.append((rel, _checked(p, doc, schema)))
         elif schema == STABILITY:
-            src.stability.append((rel, doc))
+            src.stability.append((rel, _checked(p, doc, schema)))
         elif isinstance(schema, str) and schema.split("/")[0] in (VERIFY.split("/")[0], BENCH.split("/")[0]):
             raise ReportInputError(f"{p}: schema {schema!r} is not one this report reads ({VERIFY}, {BENCH})")
         else:
