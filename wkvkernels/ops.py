@@ -33,23 +33,67 @@ class OpSpec:
     low_outputs: tuple[str, ...]
     has_scale: bool = False
     section: str = ""
+    # the canonical shape of each tensor (inputs, outputs, state) by kind, ``SHAPES`` below; the
+    # roofline's byte floor reads them (wkvbench.perf.roofline)
+    shapes: tuple[tuple[str, str], ...] = ()
+    # FLOPs per token and head of the step recurrence and of the chunked form (chunk C), as the
+    # coefficients of (N^2, C N, C^2, N, C); the roofline's compute floor (its docstring derives them)
+    step_flops: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)
+    chunk_flops: tuple[int, int, int, int, int] | None = None  # None: as the step recurrence
+
+    def tensor_shapes(self, B: int, T: int, H: int, N: int, C: int) -> dict[str, tuple[int, ...]]:
+        return {name: SHAPES[kind](B, T, H, N, C) for name, kind in self.shapes}
+
+    def flops_per_token_head(self, chunked: bool, N: int, C: int) -> int:
+        a = self.chunk_flops if chunked and self.chunk_flops is not None else self.step_flops
+        return a[0] * N * N + a[1] * C * N + a[2] * C * C + a[3] * N + a[4] * C
+
+
+# the shape kinds of ``OpSpec.shapes``: per token and head (bthn), per token and head scalars (bth),
+# per head (hn), a matrix state (bhnn), wkv4's channels C = H N without heads (btc, bc, c), and the
+# per-chunk WY matrix of gdn_wy (bthC)
+SHAPES = {
+    "bthn": lambda B, T, H, N, C: (B, T, H, N),
+    "bth": lambda B, T, H, N, C: (B, T, H),
+    "hn": lambda B, T, H, N, C: (H, N),
+    "bhnn": lambda B, T, H, N, C: (B, H, N, N),
+    "btc": lambda B, T, H, N, C: (B, T, H * N),
+    "bc": lambda B, T, H, N, C: (B, H * N),
+    "c": lambda B, T, H, N, C: (H * N,),
+    "bthC": lambda B, T, H, N, C: (B, T, H, C),
+}
+_MATRIX = (("state", "bhnn"), ("y", "bthn"))
 
 
 OPS: dict[str, OpSpec] = {
     s.name: s
     for s in (
         OpSpec("wkv4", ("k", "v", "w4", "u"), ("k", "v"), ("aa", "bb", "pp"),
-               ("y", "aa", "bb", "pp"), ("y",), section="§2"),
+               ("y", "aa", "bb", "pp"), ("y",), section="§2",
+               shapes=(("k", "btc"), ("v", "btc"), ("w4", "c"), ("u", "c"), ("aa", "bc"), ("bb", "bc"),
+                       ("pp", "bc"), ("y", "btc")),
+               step_flops=(0, 0, 0, 12, 0)),
         OpSpec("wkv6", ("r", "k", "v", "lw", "u"), ("r", "k", "v", "u"), ("state",),
-               ("y", "state"), ("y",), section="§3"),
+               ("y", "state"), ("y",), section="§3",
+               shapes=(("r", "bthn"), ("k", "bthn"), ("v", "bthn"), ("lw", "bthn"), ("u", "hn"), *_MATRIX),
+               step_flops=(6, 0, 0, 0, 0), chunk_flops=(4, 4, 0, 0, 0)),
         OpSpec("wkv7", ("r", "k", "v", "a", "b", "lw"), ("r", "k", "v", "a", "b"), ("state",),
-               ("y", "state"), ("y",), section="§4"),
+               ("y", "state"), ("y",), section="§4",
+               shapes=(*((n, "bthn") for n in ("r", "k", "v", "a", "b", "lw")), *_MATRIX),
+               step_flops=(10, 0, 0, 0, 0), chunk_flops=(6, 8, 1, 0, 0)),
         OpSpec("gla", ("q", "k", "v", "lw"), ("q", "k", "v"), ("state",),
-               ("y", "state"), ("y",), has_scale=True, section="§3.2"),
+               ("y", "state"), ("y",), has_scale=True, section="§3.2",
+               shapes=(*((n, "bthn") for n in ("q", "k", "v", "lw")), *_MATRIX),
+               step_flops=(5, 0, 0, 0, 0), chunk_flops=(4, 4, 0, 0, 0)),
         OpSpec("gdn", ("q", "k", "v", "g", "beta"), ("q", "k", "v", "beta"), ("state",),
-               ("y", "state"), ("y",), has_scale=True, section="§5"),
+               ("y", "state"), ("y",), has_scale=True, section="§5",
+               shapes=(("q", "bthn"), ("k", "bthn"), ("v", "bthn"), ("g", "bth"), ("beta", "bth"), *_MATRIX),
+               step_flops=(8, 0, 0, 0, 0), chunk_flops=(6, 8, 1, 0, 0)),
         OpSpec("gdn_wy", ("k", "v", "beta", "A", "gc"), ("k", "v", "beta", "A"), (),
-               ("w", "u"), ("w", "u"), section="§5.2"),
+               ("w", "u"), ("w", "u"), section="§5.2",
+               shapes=(("k", "bthn"), ("v", "bthn"), ("beta", "bth"), ("A", "bthC"), ("gc", "bth"),
+                       ("w", "bthn"), ("u", "bthn")),
+               step_flops=(0, 4, 0, 0, 1)),
     )
 }
 

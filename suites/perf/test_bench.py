@@ -32,12 +32,15 @@ def test_flops_models():
     assert roofline.flops("wkv7", "chunk", 1, 1, 1, 64) == 8 * 64 * 64 + 6 * 64 * 64 + 64 * 64
     assert roofline.flops("gla", "chunk", 2, 3, 4, 64) == 24 * (4 * 64 * 64 + 4 * 64 * 64)
     assert roofline.flops("wkv4", "recurrent", 2, 10, 1, 256) == 12 * 2 * 10 * 256
+    assert roofline.flops("wkv6", "fused_recurrent", 1, 2, 3, 64) == 6 * (6 * 64 * 64)
+    assert roofline.flops("gdn_wy", "chunk", 1, 2, 3, 64, C=16) == 6 * (4 * 16 * 64 + 16)
+    assert roofline.tensor_shapes("wkv4", 2, 8, 2, 16)["aa"] == (2, 32)  # channels H N, no heads
     # every operator's shapes cover its spec inputs and outputs
     from wkvkernels.ops import OPS
 
     for op, spec in OPS.items():
         shapes = roofline.tensor_shapes(op, 2, 8, 2, 16)
-        assert set(spec.inputs) | set(spec.outputs) <= set(shapes), op
+        assert set(spec.inputs) | set(spec.outputs) | set(spec.state) == set(shapes), op
 
 
 def test_floor_is_the_larger_of_memory_and_compute():

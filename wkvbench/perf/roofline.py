@@ -8,7 +8,8 @@ the case gives one. Nothing a kernel re-reads or spills is counted: this is a fl
 any one kernel.
 
 **FLOPs (the compute floor).** Counted per token and head for the form the variant executes
-(multiply and add count one each; an exp counts one):
+(multiply and add count one each; an exp counts one), kept with each operator in
+``wkvkernels.ops.OPS`` (``step_flops``, ``chunk_flops``) as this table derives them:
 
 ========= ====================================================== =====================================
 operator  step recurrence (``recurrent``, ``fused_recurrent``)   chunked form, chunk C (``chunk``)
@@ -49,22 +50,9 @@ CHUNK = 64  # chunk length of the chunked kernels (FLA, rwkv-ops)
 
 
 def tensor_shapes(op: str, B: int, T: int, H: int, N: int, C: int = CHUNK) -> dict[str, tuple[int, ...]]:
-    """Canonical shapes (spec §9) of every input and output of ``op`` (``state`` for both ends)."""
-    bthn, bth = (B, T, H, N), (B, T, H)
-    if op == "wkv4":
-        ch = H * N
-        return {"k": (B, T, ch), "v": (B, T, ch), "w4": (ch,), "u": (ch,), "aa": (B, ch), "bb": (B, ch),
-                "pp": (B, ch), "y": (B, T, ch)}
-    if op == "gdn_wy":
-        return {"k": bthn, "v": bthn, "beta": bth, "A": (B, T, H, C), "gc": bth, "w": bthn, "u": bthn}
-    shapes: dict[str, tuple[int, ...]] = {name: bthn for name in op_spec(op).inputs}
-    if op == "wkv6":
-        shapes["u"] = (H, N)
-    if op == "gdn":
-        shapes["g"] = shapes["beta"] = bth
-    shapes["state"] = (B, H, N, N)
-    shapes["y"] = bthn
-    return shapes
+    """Canonical shapes (spec §9) of every input and output of ``op`` (``state`` for both ends):
+    ``OpSpec.shapes``."""
+    return op_spec(op).tensor_shapes(B, T, H, N, C)
 
 
 def _numel(shape: tuple[int, ...]) -> int:
@@ -91,19 +79,8 @@ def min_bytes(op: str, dtype: str, B: int, T: int, H: int, N: int, h0: bool = Fa
 
 
 def flops(op: str, algorithm: str, B: int, T: int, H: int, N: int, C: int = CHUNK) -> int:
-    """Executed FLOPs of the model in the module docstring."""
-    tokens = B * T * H
-    chunked = algorithm == "chunk"
-    if op == "wkv4":
-        return 12 * B * T * H * N
-    if op == "gdn_wy":
-        return tokens * (4 * C * N + C)
-    per_step = {"wkv6": 6, "gla": 5, "wkv7": 10, "gdn": 8}[op] * N * N
-    if not chunked:
-        return tokens * per_step
-    if op in ("wkv6", "gla"):
-        return tokens * (4 * C * N + 4 * N * N)
-    return tokens * (8 * C * N + 6 * N * N + C * C)
+    """Executed FLOPs of the model in the module docstring (``OpSpec.step_flops``/``chunk_flops``)."""
+    return B * T * H * op_spec(op).flops_per_token_head(algorithm == "chunk", N, C)
 
 
 @dataclass
