@@ -140,8 +140,10 @@ def bench(session: nox.Session) -> None:
     visible GPU (``CUDA_VISIBLE_DEVICES=i ... --shard i/n``; never two timed runs on one GPU), shards
     merged into ``reports/bench/<machine>/bench-<stamp>.json``; the same samples recorded in asv's history
     (``reports/asv/results/<machine>``, ``python -m wkvbench.perf.asv_record``); pytest-benchmark times the
-    CPU side (oracle, ggml CPU, torch CPU) into ``reports/bench/cpu-<stamp>.json``. On a box without a GPU
-    only the CPU part runs. The whole GPU evidence (verification too) is ``nox -s gpu``.
+    CPU side (oracle, ggml CPU, torch CPU) into ``reports/bench/cpu-<stamp>.json``. On an Apple-silicon Mac
+    the Metal variants are timed instead (``--device metal``, by MLX's and ggml's own synchronization,
+    labelled so: docs/metal.md) into ``reports/bench/metal-<stamp>.json``. On a box without either GPU only
+    the CPU part runs. The whole GPU evidence (verification too) is ``nox -s gpu``.
     """
     import datetime
 
@@ -152,7 +154,16 @@ def bench(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "suites/perf/test_cpu_timings.py",
                 "--benchmark-only", f"--benchmark-json=reports/bench/cpu-{stamp}.json")
     if ngpu == 0:
-        session.log("no CUDA device: GPU benchmarks skipped (the CPU timings above ran)")
+        metal = session.run("python", "-c", "import mlx.core as mx; print(int(mx.metal.is_available()))",
+                            silent=True, success_codes=[0, 1]) or ""
+        if metal.strip().endswith("1"):  # an Apple-silicon Mac: the Metal variants, timed by MLX's / ggml's sync
+            out = f"reports/bench/metal-{stamp}.json"
+            session.run("python", "-m", "wkvbench", "bench", "--device", "metal",
+                        *(session.posargs or ["--set", "standard", "--dtype", "fp32", "--dtype", "bf16",
+                                              "--dtype", "fp16"]), "--output", out)
+            session.run("python", "-m", "wkvbench.perf.asv_record", out)
+            return
+        session.log("no CUDA device and no Metal: GPU benchmarks skipped (the CPU timings above ran)")
         return
     slug = session.run("python", "-m", "wkvbench.perf.bench_merge", "--slug",
                        silent=True).strip().splitlines()[-1]

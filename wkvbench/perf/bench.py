@@ -154,6 +154,19 @@ class BenchRun:
     ceilings: Ceilings | None = None
 
 
+def clock_of(v: KernelVariant) -> str | None:
+    """How ``bench`` times ``v``: CUDA events (``events``; CUPTI kernel sums, ``profiler``, for ggml on
+    its own CUDA stream), MLX's synchronization (``mlx-sync``) or ggml's Metal one (``ggml-sync``);
+    None where this suite has no clock for it (CPU kernels other than MLX's)."""
+    if v.backend == "mlx":
+        return "mlx-sync"
+    if v.device == "cuda":
+        return "profiler" if v.backend == "ggml" else "events"
+    if v.device == "metal" and v.backend == "ggml":
+        return "ggml-sync"
+    return None
+
+
 def identity(prov: dict) -> str:
     """What results must share to be compared, as bench files record it (``provenance.Machine``)."""
     return Machine.of(prov).key()
@@ -251,6 +264,11 @@ class Bench:
         av = v.supports(case) if av else av
         if not av:
             return {**row, "status": "SKIP", "reason": av.reason}
+        clock = clock_of(v)
+        if clock is None:
+            return {**row, "status": "SKIP", "reason": f"no clock for {v.backend} on {v.device}: bench times "
+                                                       "CUDA kernels (events), MLX and ggml's Metal back-end "
+                                                       "(their own synchronization)"}
         # where a row's wall time goes (host clock; the timing part includes compile_s)
         phase: dict[str, float] = {}
         row["phase_s"] = phase
@@ -261,6 +279,7 @@ class Bench:
         if gate["status"] != PASS:
             return {**row, "status": "UNVERIFIED" if gate["status"] != "SKIP" else "SKIP",
                     "reason": f"verification on {gate['case']}: {gate['status']} {gate['reason']}".strip()}
+        from .synced import time_synced, waiter
         from .timing import time_call
 
         try:
@@ -271,11 +290,15 @@ class Bench:
             native = v.prepare(dict(canonical), case)
             phase["prepare"] = round(time.perf_counter() - t0, 3)
             sync = getattr(native, "synchronize", None)
-            clock = "profiler" if v.backend == "ggml" else "events"
             t0 = time.perf_counter()
-            t = time_call(lambda: v.run(native), l2=self.sel.l2, graph=self.sel.graph, clock=clock,
-                          sem_bound=self.sel.sem_bound, min_reps=self.sel.min_reps, max_reps=self.sel.max_reps,
-                          time_cap_s=self.sel.time_cap_s, sync=sync)
+            if clock in ("mlx-sync", "ggml-sync"):  # no device events: host time around a synchronization
+                t = time_synced(lambda: v.run(native), waiter(native), clock, sem_bound=self.sel.sem_bound,
+                                min_reps=self.sel.min_reps, max_reps=self.sel.max_reps,
+                                time_cap_s=self.sel.time_cap_s)
+            else:
+                t = time_call(lambda: v.run(native), l2=self.sel.l2, graph=self.sel.graph, clock=clock,
+                              sem_bound=self.sel.sem_bound, min_reps=self.sel.min_reps,
+                              max_reps=self.sel.max_reps, time_cap_s=self.sel.time_cap_s, sync=sync)
             phase["timing"] = round(time.perf_counter() - t0, 3)
         except Exception as exc:
             tb = traceback.extract_tb(exc.__traceback__)[-1]
@@ -321,14 +344,16 @@ class Bench:
             self.save(False)
 
     def run(self, warm_only: bool = False) -> list[dict]:
-        import torch
-
-        if not torch.cuda.is_available():
-            raise RuntimeError("wkvbench bench times CUDA kernels and this machine has no CUDA device")
         plan = self.sel.plan()
+        cuda = any(v.device == "cuda" for v, *_ in plan)
+        if cuda:
+            import torch
+
+            if not torch.cuda.is_available():
+                raise RuntimeError("wkvbench bench times CUDA kernels and this machine has no CUDA device")
         done = {_key(r) for r in self.rows}
         todo = [p for p in plan if (p[0].name, p[1], p[2]) not in done]
-        if not warm_only:
+        if not warm_only and cuda:  # the roofline's ceilings are measured with CUDA (none for Metal yet)
             self.ceilings = measure_ceilings(self.prov["identity"])
         self.save(False)
         from ..console import make_console, track

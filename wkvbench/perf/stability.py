@@ -43,27 +43,33 @@ def measure(row: dict, repeats: int, settings: dict, rep_ms: int) -> dict:
     from wkvkernels.base import get
     from wkvkernels.cases import Case
 
-    from .bench import bench_inputs
+    from .bench import bench_inputs, clock_of
     from .modes import graph_replays
+    from .synced import WHAT as SYNCED
+    from .synced import time_synced, waiter
     from .timing import time_call
 
     v = get(row["variant"])
     case = Case.parse(row["case"])
     native = v.prepare(bench_inputs(case), case)
     fn = lambda: v.run(native)  # noqa: E731
-    clock = "profiler" if v.backend == "ggml" else "events"
+    clock = clock_of(v)
     out = {"variant": row["variant"], "shape_set": row["shape_set"], "dtype": row["dtype"], "shape": row["shape"],
            "bench_median_ms": row.get("median_ms"), "engine_ms": [], "reference_ms": [], "modes": [],
            "clock_mhz": []}  # per round, the SM clock after the engine's warm-up and after its samples
     ref_call = None
     for _ in range(repeats):
-        t = time_call(fn, l2=settings.get("l2", "cold"), clock=clock, sem_bound=settings.get("sem_bound", 0.005),
-                      time_cap_s=settings.get("time_cap_s", 1.0), sync=getattr(native, "synchronize", None))
+        if clock in SYNCED:  # MLX / ggml on Metal: the host around their synchronization
+            t = time_synced(fn, waiter(native), clock,
+                            sem_bound=settings.get("sem_bound", 0.005), time_cap_s=settings.get("time_cap_s", 1.0))
+        else:
+            t = time_call(fn, l2=settings.get("l2", "cold"), clock=clock, sem_bound=settings.get("sem_bound", 0.005),
+                          time_cap_s=settings.get("time_cap_s", 1.0), sync=getattr(native, "synchronize", None))
         out["engine_ms"].append(t.stats()["median_ms"])
         out["modes"].append(t.mode)
         out["clock_mhz"].append(t.clock_mhz)
-        if t.mode == "profiler":  # CUPTI kernel sums: ggml's own stream, or a launch-bound call no graph holds
-            continue
+        if t.mode == "profiler" or clock in SYNCED:  # CUPTI kernel sums or a framework's synchronization:
+            continue  # no event-based reference (below)
         if ref_call is None:
             ref_call = graph_replays(fn) if t.mode == "graph" else fn  # as many captures as the engine
         out["reference_ms"].append(_reference_ms(ref_call, rep_ms))
@@ -81,7 +87,8 @@ def measure(row: dict, repeats: int, settings: dict, rep_ms: int) -> dict:
     else:
         out["reference_median_ms"] = out["ratio"] = out["reference_spread"] = None
         out["reference"] = ("none: kernel times summed by CUPTI (ggml's own stream, or a launch-bound call no "
-                            "CUDA graph holds), which do_bench's events cannot reproduce")
+                            "CUDA graph holds), which do_bench's events cannot reproduce" if clock not in SYNCED
+                            else f"none: {SYNCED[clock]}")
     bench = row.get("median_ms")
     out["vs_bench"] = eng / bench if bench else None  # against the bench file's own median (another run)
     out["ok"] = out["spread"] <= SPREAD_MAX and (out["ratio"] is None or abs(out["ratio"] - 1) <= RATIO_MAX)

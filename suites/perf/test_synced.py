@@ -1,0 +1,53 @@
+"""Timing by a framework's own synchronization (``wkvbench.perf.synced``): MLX's ``mx.synchronize`` and
+ggml's Metal back-end, which offer no device events; and ``bench`` on MLX's CPU paths through it."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from wkvbench.perf.synced import time_synced
+
+
+class _Device:
+    """A device that runs queued calls only when waited for, 2 ms each (as an asynchronous launch)."""
+
+    def __init__(self, per_call_s: float = 0.002):
+        self.pending, self.per_call_s, self.waits = 0, per_call_s, 0
+
+    def launch(self) -> None:
+        self.pending += 1
+
+    def sync(self) -> None:
+        time.sleep(self.pending * self.per_call_s)
+        self.pending, self.waits = 0, self.waits + 1
+
+
+def test_a_sample_is_a_batch_between_two_synchronizations():
+    dev = _Device()
+    t = time_synced(dev.launch, dev.sync, "mlx-sync", min_reps=5, max_reps=20, time_cap_s=1.0)
+    med = t.stats()["median_ms"]
+    assert 1.9 <= med <= 2.6, med  # the work queued by the calls, per call; without the waits it reads ~0
+    assert t.mode == "mlx-sync" and "mx.synchronize" in t.mode_reason and t.launch["batch"] >= 2
+    assert t.compile_s >= 0.002 and dev.pending == 0 and dev.waits >= 2 + t.n
+    with pytest.raises(ValueError, match="clock must be one of"):
+        time_synced(dev.launch, dev.sync, "events")
+
+
+def test_bench_times_mlx_cpu_paths_by_their_synchronization_without_cuda(tmp_path):
+    """``bench --device cpu`` on MLX's CPU path: timed by ``mx.synchronize`` and labelled so, no CUDA asked
+    for; a CPU variant no clock of the suite can time (torch's) is a SKIP that says why."""
+    pytest.importorskip("mlx.core")
+    from wkvbench.cli import main
+
+    out = tmp_path / "b.json"
+    rc = main(["bench", "--device", "cpu", "--variant", "gdn.mlx_lm.ops", "--variant", "gdn.torch.recurrent",
+               "--set", "quick", "--dtype", "fp32", "--time-cap", "0.5", "--output", str(out)])
+    rows = {r["variant"]: r for r in json.loads(out.read_text())["rows"]}
+    assert rc == 0, rows
+    mlx, torch_row = rows["gdn.mlx_lm.ops"], rows["gdn.torch.recurrent"]
+    assert (mlx["status"], mlx["mode"], mlx["clock"]) == ("OK", "mlx-sync", "mlx-sync"), mlx
+    assert mlx["median_ms"] > 0 and mlx["verify"]["status"] == "PASS" and mlx["floor_ms"] is None
+    assert torch_row["status"] == "SKIP" and torch_row["reason"].startswith("no clock for torch on cpu")
