@@ -34,6 +34,10 @@ def test_a_sample_is_a_batch_between_two_synchronizations():
     assert t.compile_s >= 0.002 and dev.pending == 0 and dev.waits >= 2 + t.n
     with pytest.raises(ValueError, match="clock must be one of"):
         time_synced(dev.launch, dev.sync, "events")
+    from wkvbench.perf.synced import WHAT
+    from wkvbench.results.model import SYNC_MODES
+
+    assert tuple(WHAT) == SYNC_MODES  # every reader (tables, report) labels exactly these
 
 
 def test_bench_times_mlx_cpu_paths_by_their_synchronization_without_cuda(tmp_path):
@@ -51,3 +55,22 @@ def test_bench_times_mlx_cpu_paths_by_their_synchronization_without_cuda(tmp_pat
     assert (mlx["status"], mlx["mode"], mlx["clock"]) == ("OK", "mlx-sync", "mlx-sync"), mlx
     assert mlx["median_ms"] > 0 and mlx["verify"]["status"] == "PASS" and mlx["floor_ms"] is None
     assert torch_row["status"] == "SKIP" and torch_row["reason"].startswith("no clock for torch on cpu")
+
+
+def test_the_report_and_the_table_label_host_timed_rows():
+    from rich.console import Console
+
+    from wkvbench.perf.tables import bench_table
+    from wkvbench.report.perf import shape_set_rows
+
+    row = {"variant": "gdn.mlx_lm.metal", "op": "gdn", "shape_set": "quick", "shape": "B2-T256-H4-N64",
+           "dtype": "fp32", "status": "OK", "median_ms": 1.5, "iqr_ms": 0.1, "n": 20, "outliers": 0,
+           "gbps": 1.0, "tflops": 0.1, "pct_of_floor": None, "mode": "mlx-sync"}
+    [cells] = [r.cells for r in shape_set_rows([row])]
+    assert cells[0] == "1.5 (host time, mlx-sync)"
+    con = Console(width=250, record=True)
+    con.print(bench_table([row], None))
+    text = con.export_text()
+    assert "around the framework's synchronization" in text and "host time around mlx-sync" in text
+    events = {**row, "mode": "eager"}
+    assert shape_set_rows([events])[0].cells[0] == "1.5"

@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from .timing import BATCH_S, MAX_BATCH, MIN_TIME_S, SEM_BOUND, Timing, summarize
 
+# what each clock measures (the row's ``mode_reason``); its keys are results.model.SYNC_MODES
 WHAT = {"mlx-sync": "MLX's own synchronization (mx.synchronize) around a batch of calls: host time, launch "
                     "overhead included; MLX offers no device events",
         "ggml-sync": "ggml's backend synchronize around a batch of calls: host time, launch overhead "

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..results.model import SYNC_MODES
 from .bench import SHAPE_SETS
-from .synced import WHAT as _SYNCED
-
-SYNC_CLOCKS = tuple(_SYNCED)  # rows timed by host time around a synchronization (perf/synced.py)
 
 if TYPE_CHECKING:
     from .roofline import Ceilings
@@ -25,7 +23,7 @@ def bench_table(rows: list[dict], ceilings: Ceilings | None):
     from rich.table import Table
 
     title = "wkvbench bench: device time (median, IQR) vs the roofline floor"
-    if rows and all(r.get("mode") in SYNC_CLOCKS for r in rows if r["status"] == "OK"):
+    if rows and all(r.get("mode") in SYNC_MODES for r in rows if r["status"] == "OK"):
         title = "wkvbench bench: time per call around the framework's synchronization (median, IQR)"
     if ceilings:
         title += (f"  [copy {ceilings.copy_gbps / 1e3:.2f} TB/s, bf16 {ceilings.matmul_bf16_tflops:.0f} / "
@@ -40,7 +38,7 @@ def bench_table(rows: list[dict], ceilings: Ceilings | None):
         if r["status"] == "OK":
             note = ("[yellow]throttled[/yellow] " if r.get("throttled") else "") + (
                 f"{r['outliers']} outliers" if r.get("outliers") else "") + (
-                f" host time around {r['mode']} (no device events)" if r.get("mode") in SYNC_CLOCKS else "")
+                f" host time around {r['mode']} (no device events)" if r.get("mode") in SYNC_MODES else "")
             t.add_row(r["shape_set"], r["variant"], r["dtype"], r["shape"], _ms(r["median_ms"]), _ms(r["iqr_ms"]),
                       str(r["n"]), f"{r['gbps']:.0f}", f"{r['tflops']:.2f}",
                       f"{r['pct_of_floor']:.1f}" if r.get("pct_of_floor") is not None else "-", note)

@@ -9,6 +9,7 @@ import re
 import statistics
 from dataclasses import dataclass
 
+from ..results.model import SYNC_MODES
 from .charts import Chart, Charts, Trace
 from .current import BenchFile
 from .matrix import dtype_key, fmt, op_key
@@ -81,11 +82,12 @@ def shape_set_rows(rows: list[dict]) -> list[PerfRow]:
             f"q1 {_cellnum(r, 'q1_ms')} ms, q3 {_cellnum(r, 'q3_ms')} ms, sem {_cellnum(r, 'sem_ms')} ms, "
             f"outliers {r.get('outliers', '-')}, compile {_cellnum(r, 'compile_s')} s, "
             f"bytes {r.get('bytes', '-')}, flops {r.get('flops', '-')}, floor {_cellnum(r, 'floor_ms')} ms, "
-            f"clock {r.get('clock_mhz', '-')} MHz, "
+            f"timed as {r.get('mode', '-')}, clock {r.get('clock_mhz', '-')} MHz, "
             f"temp {r.get('temp_c', '-')} C, throttled {r.get('throttled', '-')}"
         )
+        host = f" (host time, {r.get('mode')})" if r.get("mode") in SYNC_MODES else ""  # no device events
         cells = [] if st != "OK" else [
-            _cellnum(r, "median_ms", ".4g"), _cellnum(r, "iqr_ms"), str(r.get("n", "-")),
+            _cellnum(r, "median_ms", ".4g") + host, _cellnum(r, "iqr_ms"), str(r.get("n", "-")),
             _cellnum(r, "gbps", ".4g"),
             _cellnum(r, "tflops"), _cellnum(r, "pct_of_floor", ".3g"), _cellnum(r, "x_floor"), vtxt]
         out.append(PerfRow(str(r.get("variant")), str(r.get("op") or str(r.get("variant")).split(".")[0]),

@@ -59,6 +59,11 @@ class VerifyRow(_VerifyKey, total=False):
     stderr_tail: str | None
 
 
+# a bench row's ``mode`` when no device events exist (MLX, ggml's Metal back-end): the host time around
+# the framework's own synchronization (wkvbench/perf/synced.py); every reader labels such rows
+SYNC_MODES = ("mlx-sync", "ggml-sync")
+
+
 class _BenchKey(TypedDict):
     variant: str
     shape_set: str
@@ -86,7 +91,7 @@ class BenchRow(_BenchKey, total=False):
     outliers: int
     host_gaps: int
     compile_s: float
-    mode: str  # eager | graph | profiler
+    mode: str  # eager | graph | profiler | mlx-sync | ggml-sync (SYNC_MODES)
     mode_reason: str
     bytes: int
     flops: int
@@ -240,5 +245,5 @@ def from_doc(path: Path, doc: object, expect: tuple[str, ...] = ()) -> ResultsFi
     return ResultsFile(path, schema, doc, rows)
 
 
-__all__ = ["KINDS", "BenchRow", "Kind", "PropertyRow", "Provenance", "ResultsError", "ResultsFile",
+__all__ = ["KINDS", "SYNC_MODES", "BenchRow", "Kind", "PropertyRow", "Provenance", "ResultsError", "ResultsFile",
            "StabilityRow", "VerifyRow", "check_rows", "from_doc", "read"]
