@@ -18,7 +18,7 @@ import math
 import time
 from collections.abc import Callable
 
-from .timing import BATCH_S, MAX_BATCH, MIN_TIME_S, SEM_BOUND, Timing, summarize
+from .timing import BATCH_S, MAX_BATCH, MIN_TIME_S, SEM_BOUND, Timing, stop_reason
 
 # what each clock measures (the row's ``mode_reason``); its keys are results.model.SYNC_MODES
 WHAT = {"mlx-sync": "MLX's own synchronization (mx.synchronize) around a batch of calls: host time, launch "
@@ -64,13 +64,8 @@ def time_synced(fn: Callable[[], object], sync: Callable[[], object], clock: str
             fn()
         sync()
         samples.append(1e3 * (time.perf_counter() - a) / batch)
-        if len(samples) >= min_reps and time.perf_counter() - t_start >= MIN_TIME_S:
-            st = summarize(samples)
-            if st["sem_ms"] <= sem_bound * st["median_ms"]:
-                stop = "sem"
-                break
-            if time.perf_counter() - t_start > time_cap_s:
-                stop = "time_cap"
-                break
+        if why := stop_reason(samples, t_start, min_reps, MIN_TIME_S, sem_bound, time_cap_s):
+            stop = why
+            break
     return Timing(samples_ms=[round(s, 6) for s in samples], compile_s=round(compile_s, 3), stop=stop,
                   mode=clock, mode_reason=WHAT[clock], launch={"batch": batch})

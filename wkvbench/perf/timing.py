@@ -112,6 +112,18 @@ class Timing:
         return summarize(self.samples_ms)
 
 
+def stop_reason(samples: list[float], t_start: float, min_reps: int, min_time: float, sem_bound: float,
+                time_cap_s: float) -> str | None:
+    """Why sampling stops now: "sem" (the median's standard error under ``sem_bound`` of it), or
+    "time_cap"; None to go on (fewer than ``min_reps`` samples or ``min_time`` of sampling yet)."""
+    if len(samples) < min_reps or time.perf_counter() - t_start < min_time:
+        return None
+    st = summarize(samples)
+    if st["sem_ms"] <= sem_bound * st["median_ms"]:
+        return "sem"
+    return "time_cap" if time.perf_counter() - t_start > time_cap_s else None
+
+
 def summarize(samples_ms: list[float]) -> dict:
     x = np.asarray(samples_ms, dtype=np.float64)
     q1, med, q3 = (float(v) for v in np.percentile(x, [25, 50, 75]))
@@ -298,14 +310,9 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None 
                     samples.append(a.elapsed_time(b))
                 else:
                     gaps += 1
-        if len(samples) >= min_reps and time.perf_counter() - t_start >= min_time:
-            st = summarize(samples)
-            if st["sem_ms"] <= sem_bound * st["median_ms"]:
-                stop = "sem"
-                break
-            if time.perf_counter() - t_start > time_cap_s:
-                stop = "time_cap"
-                break
+        if why := stop_reason(samples, t_start, min_reps, min_time, sem_bound, time_cap_s):
+            stop = why
+            break
     clk1, temp1, thr1 = gpu_clocks(torch.cuda.current_device())
     throttled = thr0 or thr1 or (clk0 is not None and clk1 is not None and clk1 < 0.9 * clk0)
     return Timing(samples_ms=[round(s, 6) for s in samples], compile_s=round(compile_s, 3),
