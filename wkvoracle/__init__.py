@@ -1,6 +1,8 @@
 """The float64 NumPy oracle (spec §9). No torch import anywhere in this package.
 
 ``ORACLES[op](**inputs)`` runs the readable per-step recurrence that defines the operator;
+``FAST[op](**inputs)`` computes the same in chunked matrix form (``wkvoracle/fast.py``), fast
+enough to judge benchmark-sized shapes, and is tested against ``ORACLES`` to 1e-12 relative;
 ``ALTERNATES[op]`` is an independent formulation used only to test the oracle itself;
 ``BACKWARDS[op](**inputs, dy=..., dstate=...)`` (wkv4: ``daa, dbb, dpp``) is the hand-derived
 reverse-time backward: gradients of ``<dy, y> + <dstate, S_T>`` for every input and the initial state.
@@ -8,6 +10,7 @@ reverse-time backward: gradients of ``<dy, y> + <dstate, S_T>`` for every input 
 
 from __future__ import annotations
 
+from .fast import FAST
 from .gdn import backward_gdn, recurrent_gdn, transition_gdn
 from .gdn_wy import kkt_inverse, recurrent_gdn_wy, substitution_gdn_wy
 from .gla import backward_gla, chunked_gla, recurrent_gla
@@ -41,7 +44,7 @@ BACKWARDS = {
 }
 
 __all__ = [
-    "BACKWARDS", "backward_gdn", "backward_gla", "backward_wkv4", "backward_wkv6", "backward_wkv7",
+    "BACKWARDS", "FAST", "backward_gdn", "backward_gla", "backward_wkv4", "backward_wkv6", "backward_wkv7",
     "ALTERNATES", "ORACLES", "chunked_gla", "chunked_wkv6", "closed_form_wkv4", "kkt_inverse",
     "recurrent_gdn", "recurrent_gdn_wy", "recurrent_gla", "recurrent_wkv4", "recurrent_wkv6",
     "recurrent_wkv7", "substitution_gdn_wy", "transition_gdn", "transition_wkv7",
