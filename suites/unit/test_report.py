@@ -1,5 +1,5 @@
 """The HTML report (``python -m wkvbench report``): well-formed, complete, self-contained, deterministic,
-with plots, rendered by headless Chromium into a page that is not blank.
+with plots (in a browser: test_report_browser.py; the GPU runs section: test_report_runs.py).
 
 Inputs: the synthetic fixture under ``suites/data/report/results`` (a verify/1 file, a partial
 stream, a bench/1 file, a drift profile, asv results of two machines) and the committed results
@@ -13,118 +13,16 @@ import re
 import shutil
 import subprocess
 import sys
-from html.parser import HTMLParser
 from pathlib import Path
 
-import numpy as np
 import pytest
 
+from suites.unit.report_pages import FIXTURE, REPO, _chart_data, _parse
 from wkvbench.report import ReportInputError, build, reproduce
 from wkvbench.report.asv import history
-from wkvbench.report.browser import open_page, png_stats, read_png, screenshot, unavailable
 from wkvbench.report.charts import plotly_js
 from wkvbench.report.current import verify_groups
 from wkvbench.results.committed import VerifyRun, load
-
-REPO = Path(__file__).resolve().parents[2]
-FIXTURE = REPO / "suites" / "data" / "report" / "results"
-VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
-
-
-class _Tree(HTMLParser):
-    """Checks that every element is closed in order; collects table rows (cell texts), the attributes of
-    every element with an id, the chart containers and the script elements."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.stack: list[str] = []
-        self.errors: list[str] = []
-        self.rows: list[tuple[str, list[str]]] = []  # (class of the enclosing table, cell texts)
-        self.tables: list[str] = []
-        self.ids: dict[str, dict[str, str | None]] = {}
-        self.charts: list[str] = []  # ids of div.chart
-        self.scripts: list[dict[str, str | None]] = []
-        self.options: dict[str, list[str]] = {}  # select id -> option values
-        self.h3: list[str] = []
-        self._select: str | None = None
-        self._cells: list[str] | None = None
-        self._has_td = False
-        self._text: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        a = dict(attrs)
-        if "id" in a:
-            self.ids[str(a["id"])] = a
-        if tag == "table":
-            self.tables.append(a.get("class") or "")
-        if tag == "tr":
-            self._cells, self._has_td = [], False
-        if tag == "td":
-            self._has_td = True
-        if tag in ("td", "th", "h3"):
-            self._text = []
-        if tag == "div" and "chart" in (a.get("class") or "").split():
-            self.charts.append(str(a.get("id")))
-        if tag == "script":
-            self.scripts.append(a)
-        if tag == "select":
-            self._select = str(a.get("id"))
-            self.options[self._select] = []
-        if tag == "option" and self._select:
-            self.options[self._select].append(str(a.get("value")))
-        if tag not in VOID:
-            self.stack.append(tag)
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in VOID:
-            return
-        if not self.stack or self.stack[-1] != tag:
-            top = self.stack[-1] if self.stack else None
-            self.errors.append(f"</{tag}> at {self.getpos()} closes <{top}>")
-            return
-        self.stack.pop()
-        if tag == "select":
-            self._select = None
-        if tag == "h3":
-            self.h3.append("".join(self._text).strip())
-        if tag in ("td", "th") and self._cells is not None:
-            self._cells.append("".join(self._text).strip())
-        if tag == "tr" and self._cells is not None:
-            if self._has_td:  # data rows only, not headers
-                self.rows.append((self.tables[-1] if self.tables else "", self._cells))
-            self._cells = None
-
-    def handle_data(self, data: str) -> None:
-        self._text.append(data)
-
-
-def _parse(text: str) -> _Tree:
-    t = _Tree()
-    t.feed(text)
-    t.close()
-    return t
-
-
-@pytest.fixture(scope="module")
-def fixture_page(tmp_path_factory) -> tuple[Path, str, _Tree]:
-    out = tmp_path_factory.mktemp("report") / "index.html"
-    build(FIXTURE, out)
-    text = out.read_text()
-    return out, text, _parse(text)
-
-
-@pytest.fixture(scope="module")
-def committed_page(tmp_path_factory) -> tuple[Path, str, _Tree]:
-    out = tmp_path_factory.mktemp("committed") / "index.html"
-    build(REPO / "reports", out)
-    text = out.read_text()
-    return out, text, _parse(text)
-
-
-def _chart_data(text: str) -> dict:
-    start = text.index('<script type="application/json" id="chart-data">')
-    body = text[text.index(">", start) + 1: text.index("</script>", start)]
-    return json.loads(body)
 
 
 def test_the_tag_checker_catches_unbalanced_html():
@@ -426,126 +324,6 @@ def test_asv_site_is_linked_when_built(tmp_path):
     assert '<a href="../asv/html/index.html">' in out.read_text()
 
 
-def _pillow_png(path: Path, img: np.ndarray, mode: str) -> None:
-    from PIL import Image
-
-    kind = "L" if mode == "L" else ("RGBA" if img.shape[2] == 4 else "RGB")
-    im = Image.fromarray(img[:, :, 0] if mode == "L" else img, kind)
-    if mode == "P":
-        im = im.convert("P", palette=Image.Palette.ADAPTIVE, colors=16)
-    im.save(path, "PNG")
-
-
-@pytest.mark.parametrize("mode", ["RGB", "RGBA", "P", "L"])
-def test_png_reader_decodes_what_pillow_writes(tmp_path, mode):
-    rng = np.random.default_rng(len(mode))
-    img = rng.integers(0, 256, size=(10, 7, 4 if mode == "RGBA" else 3), dtype=np.uint8)
-    if mode in ("P", "L"):
-        img = np.repeat(img[:, :, :1] // 16 * 16, 3, axis=2)  # at most 16 levels: exact in a palette
-    p = tmp_path / "x.png"
-    _pillow_png(p, img, mode)
-    got = read_png(p)
-    assert got.dtype == np.uint8 and got.shape == img.shape
-    assert np.array_equal(got, img)
-    st = png_stats(p)
-    assert (st.width, st.height) == (7, 10)
-    assert st.colours == len({tuple(px) for px in img[:, :, :3].reshape(-1, 3)})
-
-
-def test_a_file_that_is_not_a_png_is_refused(tmp_path):
-    p = tmp_path / "x.png"
-    p.write_bytes(b"not an image")
-    with pytest.raises(ValueError, match="not a PNG"):
-        read_png(p)
-
-
-BROWSER = unavailable()
-needs_browser = pytest.mark.skipif(BROWSER is not None, reason=f"browser test not run: {BROWSER}")
-
-
-@needs_browser
-def test_blank_and_drawn_pages_are_told_apart(tmp_path):
-    blank = tmp_path / "blank.html"
-    blank.write_text("<!DOCTYPE html><html><body style='background:#fff'></body></html>")
-    st = png_stats(screenshot(blank, tmp_path / "blank.png", 200, 150))
-    assert st.colours == 1 and st.non_white == 0.0
-    box = tmp_path / "box.html"
-    box.write_text("<!DOCTYPE html><html><body style='margin:0;background:#fff'>"
-                   "<div style='width:100px;height:30px;background:#ff0000'></div></body></html>")
-    img = read_png(screenshot(box, tmp_path / "box.png", 200, 150))
-    assert int(np.all(img[:, :, :3] == [255, 0, 0], axis=2).sum()) == 100 * 30
-
-
-def _visible(tab, selector: str) -> int:
-    return tab.eval_on_selector_all(selector, "els => els.filter(e => e.offsetParent !== null).length")
-
-
-@needs_browser
-def test_headless_chromium_renders_the_report_offline(committed_page):
-    """The report built from the committed results, in chromium with every network request refused: not
-    blank, every chart drawn by the inlined plotly.js. The screenshot is kept under reports/out/."""
-    page, text, tree = committed_page
-    png = screenshot(page, REPO / "reports" / "out" / "report-screenshot.png", 1400, 2000)
-    st = png_stats(png)
-    assert (st.width, st.height) == (1400, 2000)
-    assert st.colours >= 50 and st.non_white >= 0.05, st  # text, coloured cells: not a blank page
-    requests: list[str] = []
-    with open_page(page) as tab:
-        tab.route("**/*", lambda route: (requests.append(route.request.url), route.abort())
-                  if not route.request.url.startswith("file:") else route.continue_())
-        tab.reload(wait_until="load")
-        tab.wait_for_selector("body[data-ready]", state="attached")
-        n = len(tree.charts)
-        assert tab.get_attribute("body", "data-ready") == f"{n} charts drawn"
-        assert tab.locator("div.chart.js-plotly-plot").count() == n
-        assert tab.locator("div.chart svg.main-svg").count() >= n
-        assert tab.locator("div.chart .scatterlayer .trace, div.chart .barlayer .trace").count() >= n
-        assert tab.is_visible("#filters") and tab.is_visible("#f-dtype")
-    assert requests == []
-
-
-@needs_browser
-def test_the_filters_narrow_tables_and_charts(fixture_page):
-    page, text, tree = fixture_page
-    with open_page(page) as tab:
-        assert "9 of 9 charts" in tab.inner_text("#filter-note") or "charts" in tab.inner_text("#filter-note")
-        all_rows = tab.eval_on_selector_all("details.rowsfile tbody tr", "els => els.length")
-        tab.eval_on_selector_all("details.rowsfile", "els => els.forEach(d => d.open = true)")
-        assert _visible(tab, "details.rowsfile tbody tr") == all_rows
-        charts = len(tree.charts)
-        tab.select_option("#f-dtype", "bf16")
-        cases = tab.eval_on_selector_all(
-            "details.rowsfile tbody tr",
-            "els => els.filter(e => e.offsetParent !== null).map(e => e.cells[2].textContent)")
-        assert cases and all(c.split("/")[3] == "bf16" for c in cases) and len(cases) < all_rows
-        assert _visible(tab, 'table.matrix td[data-d="fp32"]') == 0
-        assert _visible(tab, 'table.matrix td[data-d="bf16"]') > 0
-        assert _visible(tab, 'table.perf tr[data-d="fp32"]') == 0
-        shown = _visible(tab, "div.chart")
-        assert 0 < shown < charts
-        # every point left in every drawn chart is a bf16 point
-        dtypes = tab.evaluate("""() => Array.from(document.querySelectorAll('div.chart.js-plotly-plot'))
-            .filter(e => e.offsetParent !== null).flatMap(e => e.data.flatMap(t => t.x || []))""")
-        assert dtypes and "fp32" not in dtypes
-        cats = tab.evaluate("""() => Array.from(document.querySelectorAll('div.chart.js-plotly-plot'))
-            .filter(e => e.offsetParent !== null && e.layout.xaxis.categoryarray)
-            .map(e => e.layout.xaxis.categoryarray)""")
-        assert cats and all(c == ["bf16"] for c in cats)  # the emptied fp32 category left the dtype axis
-        tab.select_option("#f-machine", "NVIDIA H100")  # only asv history has it, and it records no dtype
-        assert _visible(tab, "div.chart") == 0
-        tab.select_option("#f-dtype", "")
-        assert _visible(tab, "details.rowsfile") == 0 and _visible(tab, "table.matrix") == 0
-        assert _visible(tab, "div.chart") == 3  # the history charts (T=1024, T=4096, the oracle): H100 lines
-        names = tab.evaluate("""() => Array.from(document.querySelectorAll('div.chart.js-plotly-plot'))
-            .filter(e => e.offsetParent !== null)
-            .flatMap(e => e.data.filter(t => t.x.length).map(t => t.name))""")
-        assert names and all(n.endswith("NVIDIA H100") for n in names)
-        tab.click("#f-reset")
-        assert _visible(tab, "div.chart") == charts
-        tab.fill("#f-text", "not supported")
-        assert _visible(tab, "details.rowsfile tbody tr") == 1
-
-
 def test_local_output_folders_are_not_part_of_the_report(tmp_path):
     """reports/results/ (verify's default output, git-ignored) stays out of the committed report."""
     for sub in ("results", "out", "gpu"):
@@ -563,65 +341,6 @@ def test_a_crashed_or_hung_case_colours_its_cell_as_a_failure():
     for status in ("CRASH", "TIMEOUT"):
         c = cell([{"variant": "gla.ggml.cuda", "case": "c", "status": status, "reason": "signal 6"}])
         assert c.cls == "fail" and c.head == "FAIL 1/1" and status in c.tip
-
-
-def test_the_report_shows_where_a_gpu_runs_time_went_and_its_stability(tmp_path):
-    """A ``nox -s gpu`` results set (run.json, stability.json) becomes the "GPU runs" section: each
-    phase with its seconds, the worker seconds per variant, and the stability rows with their verdicts."""
-    import json
-
-    from wkvbench.report.runs import runs_section
-    from wkvbench.results.committed import load
-
-    d = tmp_path / "gpu" / "box"
-    d.mkdir(parents=True)
-    (d / "run.json").write_text(json.dumps({
-        "schema": "wkvbench.run/1", "complete": True, "install_s": 28.0, "wall_s": 1153.3,
-        "provenance": {"gpu": {"name": "NVIDIA H100"}, "git": {"commit": "957fbcfd3aa1"}},
-        "phases": {"verify": {"status": "done", "seconds": 887.0, "detail": "2106 PASS"},
-                   "bench": {"status": "done", "seconds": 222.0, "detail": "225 OK"}},
-        "variant_seconds": {"gla.fla.chunk": {"forward": 93.0, "warm": 2090.0}},
-        "cpu_s": {"verify": 5000.0, "side": 9000.4}, "cores": 16,
-        "load": [[30.0, 99.5, 40.0, 20.1], [60.0, 70.0, 100.0, 30.0], [90.0, None, None, None]]}))
-    (d / "stability.json").write_text(json.dumps({
-        "schema": "wkvbench.stability/1", "repeats": 5, "spread_max": 0.01, "ratio_max": 0.02, "rows": [
-            {"shape_set": "decode", "variant": "v1", "dtype": "bf16", "mode": "graph",
-             "engine_median_ms": 0.1118, "spread": 0.0049, "ratio": 0.994, "ok": True},
-            {"shape_set": "decode", "variant": "v2", "dtype": "bf16", "mode": "graph",
-             "engine_median_ms": 0.0069, "spread": 2.92, "ratio": 5.28, "ok": False}]}))
-    src = load(tmp_path)
-    assert not src.not_read  # both files are read, not listed under "Files not read"
-    html = runs_section(src.runs, src.stability)
-    assert "wall 1153 s after 28 s of installation; complete" in html
-    assert "<td>verify</td><td>done</td><td>887</td><td>2106 PASS</td>" in html
-    assert "<td>gla.fla.chunk</td><td>93</td><td>2090</td><td>2183</td>" in html
-    assert "CPU seconds of the processes: verify 5000, side 9000 (16 cores)" in html
-    assert "CPU busy while verifying: mean 85 %, 1/2 samples at 90 % or more" in html
-    assert "GPU busy while verifying: mean 70 %, 1/2 samples" in html
-    assert "1/2 rows within the targets" in html and "111.8 us" in html and "<td>NO</td>" in html
-    assert "No <code>nox -s gpu</code> run" in runs_section([], src.stability)
-    assert "no result" not in html  # no bench file beside it: nothing to count against
-
-
-def test_the_stability_view_counts_the_bench_rows_it_has_no_result_for():
-    """A check stopped before the end of its bench file says how many timed rows it did not reach, by
-    shape set (ggml's apart); rows the bench did not time (SKIP) are not counted."""
-    from wkvbench.report.runs import run_views
-
-    stab = {"schema": "wkvbench.stability/1", "bench": "bench.json", "repeats": 5, "rows": [
-        {"shape_set": "decode", "variant": "v1", "dtype": "bf16", "mode": "graph",
-         "engine_median_ms": 0.1, "spread": 0.004, "ratio": 1.0, "ok": True}]}
-    bench = [{"variant": "v1", "shape_set": "decode", "dtype": "bf16", "status": "OK"},
-             {"variant": "v1", "shape_set": "prefill", "dtype": "bf16", "status": "OK"},
-             {"variant": "v1", "shape_set": "prefill", "dtype": "fp16", "status": "OK"},
-             {"variant": "gdn.ggml.cuda", "shape_set": "decode", "dtype": "fp32", "status": "OK"},
-             {"variant": "v1", "shape_set": "long", "dtype": "fp32", "status": "SKIP"}]
-    run = {"schema": "wkvbench.run/1", "phases": {}}
-    [v] = run_views([("gpu/box/run.json", run)], [("gpu/box/stability.json", stab)], {"gpu/box": bench})
-    assert v.stability.meta.endswith("3 timed rows of bench.json have no result (the check stopped before "
-                                     "them): ggml 1, prefill 2.")
-    [w] = run_views([("gpu/box/run.json", run)], [("gpu/box/stability.json", stab)], {"gpu/box": bench[:1]})
-    assert "no result" not in w.stability.meta
 
 
 def test_a_run_of_a_few_variants_supersedes_no_run_of_every_variant():

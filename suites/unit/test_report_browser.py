@@ -1,0 +1,132 @@
+"""The report in a browser: the PNG reader (Pillow), headless chromium driven by Playwright rendering
+the page offline, and the filters narrowing its tables and charts (``wkvbench.report.browser``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from suites.unit.report_pages import REPO
+from wkvbench.report.browser import open_page, png_stats, read_png, screenshot, unavailable
+
+
+def _pillow_png(path: Path, img: np.ndarray, mode: str) -> None:
+    from PIL import Image
+
+    kind = "L" if mode == "L" else ("RGBA" if img.shape[2] == 4 else "RGB")
+    im = Image.fromarray(img[:, :, 0] if mode == "L" else img, kind)
+    if mode == "P":
+        im = im.convert("P", palette=Image.Palette.ADAPTIVE, colors=16)
+    im.save(path, "PNG")
+
+
+@pytest.mark.parametrize("mode", ["RGB", "RGBA", "P", "L"])
+def test_png_reader_decodes_what_pillow_writes(tmp_path, mode):
+    rng = np.random.default_rng(len(mode))
+    img = rng.integers(0, 256, size=(10, 7, 4 if mode == "RGBA" else 3), dtype=np.uint8)
+    if mode in ("P", "L"):
+        img = np.repeat(img[:, :, :1] // 16 * 16, 3, axis=2)  # at most 16 levels: exact in a palette
+    p = tmp_path / "x.png"
+    _pillow_png(p, img, mode)
+    got = read_png(p)
+    assert got.dtype == np.uint8 and got.shape == img.shape
+    assert np.array_equal(got, img)
+    st = png_stats(p)
+    assert (st.width, st.height) == (7, 10)
+    assert st.colours == len({tuple(px) for px in img[:, :, :3].reshape(-1, 3)})
+
+
+def test_a_file_that_is_not_a_png_is_refused(tmp_path):
+    p = tmp_path / "x.png"
+    p.write_bytes(b"not an image")
+    with pytest.raises(ValueError, match="not a PNG"):
+        read_png(p)
+
+
+BROWSER = unavailable()
+needs_browser = pytest.mark.skipif(BROWSER is not None, reason=f"browser test not run: {BROWSER}")
+
+
+@needs_browser
+def test_blank_and_drawn_pages_are_told_apart(tmp_path):
+    blank = tmp_path / "blank.html"
+    blank.write_text("<!DOCTYPE html><html><body style='background:#fff'></body></html>")
+    st = png_stats(screenshot(blank, tmp_path / "blank.png", 200, 150))
+    assert st.colours == 1 and st.non_white == 0.0
+    box = tmp_path / "box.html"
+    box.write_text("<!DOCTYPE html><html><body style='margin:0;background:#fff'>"
+                   "<div style='width:100px;height:30px;background:#ff0000'></div></body></html>")
+    img = read_png(screenshot(box, tmp_path / "box.png", 200, 150))
+    assert int(np.all(img[:, :, :3] == [255, 0, 0], axis=2).sum()) == 100 * 30
+
+
+def _visible(tab, selector: str) -> int:
+    return tab.eval_on_selector_all(selector, "els => els.filter(e => e.offsetParent !== null).length")
+
+
+@needs_browser
+def test_headless_chromium_renders_the_report_offline(committed_page):
+    """The report built from the committed results, in chromium with every network request refused: not
+    blank, every chart drawn by the inlined plotly.js. The screenshot is kept under reports/out/."""
+    page, text, tree = committed_page
+    png = screenshot(page, REPO / "reports" / "out" / "report-screenshot.png", 1400, 2000)
+    st = png_stats(png)
+    assert (st.width, st.height) == (1400, 2000)
+    assert st.colours >= 50 and st.non_white >= 0.05, st  # text, coloured cells: not a blank page
+    requests: list[str] = []
+    with open_page(page) as tab:
+        tab.route("**/*", lambda route: (requests.append(route.request.url), route.abort())
+                  if not route.request.url.startswith("file:") else route.continue_())
+        tab.reload(wait_until="load")
+        tab.wait_for_selector("body[data-ready]", state="attached")
+        n = len(tree.charts)
+        assert tab.get_attribute("body", "data-ready") == f"{n} charts drawn"
+        assert tab.locator("div.chart.js-plotly-plot").count() == n
+        assert tab.locator("div.chart svg.main-svg").count() >= n
+        assert tab.locator("div.chart .scatterlayer .trace, div.chart .barlayer .trace").count() >= n
+        assert tab.is_visible("#filters") and tab.is_visible("#f-dtype")
+    assert requests == []
+
+
+@needs_browser
+def test_the_filters_narrow_tables_and_charts(fixture_page):
+    page, text, tree = fixture_page
+    with open_page(page) as tab:
+        assert "9 of 9 charts" in tab.inner_text("#filter-note") or "charts" in tab.inner_text("#filter-note")
+        all_rows = tab.eval_on_selector_all("details.rowsfile tbody tr", "els => els.length")
+        tab.eval_on_selector_all("details.rowsfile", "els => els.forEach(d => d.open = true)")
+        assert _visible(tab, "details.rowsfile tbody tr") == all_rows
+        charts = len(tree.charts)
+        tab.select_option("#f-dtype", "bf16")
+        cases = tab.eval_on_selector_all(
+            "details.rowsfile tbody tr",
+            "els => els.filter(e => e.offsetParent !== null).map(e => e.cells[2].textContent)")
+        assert cases and all(c.split("/")[3] == "bf16" for c in cases) and len(cases) < all_rows
+        assert _visible(tab, 'table.matrix td[data-d="fp32"]') == 0
+        assert _visible(tab, 'table.matrix td[data-d="bf16"]') > 0
+        assert _visible(tab, 'table.perf tr[data-d="fp32"]') == 0
+        shown = _visible(tab, "div.chart")
+        assert 0 < shown < charts
+        # every point left in every drawn chart is a bf16 point
+        dtypes = tab.evaluate("""() => Array.from(document.querySelectorAll('div.chart.js-plotly-plot'))
+            .filter(e => e.offsetParent !== null).flatMap(e => e.data.flatMap(t => t.x || []))""")
+        assert dtypes and "fp32" not in dtypes
+        cats = tab.evaluate("""() => Array.from(document.querySelectorAll('div.chart.js-plotly-plot'))
+            .filter(e => e.offsetParent !== null && e.layout.xaxis.categoryarray)
+            .map(e => e.layout.xaxis.categoryarray)""")
+        assert cats and all(c == ["bf16"] for c in cats)  # the emptied fp32 category left the dtype axis
+        tab.select_option("#f-machine", "NVIDIA H100")  # only asv history has it, and it records no dtype
+        assert _visible(tab, "div.chart") == 0
+        tab.select_option("#f-dtype", "")
+        assert _visible(tab, "details.rowsfile") == 0 and _visible(tab, "table.matrix") == 0
+        assert _visible(tab, "div.chart") == 3  # the history charts (T=1024, T=4096, the oracle): H100 lines
+        names = tab.evaluate("""() => Array.from(document.querySelectorAll('div.chart.js-plotly-plot'))
+            .filter(e => e.offsetParent !== null)
+            .flatMap(e => e.data.filter(t => t.x.length).map(t => t.name))""")
+        assert names and all(n.endswith("NVIDIA H100") for n in names)
+        tab.click("#f-reset")
+        assert _visible(tab, "div.chart") == charts
+        tab.fill("#f-text", "not supported")
+        assert _visible(tab, "details.rowsfile tbody tr") == 1

@@ -1,0 +1,63 @@
+"""The report's "GPU runs" section: where a ``nox -s gpu`` run's time went (run.json) and the timing
+engine's stability check beside it (stability.json), with the bench rows a stopped check did not reach."""
+
+from __future__ import annotations
+
+
+def test_the_report_shows_where_a_gpu_runs_time_went_and_its_stability(tmp_path):
+    """A ``nox -s gpu`` results set (run.json, stability.json) becomes the "GPU runs" section: each
+    phase with its seconds, the worker seconds per variant, and the stability rows with their verdicts."""
+    import json
+
+    from wkvbench.report.runs import runs_section
+    from wkvbench.results.committed import load
+
+    d = tmp_path / "gpu" / "box"
+    d.mkdir(parents=True)
+    (d / "run.json").write_text(json.dumps({
+        "schema": "wkvbench.run/1", "complete": True, "install_s": 28.0, "wall_s": 1153.3,
+        "provenance": {"gpu": {"name": "NVIDIA H100"}, "git": {"commit": "957fbcfd3aa1"}},
+        "phases": {"verify": {"status": "done", "seconds": 887.0, "detail": "2106 PASS"},
+                   "bench": {"status": "done", "seconds": 222.0, "detail": "225 OK"}},
+        "variant_seconds": {"gla.fla.chunk": {"forward": 93.0, "warm": 2090.0}},
+        "cpu_s": {"verify": 5000.0, "side": 9000.4}, "cores": 16,
+        "load": [[30.0, 99.5, 40.0, 20.1], [60.0, 70.0, 100.0, 30.0], [90.0, None, None, None]]}))
+    (d / "stability.json").write_text(json.dumps({
+        "schema": "wkvbench.stability/1", "repeats": 5, "spread_max": 0.01, "ratio_max": 0.02, "rows": [
+            {"shape_set": "decode", "variant": "v1", "dtype": "bf16", "mode": "graph",
+             "engine_median_ms": 0.1118, "spread": 0.0049, "ratio": 0.994, "ok": True},
+            {"shape_set": "decode", "variant": "v2", "dtype": "bf16", "mode": "graph",
+             "engine_median_ms": 0.0069, "spread": 2.92, "ratio": 5.28, "ok": False}]}))
+    src = load(tmp_path)
+    assert not src.not_read  # both files are read, not listed under "Files not read"
+    html = runs_section(src.runs, src.stability)
+    assert "wall 1153 s after 28 s of installation; complete" in html
+    assert "<td>verify</td><td>done</td><td>887</td><td>2106 PASS</td>" in html
+    assert "<td>gla.fla.chunk</td><td>93</td><td>2090</td><td>2183</td>" in html
+    assert "CPU seconds of the processes: verify 5000, side 9000 (16 cores)" in html
+    assert "CPU busy while verifying: mean 85 %, 1/2 samples at 90 % or more" in html
+    assert "GPU busy while verifying: mean 70 %, 1/2 samples" in html
+    assert "1/2 rows within the targets" in html and "111.8 us" in html and "<td>NO</td>" in html
+    assert "No <code>nox -s gpu</code> run" in runs_section([], src.stability)
+    assert "no result" not in html  # no bench file beside it: nothing to count against
+
+
+def test_the_stability_view_counts_the_bench_rows_it_has_no_result_for():
+    """A check stopped before the end of its bench file says how many timed rows it did not reach, by
+    shape set (ggml's apart); rows the bench did not time (SKIP) are not counted."""
+    from wkvbench.report.runs import run_views
+
+    stab = {"schema": "wkvbench.stability/1", "bench": "bench.json", "repeats": 5, "rows": [
+        {"shape_set": "decode", "variant": "v1", "dtype": "bf16", "mode": "graph",
+         "engine_median_ms": 0.1, "spread": 0.004, "ratio": 1.0, "ok": True}]}
+    bench = [{"variant": "v1", "shape_set": "decode", "dtype": "bf16", "status": "OK"},
+             {"variant": "v1", "shape_set": "prefill", "dtype": "bf16", "status": "OK"},
+             {"variant": "v1", "shape_set": "prefill", "dtype": "fp16", "status": "OK"},
+             {"variant": "gdn.ggml.cuda", "shape_set": "decode", "dtype": "fp32", "status": "OK"},
+             {"variant": "v1", "shape_set": "long", "dtype": "fp32", "status": "SKIP"}]
+    run = {"schema": "wkvbench.run/1", "phases": {}}
+    [v] = run_views([("gpu/box/run.json", run)], [("gpu/box/stability.json", stab)], {"gpu/box": bench})
+    assert v.stability.meta.endswith("3 timed rows of bench.json have no result (the check stopped before "
+                                     "them): ggml 1, prefill 2.")
+    [w] = run_views([("gpu/box/run.json", run)], [("gpu/box/stability.json", stab)], {"gpu/box": bench[:1]})
+    assert "no result" not in w.stability.meta
