@@ -123,7 +123,11 @@ class FlaTriton(FlaVariant):
 
     ``available()`` on the interpreter also runs the kernel once on a tiny problem (B=1, T=5, H=1,
     N=16), because several FLA kernels cannot execute in the interpreter at all; the reason is then
-    the actual error, for the versions installed.
+    the actual error, for the versions installed. Only an error of the interpreter itself
+    (``InterpreterError``: a construct it cannot execute) makes the twin unavailable. Any other
+    failure of that call (a ``TypeError`` of FLA's wrapper, an incompatible torch) is the kernel's
+    own, and availability never absorbs it: the twin stays available and every case reports it as
+    an ERROR, as its CUDA variant would.
     """
 
     backend: ClassVar[str] = "triton"
@@ -219,7 +223,9 @@ class FlaTriton(FlaVariant):
                                                      C=16 if self.operator == "gdn_wy" else 0), "fp32")
         try:
             self.to_canonical(self.run(self.prepare(tiny_inputs(case), case)))
-        except Exception as exc:  # noqa: BLE001 - the error is the reason
+        except Exception as exc:  # noqa: BLE001 - the interpreter's own error is the reason
+            if not interpreter_limit(exc):
+                return None  # the kernel's own failure: each case reports it (ERROR), never a SKIP
             where = [f"{f.filename.split('site-packages/')[-1]}:{f.lineno}"
                      for f in traceback.extract_tb(exc.__traceback__) if "/fla/" in f.filename]
             versions = ", ".join(f"{k} {v}" for k, v in env.fla_versions().items())
@@ -227,6 +233,20 @@ class FlaTriton(FlaVariant):
             return (f"fails under the Triton interpreter ({versions}): {type(exc).__name__}: {msg}"
                     + (f" (at {where[-1]})" if where else ""))
         return None
+
+
+def interpreter_limit(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it was raised from) is the Triton interpreter's own
+    ``InterpreterError``: a kernel construct the interpreter cannot execute, not a failure of the
+    kernel or of the package's Python code."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        if type(e).__name__ == "InterpreterError":
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
 
 
 class FlaNaive(FlaVariant):
