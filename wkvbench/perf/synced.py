@@ -29,13 +29,10 @@ WHAT = {"mlx-sync": "MLX's own synchronization (mx.synchronize) around a batch o
 
 def waiter(native: object) -> Callable[[], object]:
     """What waits for a prepared call's work: its own ``synchronize`` (ggml's backend graph), else MLX's
-    ``mx.synchronize`` (an MLX adapter's native arguments are a plain dict)."""
-    sync = getattr(native, "synchronize", None)
-    if sync is not None:
-        return sync
-    import mlx.core as mx
+    (``wkvkernels._mlx.sync``: an MLX adapter's native arguments are a plain dict)."""
+    from wkvkernels._mlx import sync
 
-    return mx.synchronize
+    return getattr(native, "synchronize", None) or sync
 
 
 def time_synced(fn: Callable[[], object], sync: Callable[[], object], clock: str, *,
