@@ -149,10 +149,16 @@ def test_bench_inputs_have_the_canonical_shapes(op):
         got = {k: v.shape for k, v in x.items() if isinstance(v, np.ndarray)}
         assert all(got[k] == want[k] for k in got), (got, want)
         assert all(np.isfinite(v).all() for v in x.values() if isinstance(v, np.ndarray))
-    # tiled: the second sequence and the second 256-token block repeat the first
-    x = bench_inputs(Case(op, "model", Shape(2, 600, 2, 16), "bf16", 0))
+    # repeated along T with the prime period TILE_T, each sequence its own: a kernel reading another
+    # sequence, or a token a power of two away (a chunk, a block, a wrapped index), reads other values
+    from wkvbench.perf.bench import TILE_T
+
+    x = bench_inputs(Case(op, "model", Shape(2, 1100, 2, 16), "bf16", 0))
     k = x["k"]
-    assert np.array_equal(k[0], k[1]) and np.array_equal(k[0, :256], k[0, 256:512])
+    assert not np.array_equal(k[0], k[1])
+    assert np.array_equal(k[0, :TILE_T], k[0, TILE_T:2 * TILE_T])
+    for shift in (16, 64, 128, 256, 512):
+        assert not np.array_equal(k[0, :64], k[0, shift:shift + 64]), shift
 
 
 def test_a_row_says_where_its_wall_time_went(tmp_path, monkeypatch):

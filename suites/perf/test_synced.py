@@ -54,6 +54,7 @@ def test_bench_times_mlx_cpu_paths_by_their_synchronization_without_cuda(tmp_pat
     mlx, torch_row = rows["gdn.mlx_lm.ops"], rows["gdn.torch.recurrent"]
     assert (mlx["status"], mlx["mode"], mlx["clock"]) == ("OK", "mlx-sync", "mlx-sync"), mlx
     assert mlx["median_ms"] > 0 and mlx["verify"]["status"] == "PASS" and mlx["floor_ms"] is None
+    assert mlx["at_size"]["status"] == "PASS" and mlx["at_size"]["floor_x"]["y"] < 20  # judged at its shape too
     assert torch_row["status"] == "SKIP" and torch_row["reason"].startswith("no clock for torch on cpu")
 
 

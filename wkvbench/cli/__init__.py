@@ -97,6 +97,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="leave out variants of this backend (repeatable)")
     b.add_argument("--resume", action="store_true", help="keep the finished rows of --output and run the rest")
     b.add_argument("--warm-only", action="store_true", help="only compile/autotune every row (fills the caches)")
+    b.add_argument("--no-at-size", dest="at_size", action="store_false",
+                   help="do not judge each timed row at its own shape against the float64 oracle "
+                        "(wkvbench.perf.at_size; on by default)")
     b.add_argument("--output", type=Path, default=None, help="results JSON (default reports/results/bench-<stamp>.json)")
     c = sub.add_parser("case", help="print the inputs of a case id (shapes, ranges) and its oracle outputs")
     c.add_argument("id")

@@ -30,7 +30,8 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
                          devices=tuple(args.device) or ("cuda",), shard=(i, n),
                          l2="warm" if args.warm else "cold", graph=args.graph, sem_bound=args.sem,
                          time_cap_s=args.time_cap,
-                         backends=tuple(args.backend), exclude_backends=tuple(args.exclude_backend))
+                         backends=tuple(args.backend), exclude_backends=tuple(args.exclude_backend),
+                         at_size=args.at_size)
     for s in sets:
         from ..perf.bench import set_shape
 
@@ -54,4 +55,9 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
         return 0
     console.print(bench_table(rows, bench.ceilings))
     console.print(f"results: {out}")
-    return 1 if any(r["status"] == "ERROR" for r in rows) else 0
+    bad = [r for r in rows if r.get("at_size", {}).get("status") in ("FAIL", "ERROR", "XPASS")]
+    for r in bad:
+        size = r["at_size"]
+        console.print(f"[red]at size {size['status']}[/red] {r['variant']} {r['shape']} {r['dtype']}: "
+                      f"{size['reason']}\n  reproduce: {size['reproduce']}")
+    return 1 if bad or any(r["status"] == "ERROR" for r in rows) else 0

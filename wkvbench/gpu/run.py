@@ -311,6 +311,9 @@ class GpuRun:
         modes = collections.Counter(r.get("mode") for r in doc["rows"] if r["status"] == "OK")
         detail = (", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + "; timed as "
                   + ", ".join(f"{n} {m}" for m, n in sorted(modes.items())))
+        sized = collections.Counter(r["at_size"]["status"] for r in doc["rows"] if r.get("at_size"))
+        if sized:
+            detail += "; judged at size: " + ", ".join(f"{n} {s}" for s, n in sorted(sized.items()))
         if failed:
             detail += f"; workers of GPUs {failed} failed"
         return not failed and bool(doc.get("complete")), detail

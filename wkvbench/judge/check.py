@@ -180,19 +180,7 @@ class Checker:
         if res.status != PASS:
             return self._known(res) if res.status == FAIL else res
         base = None if variant.baseline else self.baseline(case, inputs)
-        failures = []
-        for name, err in res.errors.items():
-            tol = tolerances.lookup(variant.name, case.op, case.dtype, name)
-            limit = tol.ceiling * err.floor
-            if base is not None and name in base:
-                res.baseline[name] = base[name]
-                limit = min(limit, tol.factor * max(base[name], err.floor))
-            res.limits[name] = limit
-            if not err.rel <= limit:  # NaN fails too
-                failures.append(f"{name}: rel {err.rel:.3g} ({err.floor_x:.3g}x floor) > limit {limit:.3g}")
-        if failures:
-            res.status, res.reason = FAIL, "; ".join(failures)
-        return self._known(res)
+        return apply_limits(res, base)
 
     @staticmethod
     def _known(res: CheckResult) -> CheckResult:
@@ -209,7 +197,6 @@ class Checker:
                 av = type(av).no(f"supports() raised {type(exc).__name__}: {exc}")
         if not av:
             return CheckResult(variant.name, case, SKIP, av.reason or "")
-        spec = op_spec(case.op)
         inputs = self.inputs(case) if inputs is None else inputs
         try:
             effective = variant.effective_inputs(inputs, case.dtype)
@@ -222,29 +209,59 @@ class Checker:
             return CheckResult(variant.name, case, ERROR, f"{type(exc).__name__}: {exc}{where}",
                                seconds=time.perf_counter() - t0)
         ref = self.oracle(case.op, {**default_state(case.op, effective), **effective})
-        for name in spec.low_outputs:
-            peak = float(np.abs(ref[name]).max()) if ref[name].size else 0.0
-            if peak > DTYPE_MAX[case.dtype]:
-                return CheckResult(variant.name, case, SKIP,
-                                   f"the exact {name} overflows {case.dtype} (max |{name}| = {peak:.3g})")
-        res = CheckResult(variant.name, case, PASS)
-        problems = []
-        for name in spec.outputs:
-            if name not in out:
-                problems.append(f"missing output {name!r} (got {sorted(out)})")
-                continue
-            out_dtype = case.dtype if name in spec.low_outputs else "fp32"
-            try:
-                res.errors[name] = err = tensor_error(out[name], ref[name], out_dtype)
-            except ValueError as exc:
-                problems.append(f"{name}: {exc}")
-                continue
-            if err.nonfinite:
-                problems.append(f"{name}: {err.nonfinite} NaN/Inf, first at {list(err.nonfinite_at)}")
-        if problems:
-            res.status, res.reason = FAIL, "; ".join(problems)
+        res = compare_outputs(variant.name, case, out, ref)
         res.seconds = time.perf_counter() - t0
         return res
+
+
+def compare_outputs(variant: str, case: Case, out: dict, ref: dict) -> CheckResult:
+    """The errors of canonical outputs ``out`` against the oracle's ``ref``: PASS with the errors, FAIL
+    for a missing output or a NaN/Inf, SKIP where the exact result overflows the case dtype. No
+    limit is applied yet (``apply_limits``)."""
+    spec = op_spec(case.op)
+    for name in spec.low_outputs:
+        peak = float(np.abs(ref[name]).max()) if ref[name].size else 0.0
+        if peak > DTYPE_MAX[case.dtype]:
+            return CheckResult(variant, case, SKIP,
+                               f"the exact {name} overflows {case.dtype} (max |{name}| = {peak:.3g})")
+    res = CheckResult(variant, case, PASS)
+    problems = []
+    for name in spec.outputs:
+        if name not in out:
+            problems.append(f"missing output {name!r} (got {sorted(out)})")
+            continue
+        out_dtype = case.dtype if name in spec.low_outputs else "fp32"
+        try:
+            res.errors[name] = err = tensor_error(out[name], ref[name], out_dtype)
+        except ValueError as exc:
+            problems.append(f"{name}: {exc}")
+            continue
+        if err.nonfinite:
+            problems.append(f"{name}: {err.nonfinite} NaN/Inf, first at {list(err.nonfinite_at)}")
+    if problems:
+        res.status, res.reason = FAIL, "; ".join(problems)
+    return res
+
+
+def apply_limits(res: CheckResult, base: dict[str, float] | None) -> CheckResult:
+    """Judge the errors of a PASS ``res`` by the tolerance table: each tensor within its ceiling and,
+    where the baseline's errors ``base`` are given, within ``factor`` times them; then the known
+    failures (``mark_known``). ``res`` is rewritten and returned."""
+    if res.status != PASS:
+        return Checker._known(res) if res.status == FAIL else res
+    failures = []
+    for name, err in res.errors.items():
+        tol = tolerances.lookup(res.variant, res.case.op, res.case.dtype, name)
+        limit = tol.ceiling * err.floor
+        if base is not None and name in base:
+            res.baseline[name] = base[name]
+            limit = min(limit, tol.factor * max(base[name], err.floor))
+        res.limits[name] = limit
+        if not err.rel <= limit:  # NaN fails too
+            failures.append(f"{name}: rel {err.rel:.3g} ({err.floor_x:.3g}x floor) > limit {limit:.3g}")
+    if failures:
+        res.status, res.reason = FAIL, "; ".join(failures)
+    return Checker._known(res)
 
 
 def upstream_gradients(case: Case, ref_outputs: dict) -> dict:

@@ -30,28 +30,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wkvkernels.base import KernelVariant, availability, variants
-from wkvkernels.cases import Case, Shape
+from wkvkernels.cases import Case
 
 from ..judge.check import PASS, Checker
 from ..results.provenance import Machine, provenance
 from ..results.schemas import BENCH, append_partial, atomic_write, partial_rows
 from ..results.verify_file import REWRITE_S
 from .roofline import Ceilings, flops, measure_ceilings, min_bytes
+from .shapes import SHAPE_SETS, STANDARD_SETS, TILE_T, bench_inputs, gate_case, set_shape  # noqa: F401 - re-exported
 from .timing import SEM_BOUND
 
 SCHEMA = BENCH
 BENCH_OPS = ("wkv4", "wkv6", "wkv7", "gla", "gdn")  # gdn_wy is a chunk stage, not an operator
-
-# Named shape sets shared by pytest, asv and `wkvbench bench`. wkv4 is per channel: H = 1, N = C.
-SHAPE_SETS: dict[str, dict[str, Shape]] = {
-    "quick": {"*": Shape(2, 256, 4, 64), "wkv4": Shape(2, 256, 1, 256)},
-    "decode": {"*": Shape(256, 1, 32, 64, h0=True), "wkv4": Shape(256, 1, 1, 2048, h0=True)},
-    "prefill": {"*": Shape(8, 4096, 32, 64), "wkv4": Shape(8, 4096, 1, 2048)},
-    "long": {"*": Shape(1, 65536, 8, 64), "wkv4": Shape(1, 65536, 1, 512)},
-    "head128": {"*": Shape(8, 4096, 16, 128)},
-}
-STANDARD_SETS = ("quick", "decode", "prefill", "long", "head128")
-
 
 def asv_variants(globs: tuple[str, ...] = ("*",), device: str = "cuda") -> list[str]:
     """The variants the asv benchmarks time on ``device``: the benchmarked operators' variants matching
@@ -60,49 +50,6 @@ def asv_variants(globs: tuple[str, ...] = ("*",), device: str = "cuda") -> list[
     return [v.name for v in variants() if v.device == device and v.operator in BENCH_OPS
             and not (device == "cuda" and v.backend == "ggml")
             and any(fnmatch.fnmatchcase(v.name, g) for g in globs)]
-
-
-def set_shape(set_name: str, op: str) -> Shape | None:
-    try:
-        shapes = SHAPE_SETS[set_name]
-    except KeyError:
-        raise ValueError(f"unknown shape set {set_name!r}; known: {', '.join(SHAPE_SETS)}") from None
-    return shapes.get(op, shapes.get("*") if op != "wkv4" else None)
-
-
-def gate_case(op: str, shape: Shape, dtype: str) -> Case:
-    """The small verification case standing for a benchmark shape (same N, h0 and T divisibility)."""
-    T = shape.T if shape.T <= 128 else 128 if shape.T % 128 == 0 else min(shape.T, 100)
-    H = 1 if op == "wkv4" else min(shape.H, 2)
-    N = min(shape.N, 256) if op == "wkv4" else shape.N
-    return Case(op, "model", Shape(1, T, H, N, h0=shape.h0), dtype, 0)
-
-
-TILE_T = 256
-
-
-def bench_inputs(case: Case) -> dict:
-    """Canonical inputs of a benchmark shape: the ``model`` generator's inputs for one sequence of
-    ``min(T, 256)`` tokens (same H and N), tiled over B and T. Timing does not depend on the values
-    (no kernel here branches on them), and a full-size float64 generation would take longer than the
-    benchmark; the values stay in the model domain, so nothing overflows."""
-    import numpy as np
-
-    from wkvoracle.inputs import generate
-
-    s = case.shape
-    ts = min(s.T, TILE_T)
-    small = generate(Case(case.op, "model", Shape(1, ts, s.H, s.N, h0=s.h0, C=s.C), case.dtype, case.seed))
-    out = {}
-    for name, x in small.items():
-        if not isinstance(x, np.ndarray) or x.ndim < 2 or x.shape[0] != 1:
-            out[name] = x  # per-channel parameters, scalars
-        elif x.shape[1] == ts and name not in ("state", "aa", "bb", "pp"):
-            reps = (s.B, -(-s.T // ts)) + (1,) * (x.ndim - 2)
-            out[name] = np.ascontiguousarray(np.tile(x, reps)[:, : s.T])
-        else:
-            out[name] = np.ascontiguousarray(np.tile(x, (s.B,) + (1,) * (x.ndim - 1)))
-    return out
 
 
 @dataclass
@@ -122,6 +69,7 @@ class BenchSelection:
     max_reps: int = 300
     backends: tuple[str, ...] = ()  # only variants of these backends (empty: any)
     exclude_backends: tuple[str, ...] = ()
+    at_size: bool = True  # judge every timed row at its own shape too (wkvbench.perf.at_size)
 
     def variants(self) -> list[KernelVariant]:
         from ..run.verify import select_variants
@@ -219,6 +167,7 @@ class Bench:
         self._inputs: dict[tuple, dict] = {}
         self._gates: dict[tuple, dict] = gates_from(verified) if verified else {}
         self.ceilings: Ceilings | None = None
+        self.judge = None  # at_size.SizeJudge while a run judges its rows at size
 
     def _resumed(self) -> list[dict]:
         """The rows of an earlier run into ``out``: ``F.json``'s and the ones its ``F.partial.jsonl``
@@ -309,13 +258,30 @@ class Bench:
         st = t.stats()
         med_s = st["median_ms"] * 1e-3
         floor = self.ceilings.floor_ms(row["bytes"], row["flops"], case.dtype) if self.ceilings else None
-        return {**row, "status": "OK", "reason": "", "samples_ms": t.samples_ms, **st, "compile_s": t.compile_s,
+        done = {**row, "status": "OK", "reason": "", "samples_ms": t.samples_ms, **st, "compile_s": t.compile_s,
                 "clock": clock, "mode": t.mode, "mode_reason": t.mode_reason, "launch": t.launch,
                 "stop": t.stop, "host_gaps": t.host_gaps, "gbps": row["bytes"] / med_s / 1e9,
                 "tflops": row["flops"] / med_s / 1e12, "floor_ms": floor,
                 "pct_of_floor": 100 * floor / st["median_ms"] if floor else None,
                 "x_floor": st["median_ms"] / floor if floor else None,
                 "clock_mhz": t.clock_mhz, "temp_c": t.temp_c, "throttled": t.throttled}
+        if self.judge is not None:
+            self._judge_at_size(v, case, done)
+        return done
+
+    def _judge_at_size(self, v: KernelVariant, case: Case, row: dict) -> None:
+        """One more call on freshly prepared inputs of the row's shape (the timed calls may have changed
+        an initial state in place), its outputs handed to the pool that judges them (``at_size``)."""
+        t0 = time.perf_counter()
+        try:
+            out = v.to_canonical(v.run(v.prepare(dict(self._canonical(case)), case)))
+        except Exception as exc:  # noqa: BLE001 - the row's ERROR at size, with where it raised
+            tb = traceback.extract_tb(exc.__traceback__)[-1]
+            self.judge.skip(row, v, case, "ERROR", f"the call at size raised {type(exc).__name__}: {exc} "
+                                                   f"(at {tb.filename.rsplit('/', 1)[-1]}:{tb.lineno})"[:500])
+        else:
+            self.judge.submit(row, v, case, out)
+        row["phase_s"]["at_size"] = round(time.perf_counter() - t0, 3)
 
     # -- driving -------------------------------------------------------------------------------
     def document(self, complete: bool) -> dict:
@@ -337,6 +303,11 @@ class Bench:
 
     def _add(self, row: dict, sink) -> None:
         """``row`` into the partial file at once, into ``F.json`` at most every ``REWRITE_S``."""
+        size = row.get("at_size")
+        if size and size["status"] not in ("PASS", "SKIP"):
+            size["reproduce"] = (f"nox -s bench -- --variant {row['variant']} --set {row['shape_set']} "
+                                 f"--dtype {row['dtype']}" + ("" if row.get("clock") != "mlx-sync" else
+                                                              " --device cpu"))
         self.rows.append(row)
         sink.write(json.dumps(row) + "\n")
         sink.flush()
@@ -359,17 +330,37 @@ class Bench:
         from ..console import make_console, track
 
         sink = contextlib.nullcontext() if warm_only else append_partial(self.partial)
-        with track(self.console or make_console(stderr=True), "bench", len(todo)) as bar, sink:
-            for v, s, d, case in todo:
-                bar.update(f"{v.name} {s} {d}")
-                t0 = time.perf_counter()
-                if warm_only:
-                    self._warm(v, case)
-                else:
-                    row = self._row(v, s, case)
-                    row["seconds"] = round(time.perf_counter() - t0, 2)
-                    self._add(row, sink)
-                bar.advance()
+        if not warm_only and self.sel.at_size and todo:
+            from .at_size import SizeJudge
+
+            judged = [(v, case) for v, _, _, case in todo if availability(v.name) and v.supports(case)
+                      and clock_of(v) is not None]
+            self.judge = SizeJudge(judged) if judged else None
+        try:
+            with track(self.console or make_console(stderr=True), "bench", len(todo)) as bar, sink as out:
+                for i, (v, s, d, case) in enumerate(todo):
+                    bar.update(f"{v.name} {s} {d}")
+                    t0 = time.perf_counter()
+                    if warm_only:
+                        self._warm(v, case)
+                    else:
+                        if self.judge is not None:
+                            self.judge.prefetch(i)
+                        row = self._row(v, s, case)
+                        row["seconds"] = round(time.perf_counter() - t0, 2)
+                        if "_at_size" not in row:  # else it is added when its verdict at size is in
+                            self._add(row, out)
+                        for done in self.judge.collect() if self.judge is not None else ():
+                            self._add(done, out)
+                    bar.advance()
+                if self.judge is not None:
+                    bar.update(f"judging {len(self.judge.pending)} rows at size")
+                    for done in self.judge.collect(wait=True):
+                        self._add(done, out)
+        finally:
+            if self.judge is not None:
+                self.judge.close()
+                self.judge = None
         if not warm_only:
             self.save(True)
         return self.rows

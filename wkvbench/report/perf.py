@@ -78,6 +78,10 @@ def shape_set_rows(rows: list[dict]) -> list[PerfRow]:
         ver = r.get("verify") or {}
         fx = ver.get("floor_x") or {}
         vtxt = f"{ver.get('status', '-')}" + (f" y {fmt(fx.get('y'))}x" if "y" in fx else "")
+        size = r.get("at_size") or {}
+        if size:  # the outputs at this very shape against the float64 oracle (wkvbench.perf.at_size)
+            sx = size.get("floor_x") or {}
+            vtxt += f"; at size {size.get('status', '-')}" + (f" y {fmt(sx.get('y'))}x" if "y" in sx else "")
         tip = (
             f"q1 {_cellnum(r, 'q1_ms')} ms, q3 {_cellnum(r, 'q3_ms')} ms, sem {_cellnum(r, 'sem_ms')} ms, "
             f"outliers {r.get('outliers', '-')}, compile {_cellnum(r, 'compile_s')} s, "

@@ -81,6 +81,7 @@ class BenchRow(_BenchKey, total=False):
     case: str
     reason: str
     verify: dict
+    at_size: dict  # the row's outputs at its own shape vs wkvoracle.FAST (wkvbench.perf.at_size)
     samples_ms: list[float]
     median_ms: float
     q1_ms: float

@@ -1,0 +1,143 @@
+"""Every timed row is judged at its own shape against the float64 oracle (``wkvbench.perf.at_size``).
+
+The device clock is a stand-in (these run on the CPU); the kernels, the pool of worker processes, the
+chunked float64 oracle (``wkvoracle.FAST``) and the tolerance table are the real ones. A kernel that is
+right on the row's small gate case and wrong only at the benchmark shape must come out timed, and FAIL
+at size with its errors and a reproduce command.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from wkvbench.perf import bench as bench_mod
+from wkvbench.perf import timing
+from wkvbench.perf.at_size import SizeJudge, job_bytes, oracle_key, pool_size
+from wkvbench.perf.bench import Bench, BenchSelection, set_shape
+from wkvbench.run.plugins import FunctionVariant
+from wkvkernels import base
+from wkvkernels.cases import Case
+
+BREAK_AT = 200  # the "wrong at size" kernel's first bad token: past every gate case (T <= 128)
+
+
+def _wkv7(inputs: dict, dtype: str, break_at: int | None = None) -> dict:
+    """RWKV-7 step by step in float32 (the spec's recurrence); from ``break_at`` on, each output token
+    reads the state of 64 tokens earlier (as a chunk index that wraps would)."""
+    r, k, v, a, b = (inputs[n].astype(np.float32) for n in "rkvab")
+    decay = np.exp(inputs["lw"].astype(np.float32))
+    B, T, H, N = r.shape
+    S = inputs.get("state", np.zeros((B, H, N, N))).astype(np.float32)
+    y, history = np.empty_like(v), []
+    for t in range(T):
+        sa = np.einsum("bhij,bhj->bhi", S, a[:, t])
+        S = (S * decay[:, t, :, None, :] + sa[..., None] * b[:, t, :, None, :]
+             + v[:, t, :, :, None] * k[:, t, :, None, :])
+        history.append(S)
+        src = history[t - 64] if break_at is not None and t >= break_at else S
+        y[:, t] = np.einsum("bhij,bhj->bhi", src, r[:, t])
+    return {"y": y, "state": S}
+
+
+@pytest.fixture
+def stand_in_device(monkeypatch):
+    """A CUDA device that is not there: the plan, gates and calls run on the CPU; the timer is a fake."""
+    import torch
+
+    def fake_time_call(fn, **kw):
+        fn()
+        return timing.Timing(samples_ms=[1.0, 1.1, 0.9], compile_s=0.0)
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(bench_mod, "measure_ceilings", lambda identity: None)
+    monkeypatch.setattr(timing, "time_call", fake_time_call)
+    monkeypatch.setattr(bench_mod, "clock_of", lambda v: "events" if ".test_size" in v.name else None)
+    for name, brk in (("wkv7.test_size.right", None), ("wkv7.test_size.wrong_at_size", BREAK_AT)):
+        monkeypatch.setitem(base._REGISTRY, name, FunctionVariant(
+            name, "wkv7", lambda x, d, brk=brk: _wkv7(x, d, brk), ("fp32",)))
+    base.availability.cache_clear()
+    yield
+    base.availability.cache_clear()
+
+
+def test_a_kernel_wrong_only_at_size_is_timed_and_fails_at_size(tmp_path, stand_in_device):
+    sel = BenchSelection(variant_globs=("wkv7.test_size.*",), devices=("cpu",), dtypes=("fp32",),
+                         sets=("quick",))
+    out = tmp_path / "b.json"
+    rows = {r["variant"]: r for r in Bench(sel, out).run()}
+    right, wrong = rows["wkv7.test_size.right"], rows["wkv7.test_size.wrong_at_size"]
+    assert set_shape("quick", "wkv7").T > BREAK_AT
+    for r in (right, wrong):  # both pass their small gate case, so both are timed
+        assert r["status"] == "OK" and r["verify"]["status"] == "PASS", r
+        assert r["at_size"]["oracle"] == "wkvoracle.FAST" and "at_size" in r["phase_s"]
+    assert right["at_size"]["status"] == "PASS", right["at_size"]
+    assert right["at_size"]["floor_x"]["y"] < 20 and right["at_size"]["floor_x"]["state"] < 20
+    bad = wrong["at_size"]
+    assert bad["status"] == "FAIL" and bad["reason"].startswith("y: rel"), bad
+    assert bad["floor_x"]["y"] > 1e3 and bad["floor_x"]["state"] < 20  # the state is right, y is not
+    want = "nox -s bench -- --variant wkv7.test_size.wrong_at_size --set quick --dtype fp32"
+    assert bad["reproduce"] == want
+    doc = json.loads(out.read_text())
+    assert doc["complete"] and len(doc["rows"]) == 2 and not out.with_suffix(".partial.jsonl").exists()
+
+
+def test_the_cli_exits_non_zero_and_prints_the_reproduce_command(tmp_path, stand_in_device, capsys):
+    from wkvbench.cli import main
+
+    out = tmp_path / "b.json"
+    rc = main(["bench", "--device", "cpu", "--variant", "wkv7.test_size.wrong_at_size", "--set", "quick",
+               "--dtype", "fp32", "--output", str(out)])
+    text = capsys.readouterr().out
+    assert rc == 1 and "at size FAIL" in text and "--variant wkv7.test_size.wrong_at_size --set quick" in text
+    rc = main(["bench", "--device", "cpu", "--variant", "wkv7.test_size.wrong_at_size", "--set", "quick",
+               "--dtype", "fp32", "--no-at-size", "--output", str(tmp_path / "c.json")])
+    row = json.loads((tmp_path / "c.json").read_text())["rows"][0]
+    assert rc == 0 and row["status"] == "OK" and "at_size" not in row
+
+
+class _OwnInputs(FunctionVariant):
+    """A variant with its own input conversion, registered in this process only: the pool's worker
+    cannot build it, and the row must say so rather than lose the verdict."""
+
+    def effective_inputs(self, inputs: dict, dtype: str) -> dict:
+        return super().effective_inputs(inputs, dtype)
+
+
+def test_an_oracle_that_fails_in_the_pool_is_the_row_s_error(monkeypatch):
+    v = _OwnInputs("wkv7.test_size.own_inputs", "wkv7", lambda x, d: _wkv7(x, d), ("fp32",))
+    monkeypatch.setitem(base._REGISTRY, v.name, v)
+    case = Case("wkv7", "model", set_shape("quick", "wkv7"), "fp32", 0)
+    assert oracle_key(v, case) == case.id + "|" + v.name
+    judge = SizeJudge([(v, case)], workers=1)
+    try:
+        judge.prefetch(0)
+        row: dict = {"variant": v.name}
+        judge.submit(row, v, case, _wkv7(bench_mod.bench_inputs(case), "fp32"))
+        done = judge.collect(wait=True)
+    finally:
+        judge.close()
+    assert done == [row] and row["at_size"]["status"] == "ERROR"
+    assert "the oracle at size raised KeyError" in row["at_size"]["reason"], row["at_size"]
+
+
+def test_the_pool_fits_the_cores_and_the_memory():
+    prefill = Case("wkv7", "model", set_shape("prefill", "wkv7"), "bf16", 0)
+    per_job = job_bytes(prefill)
+    assert per_job == 16 * 8 * 8 * 4096 * 32 * 64  # 8 GiB: inputs, conversions, work arrays in float64
+    assert pool_size([prefill], cores=16, mem_bytes=128 * 2**30) == 8  # 8 GiB a job: memory-bound on 16 cores
+    assert pool_size([prefill], cores=16, mem_bytes=1024 * 2**30) == 14  # all cores but two
+    assert pool_size([prefill], cores=2, mem_bytes=24 * 2**30) == 1
+    assert pool_size([prefill], cores=16, mem_bytes=2**30) == 1
+
+
+def test_the_report_shows_the_verdict_at_size_beside_the_gate_s():
+    from wkvbench.report.perf import shape_set_rows
+
+    row = {"variant": "wkv7.x.y", "op": "wkv7", "shape": "B8-T4096-H32-N64", "dtype": "bf16", "status": "OK",
+           "median_ms": 1.0, "verify": {"status": "PASS", "floor_x": {"y": 1.2}},
+           "at_size": {"status": "FAIL", "floor_x": {"y": 5400.0}}}
+    (cells,) = [r.cells for r in shape_set_rows([row])]
+    assert cells[-1] == "PASS y 1.2x; at size FAIL y 5.4e+03x", cells[-1]

@@ -1,0 +1,236 @@
+"""Every timed row judged at its own shape against the float64 oracle, in the same run as its timing.
+
+A row's gate case (``bench.gate_case``) is small; bugs that appear only at size (32-bit index
+overflow, grid limits, chunk counts, long-sequence drift) would stay invisible there. So after a row
+is timed, the variant is called once more on freshly prepared inputs of the benchmark shape
+(``bench.bench_inputs``), and its outputs are judged against ``wkvoracle.FAST`` (the chunked float64
+oracle, checked against the recurrences to 1e-12) with the tolerance table's ceilings. The
+baseline's factor is not applied at size: running ``<op>.torch.recurrent`` there would cost more than
+the benchmark. Known failures are matched on the row's case id, as in ``verify``.
+
+The expensive parts run in a pool of worker processes, niced, so the timed process keeps its core:
+the oracle of upcoming rows (prefetched a few rows ahead, one per case and input conversion: variants
+whose ``effective_inputs`` is the contract's default share it), and the comparison. The timed
+process only runs the extra call and hands the outputs over through a file. A row reaches the
+results when its verdict has (``Bench`` streams it then), so a stopped run re-measures the rows
+whose verdicts had not come back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections import Counter
+from concurrent.futures import Future, ProcessPoolExecutor
+from multiprocessing import get_context
+
+import numpy as np
+
+from wkvkernels.base import KernelVariant, get
+from wkvkernels.cases import Case
+
+BYTES_PER_ELEMENT = 8 * 16  # float64 inputs, their conversions, the oracle's work arrays and outputs
+
+
+def converts(v: KernelVariant) -> bool:
+    """Whether ``v`` has an ``effective_inputs`` of its own (not the contract's rounding to the dtype)."""
+    return type(v).effective_inputs is not KernelVariant.effective_inputs
+
+
+def oracle_key(v: KernelVariant, case: Case) -> str:
+    """Rows share an oracle result when they see the same inputs: same case, and either the contract's
+    own ``effective_inputs`` (the case's inputs rounded to its dtype) or the same variant."""
+    return case.id + (f"|{v.name}" if converts(v) else "")
+
+
+def job_bytes(case: Case) -> int:
+    s = case.shape
+    return BYTES_PER_ELEMENT * s.B * s.T * max(s.H, 1) * s.N
+
+
+def pool_size(cases: list[Case], cores: int | None = None, mem_bytes: int | None = None) -> int:
+    """Workers: all cores but two (the timed process and the host's own work), at most as many as
+    half the available memory holds jobs of the largest shape, at least one."""
+    cores = cores or os.cpu_count() or 2
+    mem_bytes = mem_bytes or _available_memory()
+    biggest = max((job_bytes(c) for c in cases), default=1)
+    return max(1, min(cores - 2, int(0.5 * mem_bytes // biggest)))
+
+
+def _available_memory() -> int:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def _niced() -> None:
+    try:
+        os.nice(19)
+    except OSError:
+        pass
+
+
+def _oracle_job(variant: str | None, case_id: str, path: str, threads: int) -> str:
+    """The oracle of ``case_id`` at size, on the inputs as ``variant`` converts them (None: rounded to the
+    case dtype, as the contract does), stored at ``path``."""
+    from wkvkernels.ops import default_state, round_inputs
+    from wkvoracle import FAST
+
+    from .shapes import bench_inputs
+
+    case = Case.parse(case_id)
+    x = bench_inputs(case)
+    eff = get(variant).effective_inputs(x, case.dtype) if variant else round_inputs(case.op, x, case.dtype)
+    ref = FAST[case.op](**{**default_state(case.op, eff), **eff}, workers=threads)
+    np.savez(path, **ref)
+    return path
+
+
+def _judge_job(variant: str, case_id: str, out_path: str, ref_path: str) -> dict:
+    from ..judge.check import apply_limits, compare_outputs
+
+    case = Case.parse(case_id)
+    with np.load(out_path) as z:
+        out = {k: z[k] for k in z.files}
+    os.unlink(out_path)
+    with np.load(ref_path) as z:
+        ref = {k: z[k] for k in z.files}
+    res = apply_limits(compare_outputs(variant, case, out, ref), None)
+    return verdict(res.status, res.reason, {k: e.rel for k, e in res.errors.items()},
+                   {k: e.floor_x for k, e in res.errors.items()})
+
+
+def verdict(status: str, reason: str = "", rel: dict | None = None, floor_x: dict | None = None) -> dict:
+    return {"status": status, "reason": reason, "rel": rel or {}, "floor_x": floor_x or {},
+            "oracle": "wkvoracle.FAST"}
+
+
+def compact(out: dict) -> dict:
+    """Outputs to hand over: float32 where that is exact (a kernel's outputs are at most fp32)."""
+    packed = {}
+    for k, x in out.items():
+        x = np.asarray(x)
+        if x.dtype == np.float64:
+            x32 = x.astype(np.float32)
+            packed[k] = x32 if np.array_equal(x32, x, equal_nan=True) else x
+        else:
+            packed[k] = x
+    return packed
+
+
+class SizeJudge:
+    """The pool that judges rows at size, fed in plan order (see the module docstring)."""
+
+    def __init__(self, plan: list[tuple[KernelVariant, Case]], workers: int | None = None,
+                 ahead: int | None = None) -> None:
+        self.workers = workers or pool_size([c for _, c in plan])
+        self.threads = max(1, ((os.cpu_count() or 2) - 1) // self.workers)
+        self.ahead = ahead or 2 * self.workers
+        self.plan = [(v, c, oracle_key(v, c)) for v, c in plan]
+        self.uses = Counter(k for *_, k in self.plan)  # rows still to judge per oracle result
+        self.tmp = tempfile.mkdtemp(prefix="wkvbench-at-size-")
+        self.pool = ProcessPoolExecutor(self.workers, mp_context=get_context("spawn"), initializer=_niced)
+        self.oracles: dict[str, Future] = {}
+        self.pending: list[tuple[dict, Future | None, str]] = []  # (row, judge job, oracle key)
+        self.next = 0  # plan index up to which oracles are asked for
+        self.broken = ""
+
+    def _path(self, key: str, kind: str) -> str:
+        import hashlib
+
+        return os.path.join(self.tmp, f"{kind}-{hashlib.sha1(key.encode()).hexdigest()[:16]}.npz")
+
+    def prefetch(self, at: int) -> None:
+        """Ask for the oracles of the rows up to ``at + ahead`` of the plan."""
+        while self.next < min(len(self.plan), at + self.ahead):
+            v, case, key = self.plan[self.next]
+            self.next += 1
+            if key not in self.oracles and not self.broken:
+                self.oracles[key] = self._oracle(v, case, key)
+
+    def _oracle(self, v: KernelVariant, case: Case, key: str) -> Future | None:
+        return self._submit(_oracle_job, v.name if converts(v) else None, case.id, self._path(key, "oracle"),
+                            self.threads)
+
+    def _submit(self, fn, *args) -> Future | None:
+        try:
+            return self.pool.submit(fn, *args)
+        except Exception as exc:  # noqa: BLE001 - a broken pool (a worker killed) stops judging at size
+            self.broken = f"{type(exc).__name__}: {exc}"
+            return None
+
+    def submit(self, row: dict, v: KernelVariant, case: Case, out: dict) -> None:
+        """Judge ``out`` (canonical outputs of ``v`` at the row's shape) once the oracle is in."""
+        key = oracle_key(v, case)
+        if key not in self.oracles and not self.broken:
+            self.oracles[key] = self._oracle(v, case, key)
+        out_path = self._path(f"{key}|{v.name}|{id(row)}", "out")
+        np.savez(out_path, **compact(out))
+        row["_at_size"] = (v.name, case.id, out_path)
+        self.pending.append((row, None, key))
+
+    def skip(self, row: dict, v: KernelVariant, case: Case, status: str, reason: str) -> None:
+        """A row judged without the pool (its extra call raised, say)."""
+        self._release(oracle_key(v, case))
+        row["at_size"] = verdict(status, reason)
+
+    def _release(self, key: str) -> None:
+        self.uses[key] -= 1
+        if self.uses[key] <= 0:
+            fut = self.oracles.pop(key, None)
+            if fut is not None and fut.done() and not fut.exception():
+                with contextlib.suppress(OSError):
+                    os.unlink(fut.result())
+
+    def collect(self, wait: bool = False) -> list[dict]:
+        """The rows whose verdicts are in (all of them with ``wait``), in the order they were given."""
+        done: list[dict] = []
+        still = []
+        for row, job, key in self.pending:
+            if job is None:  # waiting for its oracle
+                ofut = self.oracles.get(key)
+                if self.broken or ofut is None:
+                    row["at_size"] = verdict("ERROR", f"not judged at size: the worker pool broke "
+                                                      f"({self.broken})")
+                elif ofut.done() or wait:
+                    try:
+                        ref_path = ofut.result()
+                    except Exception as exc:  # noqa: BLE001 - the oracle itself failed: say so on the row
+                        row["at_size"] = verdict("ERROR", f"the oracle at size raised "
+                                                          f"{type(exc).__name__}: {exc}")
+                    else:
+                        name, case_id, out_path = row["_at_size"]
+                        job = self._submit(_judge_job, name, case_id, out_path, ref_path)
+                        if job is None:
+                            row["at_size"] = verdict("ERROR", f"not judged at size: the worker pool broke "
+                                                              f"({self.broken})")
+                if "at_size" not in row:
+                    still.append((row, job, key))
+                    continue
+            elif job.done() or wait:
+                try:
+                    row["at_size"] = job.result()
+                except Exception as exc:  # noqa: BLE001 - a judge job's crash is the row's ERROR, never lost
+                    row["at_size"] = verdict("ERROR", f"judging at size raised {type(exc).__name__}: {exc}")
+            else:
+                still.append((row, job, key))
+                continue
+            row.pop("_at_size", None)
+            self._release(key)
+            done.append(row)
+        self.pending = still
+        if wait and self.pending:
+            done += self.collect(wait=True)
+        return done
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
