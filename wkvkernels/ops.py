@@ -40,6 +40,16 @@ class OpSpec:
     # coefficients of (N^2, C N, C^2, N, C); the roofline's compute floor (its docstring derives them)
     step_flops: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)
     chunk_flops: tuple[int, int, int, int, int] | None = None  # None: as the step recurrence
+    # wkv4: per-channel tensors [B, T, C] without heads (a case's H is 1 and its N the channel count C)
+    per_channel: bool = False
+    # the initial state's tensors and the value of each when none is given (spec §9: zeros; wkv4's
+    # running maximum pp starts at -1e38)
+    state_fill: tuple[tuple[str, float], ...] = ()
+
+    def dims(self, inputs: dict) -> tuple[int, int, int, int]:
+        """``(B, T, H, N)`` of a canonical problem, read from its ``k``."""
+        k = inputs["k"].shape
+        return (k[0], k[1], 1, k[2]) if self.per_channel else (k[0], k[1], k[2], k[3])
 
     def tensor_shapes(self, B: int, T: int, H: int, N: int, C: int) -> dict[str, tuple[int, ...]]:
         return {name: SHAPES[kind](B, T, H, N, C) for name, kind in self.shapes}
@@ -63,30 +73,32 @@ SHAPES = {
     "bthC": lambda B, T, H, N, C: (B, T, H, C),
 }
 _MATRIX = (("state", "bhnn"), ("y", "bthn"))
+_ZERO_STATE = (("state", 0.0),)
 
 
 OPS: dict[str, OpSpec] = {
     s.name: s
     for s in (
         OpSpec("wkv4", ("k", "v", "w4", "u"), ("k", "v"), ("aa", "bb", "pp"),
-               ("y", "aa", "bb", "pp"), ("y",), section="§2",
+               ("y", "aa", "bb", "pp"), ("y",), section="§2", per_channel=True,
+               state_fill=(("aa", 0.0), ("bb", 0.0), ("pp", -1e38)),
                shapes=(("k", "btc"), ("v", "btc"), ("w4", "c"), ("u", "c"), ("aa", "bc"), ("bb", "bc"),
                        ("pp", "bc"), ("y", "btc")),
                step_flops=(0, 0, 0, 12, 0)),
         OpSpec("wkv6", ("r", "k", "v", "lw", "u"), ("r", "k", "v", "u"), ("state",),
-               ("y", "state"), ("y",), section="§3",
+               ("y", "state"), ("y",), section="§3", state_fill=_ZERO_STATE,
                shapes=(("r", "bthn"), ("k", "bthn"), ("v", "bthn"), ("lw", "bthn"), ("u", "hn"), *_MATRIX),
                step_flops=(6, 0, 0, 0, 0), chunk_flops=(4, 4, 0, 0, 0)),
         OpSpec("wkv7", ("r", "k", "v", "a", "b", "lw"), ("r", "k", "v", "a", "b"), ("state",),
-               ("y", "state"), ("y",), section="§4",
+               ("y", "state"), ("y",), section="§4", state_fill=_ZERO_STATE,
                shapes=(*((n, "bthn") for n in ("r", "k", "v", "a", "b", "lw")), *_MATRIX),
                step_flops=(10, 0, 0, 0, 0), chunk_flops=(6, 8, 1, 0, 0)),
         OpSpec("gla", ("q", "k", "v", "lw"), ("q", "k", "v"), ("state",),
-               ("y", "state"), ("y",), has_scale=True, section="§3.2",
+               ("y", "state"), ("y",), has_scale=True, section="§3.2", state_fill=_ZERO_STATE,
                shapes=(*((n, "bthn") for n in ("q", "k", "v", "lw")), *_MATRIX),
                step_flops=(5, 0, 0, 0, 0), chunk_flops=(4, 4, 0, 0, 0)),
         OpSpec("gdn", ("q", "k", "v", "g", "beta"), ("q", "k", "v", "beta"), ("state",),
-               ("y", "state"), ("y",), has_scale=True, section="§5",
+               ("y", "state"), ("y",), has_scale=True, section="§5", state_fill=_ZERO_STATE,
                shapes=(("q", "bthn"), ("k", "bthn"), ("v", "bthn"), ("g", "bth"), ("beta", "bth"), *_MATRIX),
                step_flops=(8, 0, 0, 0, 0), chunk_flops=(6, 8, 1, 0, 0)),
         OpSpec("gdn_wy", ("k", "v", "beta", "A", "gc"), ("k", "v", "beta", "A"), (),
@@ -145,12 +157,7 @@ def round_inputs(op: str, inputs: dict, dtype: str) -> dict:
 
 
 def default_state(op: str, inputs: dict) -> dict[str, np.ndarray]:
-    """The zero initial state of spec §9 for the shapes in ``inputs`` (float64)."""
-    if op == "wkv4":
-        B, _, C = inputs["k"].shape
-        return {"aa": np.zeros((B, C)), "bb": np.zeros((B, C)), "pp": np.full((B, C), -1e38)}
-    if op == "gdn_wy":
-        return {}
-    B, _, H, K = inputs["k"].shape
-    V = inputs["v"].shape[-1]
-    return {"state": np.zeros((B, H, V, K))}
+    """The initial state of spec §9 when none is given, for the shapes in ``inputs`` (float64)."""
+    spec = op_spec(op)
+    shapes = spec.tensor_shapes(*spec.dims(inputs), 0)
+    return {name: np.full(shapes[name], fill) for name, fill in spec.state_fill}

@@ -126,8 +126,8 @@ def state_passing(variant: KernelVariant, case: Case, splits: tuple[int, ...], c
             or any(not 0 < p < case.shape.T for p in splits):
         raise InvalidInput(f"state_passing: splits {list(splits)} must be strictly increasing integers "
                            f"inside (0, T = {case.shape.T}) for {case.id}")
-    if case.op == "gdn_wy":
-        return PropertyResult("state_passing", variant.name, case, SKIP, "gdn_wy has no state")
+    if not op_spec(case.op).state:
+        return PropertyResult("state_passing", variant.name, case, SKIP, f"{case.op} has no state")
     piece_cases = [replace(case, shape=replace(case.shape, T=b - a, h0=case.shape.h0 or i > 0))
                    for i, (a, b) in enumerate(zip((0, *splits), (*splits, case.shape.T)))]
     for c in (case, *piece_cases):

@@ -18,6 +18,7 @@ import numpy as np
 
 from wkvkernels.base import KernelVariant, get
 from wkvkernels.cases import Case, Shape
+from wkvkernels.ops import op_spec
 
 from ..judge.check import ERROR, FAIL, Checker, CheckResult, validate_case_inputs
 from ..judge.validate import InvalidInput
@@ -48,7 +49,7 @@ def _slice(inputs: dict, op: str, b: slice | None = None, h: slice | None = None
         if not isinstance(x, np.ndarray):
             out[name] = x
             continue
-        if op == "wkv4":  # [B, T, C] tokens, [B, C] state, [C] parameters: no heads
+        if op_spec(op).per_channel:  # [B, T, C] tokens, [B, C] state, [C] parameters: no heads
             if x.ndim == 3:
                 x = x[b or slice(None), t or slice(None)]
             elif x.ndim == 2:
@@ -65,7 +66,7 @@ def _slice(inputs: dict, op: str, b: slice | None = None, h: slice | None = None
 
 def _shape_of(case: Case, inputs: dict) -> Shape:
     k = inputs["k"]
-    if case.op == "wkv4":
+    if op_spec(case.op).per_channel:
         return replace(case.shape, B=k.shape[0], T=k.shape[1])
     return replace(case.shape, B=k.shape[0], T=k.shape[1], H=k.shape[2])
 

@@ -30,6 +30,7 @@ from rich.table import Table
 
 from wkvkernels.base import KernelVariant, availability, refusal
 from wkvkernels.cases import DOMAINS, OP_DOMAINS, Case, Shape
+from wkvkernels.ops import op_spec
 
 from ..checks.packing import PACK_LENGTHS, PACK_SLACK, packing_invariance
 from ..checks.properties import PropertyResult, batch_invariance, determinism, log, state_passing
@@ -69,7 +70,7 @@ def _dtype(v: KernelVariant, wanted: list[str]) -> str:
 
 
 def _shape(op: str, T: int, N: int) -> Shape:
-    return Shape(2, T, 1, 128, h0=True) if op == "wkv4" else Shape(2, T, 2, N, h0=True)
+    return Shape(2, T, 1, 128, h0=True) if op_spec(op).per_channel else Shape(2, T, 2, N, h0=True)
 
 
 def _runs(case: Case, splits: tuple[int, ...]) -> list[Case]:

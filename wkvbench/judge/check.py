@@ -92,11 +92,11 @@ def _digest(inputs: dict) -> str:
 def validate_case_inputs(case: Case, inputs: dict) -> None:
     """``inputs`` must be a valid problem of ``case.op`` whose B, T and H agree with ``case.shape``."""
     validate_inputs(case.op, inputs, where=f"inputs for {case.id}")
-    k = inputs["k"]
-    want = (case.shape.B, case.shape.T) + (() if case.op == "wkv4" else (case.shape.H,))
+    k, per_channel = inputs["k"], op_spec(case.op).per_channel
+    want = (case.shape.B, case.shape.T) + (() if per_channel else (case.shape.H,))
     if tuple(k.shape[: len(want)]) != want:
         raise InvalidInput(f"inputs for {case.id}: k has shape {k.shape}, but the case says "
-                           f"{'[B, T]' if case.op == 'wkv4' else '[B, T, H]'} = {list(want)}")
+                           f"{'[B, T]' if per_channel else '[B, T, H]'} = {list(want)}")
 
 
 def mark_known(res, key: str):
@@ -280,8 +280,8 @@ def backward_problem(checker: Checker, case: Case, effective: dict) -> tuple[dic
     spec = op_spec(case.op)
     full = {**default_state(case.op, effective), **effective}
     up = upstream_gradients(case, checker.oracle(case.op, full))
-    state_up = {f"d{n}": up[n] for n in spec.state} if case.op == "wkv4" else (
-        {"dstate": up["state"]} if spec.state else {})
+    # the backward oracles take one upstream gradient per state tensor: d<name> (wkv4: daa, dbb, dpp)
+    state_up = {f"d{n}": up[n] for n in spec.state}
     return full, up, state_up
 
 

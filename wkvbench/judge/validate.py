@@ -83,8 +83,8 @@ def validate_inputs(op: str, inputs: Mapping, where: str = "inputs") -> None:
     unknown = sorted(set(inputs) - known)
     if unknown:
         raise InvalidInput(f"{where}: unknown input(s) {unknown} for {op}; expected {sorted(known)}")
-    if op == "wkv4" and any(n in inputs for n in spec.state) and not all(n in inputs for n in spec.state):
-        raise InvalidInput(f"{where}: wkv4 state needs all of aa, bb, pp or none of them; got "
+    if len(spec.state) > 1 and any(n in inputs for n in spec.state) and not all(n in inputs for n in spec.state):
+        raise InvalidInput(f"{where}: {op} state needs all of {', '.join(spec.state)} or none of them; got "
                            f"{[n for n in spec.state if n in inputs]}")
     dims: dict[str, tuple[int, str]] = {}  # letter -> (size, the array that fixed it)
     for name, letters in _LAYOUT[op].items():

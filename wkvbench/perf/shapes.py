@@ -4,6 +4,7 @@ canonical inputs of a shape (shared by ``bench``, its judging at size, ``stabili
 from __future__ import annotations
 
 from wkvkernels.cases import Case, Shape
+from wkvkernels.ops import op_spec
 
 # Named shape sets shared by pytest, asv and `wkvbench bench`. wkv4 is per channel: H = 1, N = C.
 SHAPE_SETS: dict[str, dict[str, Shape]] = {
@@ -27,8 +28,9 @@ def set_shape(set_name: str, op: str) -> Shape | None:
 def gate_case(op: str, shape: Shape, dtype: str) -> Case:
     """The small verification case standing for a benchmark shape (same N, h0 and T divisibility)."""
     T = shape.T if shape.T <= 128 else 128 if shape.T % 128 == 0 else min(shape.T, 100)
-    H = 1 if op == "wkv4" else min(shape.H, 2)
-    N = min(shape.N, 256) if op == "wkv4" else shape.N
+    per_channel = op_spec(op).per_channel  # wkv4: H = 1 and N the channel count
+    H = 1 if per_channel else min(shape.H, 2)
+    N = min(shape.N, 256) if per_channel else shape.N
     return Case(op, "model", Shape(1, T, H, N, h0=shape.h0), dtype, 0)
 
 
