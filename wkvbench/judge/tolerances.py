@@ -404,6 +404,14 @@ KNOWN_FAILURES: dict[tuple[str, str], str | None] = {
            ("wkv7.rwkv_ops.native", "wkv7", "safegate", ("B1-T6?-*",)),
            ("wkv7.mlx_lm.ops", "wkv7", "hmix", ("B1-T6?-*",)),
            ("wkv7.mlx_lm.ops", "wkv7", "safegate", ("B1-T6?-*",)),
+           # FLA's fused_recurrent kernels under the Triton interpreter (NumPy arithmetic, no FMA), the same
+           # cases and numbers (2026-11-25, TRITON_INTERPRET=1); on a GPU, where Triton may fuse S * d + k v
+           # into one FMA as ggml does, not measured yet.
+           ("gdn.fla.fused_recurrent.interp", "gdn", "hmix", ("B1-T6?-*",)),
+           ("gla.fla.fused_recurrent.interp", "gla", "hmix", ("B1-T17-*", "B1-T6?-*")),
+           ("wkv6.fla.fused_recurrent.interp", "wkv6", "hmix", ("B1-T6?-*",)),
+           ("wkv7.fla.fused_recurrent.interp", "wkv7", "hmix", ("B1-T6?-*",)),
+           ("wkv7.fla.fused_recurrent.interp", "wkv7", "safegate", ("B1-T6?-*",)),
        ) for sh in shapes},
     # (2) mlx-lm's RWKV-7 ops path keeps the state in the input dtype (the lw0 entries above): on ggml's range
     # ends (ggmlend) bf16 state 3.08e-3..3.20e-3 relative (1.2e5x floor; limits 2.6e-7..2.9e-7, 4x the
