@@ -19,19 +19,28 @@ DOMAINS: tuple[str, ...] = ("model", "stress", "uniform")
 # wkvoracle/inputs.py): decays -> 1 (lw -> 0), log decays very negative (decays -> 0), and
 # beta (gdn) / the in-context learning rate (wkv7's b = kk * iclr) exactly 0 or 1.
 EDGE_DOMAINS: tuple[str, ...] = ("lw0", "lwneg", "beta0", "beta1")
+# Boundary domains of the edge set: inputs at the ends of a kernel package's documented input range, each
+# range cited in wkvoracle/inputs.py (BOUNDARY_RANGES) and docs/verification.md. ``ggmlend``: every
+# input at an end of ggml's test-backend-ops range; ``hmix``: decays at the strong end of a documented
+# range in the even heads and at the weak end in the odd heads of the same chunk; ``safegate`` (wkv7):
+# the same with FLA's safe_gate lower end lw = -5.
+BOUNDARY_DOMAINS: tuple[str, ...] = ("ggmlend", "hmix", "safegate")
 # Operator-specific domains of the GPU set. ``const``: the model domain with each
 # sequence's decay constant over time (``lw[:, t] = lw[:, 0]``, still varying per head and key), what
 # RWKV-5's kernels take (one decay per head and key for the whole sequence, spec §3.1); every other
 # wkv6 variant must pass it too.
 OP_DOMAINS: dict[str, tuple[str, ...]] = {"wkv6": ("const",)}
 CONST_DOMAINS: tuple[str, ...] = ("const",)
-ALL_DOMAINS: tuple[str, ...] = DOMAINS + CONST_DOMAINS + EDGE_DOMAINS
+ALL_DOMAINS: tuple[str, ...] = DOMAINS + CONST_DOMAINS + EDGE_DOMAINS + BOUNDARY_DOMAINS
 
 # The edge domains that apply to each operator: the decays at their limits and (gdn, gdn_wy, wkv7)
 # beta / iclr at 0 and 1 (the edge set, wkvbench/judge/case_sets.py).
+# The boundary domains apply to the operators whose documented ranges they come from (wkv4 has no ggml op
+# and one decay per channel, no heads; gdn_wy's inputs are a WY factorization, not a gate).
 EDGE_OP_DOMAINS: dict[str, tuple[str, ...]] = {
-    "wkv4": ("lw0", "lwneg"), "wkv6": ("lw0", "lwneg"), "gla": ("lw0", "lwneg"),
-    "wkv7": ("lw0", "lwneg", "beta0", "beta1"), "gdn": ("lw0", "lwneg", "beta0", "beta1"),
+    "wkv4": ("lw0", "lwneg"), "wkv6": ("lw0", "lwneg", "ggmlend", "hmix"), "gla": ("lw0", "lwneg", "ggmlend", "hmix"),
+    "wkv7": ("lw0", "lwneg", "beta0", "beta1", "ggmlend", "hmix", "safegate"),
+    "gdn": ("lw0", "lwneg", "beta0", "beta1", "ggmlend", "hmix"),
     "gdn_wy": ("beta0", "beta1"),
 }
 
@@ -73,7 +82,7 @@ class Case:
             raise ValueError(f"unknown operator {self.op!r}; known: {', '.join(OPS)}")
         if self.domain not in ALL_DOMAINS:
             raise ValueError(f"unknown domain {self.domain!r}; known: {', '.join(ALL_DOMAINS)}")
-        if self.domain in EDGE_DOMAINS and self.domain not in EDGE_OP_DOMAINS[self.op]:
+        if self.domain in EDGE_DOMAINS + BOUNDARY_DOMAINS and self.domain not in EDGE_OP_DOMAINS[self.op]:
             raise ValueError(f"domain {self.domain!r} does not apply to {self.op} "
                              f"(its edge domains: {', '.join(EDGE_OP_DOMAINS[self.op]) or 'none'})")
         if self.domain in CONST_DOMAINS and self.domain not in OP_DOMAINS.get(self.op, ()):

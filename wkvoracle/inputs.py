@@ -13,6 +13,10 @@
   U(-1, 1); a negative decay has no ``lw = log d``, so decays here are U(1e-6, 1). For wkv4 (no ggml op)
   this is U(-1, 1) with ``W = -exp(U(-1, 1))``; for gdn_wy it is the FLA unit test's ``A = I + 0.1·N``.
 
+The edge set adds edge domains (one quantity at its limit: ``lw0``, ``lwneg``, ``beta0``, ``beta1``) and
+boundary domains at the ends of the input ranges that kernel packages document (``ggmlend``, ``hmix``,
+``safegate``; ``BOUNDARY_RANGES`` cites each range's package, file and version).
+
 ``generate(case)`` is a pure function of the case id (dtype excluded: every dtype of a case sees
 the same canonical inputs, rounded by the variant). Arrays are float32, the canonical precision.
 """
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -173,6 +178,158 @@ def _edge(op: str, rng, domain, s) -> dict:
     return out
 
 
+# ---- Boundary domains: the ends of documented input ranges (edge set) --------------------------------
+# Each range is one a kernel package documents or tests with, cited where it is used (BOUNDARY_RANGES)
+# and in docs/verification.md. Every value is a float32 at an end of its range, on the inside of an end
+# the range excludes, so that the canonical float32 inputs stay within the range as stated.
+
+def _f32_inside(x: float, toward: float) -> float:
+    """``x`` as a float32, moved one ulp toward ``toward`` if rounding put it outside (beyond ``x``)."""
+    f = np.float32(x)
+    if (float(f) - x) * (toward - x) < 0:  # rounding moved it away from the inside
+        f = np.nextafter(f, np.float32(toward))
+    return float(f)
+
+
+def _f32_below(x: float) -> float:
+    """The largest float32 below ``float32(x)``: the inside end of a half-open ``[lo, x)``."""
+    return float(np.nextafter(np.float32(x), np.float32(-np.inf)))
+
+
+_GGML = ("ggml 0.15.3 (vendored in the ggml-python 0.0.45 sdist; the same ranges at ggml-org/ggml d99724f), "
+         "tests/test-backend-ops.cpp")
+_FLA = "fla-core 0.6.0"
+_FLA_REPO = "fla-org/flash-linear-attention bc3b101"
+# ggml draws every tensor it does not name from init_tensor_uniform's default U(-1, 1) (std::uniform_real_
+# distribution<float>: [-1, 1)), line 54.
+GGML_UNIT = (-1.0, _f32_below(1.0))
+# ggml's rwkv_wkv6 / gated_linear_attn / rwkv_wkv7 take the multiplicative decay exp(lw), drawn from the
+# same [-1, 1). A negative decay has no log; its positive part (0, 1) ends at 1 - 2^-24 (the largest
+# float32 below 1: the weakest decay a float32 decay can hold) and, at 0, at our floor 1e-6 (the uniform
+# domain's; ggml's own lower end lw = -inf is no input).
+DECAY_WEAKEST = float(np.float32(np.log(np.float64(_f32_below(1.0)))))  # lw = -5.96e-8
+DECAY_FLOOR_LW = _f32_inside(float(np.log(1e-6)), 0.0)  # lw = -13.8155 (ours, see above)
+# test_gated_delta_net::initialize_tensors (lines 3916-3931): g U(-20, -1e-4), beta U(0, 1),
+# v U(-0.3, 5), every other tensor (q, k, state) U(-1, 1); q, k then ggml_l2_norm(eps 1e-6) (line 3912).
+GGML_GDN_G = (-20.0, _f32_below(-1e-4))
+GGML_GDN_BETA = (0.0, _f32_below(1.0))
+GGML_GDN_V = (float(np.float32(-0.3)), _f32_below(5.0))  # ggml's own float32 -0.3f is its lower end
+# FLA's RWKV-7 decay bound: fla/layers/rwkv7.py (flash-linear-attention bc3b101, lines 271 and 320) forms
+# w = -0.6065306597126334 * sigmoid(.) and calls chunk_rwkv7 with lower_bound=-0.6065306597126334, which
+# fla-core 0.6.0's fla/ops/rwkv7/chunk.py documents as "asserts lower_bound <= w < 0" (spec §4.1's bound).
+FLA_RWKV7_LOWER_BOUND = _f32_inside(LW_MODEL_BOUND, 0.0)
+# FLA's safe gate: fla-core 0.6.0 fla/ops/rwkv7/chunk.py (chunk_rwkv7, and chunk_dplr_delta_rule in
+# fla/ops/generalized_delta_rule/dplr/chunk.py): "safe_gate: ... The safe range is approximately [-5, 0)".
+FLA_SAFE_GATE_LOWER = -5.0
+# FLA's GLA gate: fla/layers/gla.py (bc3b101) gk = logsigmoid(x) / gate_logit_normalizer; FLA's own chunk
+# and fused_recurrent GLA tests (tests/ops/test_gla.py, bc3b101) draw x ~ U[0, 1) with normalizers 0.1, 1
+# and 10: the strongest tested gate is logsigmoid(0) / 0.1 = -10 ln 2 (a decay of 2^-10 per token).
+FLA_GLA_TEST_LOWER = _f32_inside(-10.0 * np.log(2.0), 0.0)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The closed float32 interval ``[lo, hi]`` a boundary domain keeps one input in, and its source.
+    ``unit``: the input is L2-normalized over its last axis after drawing in ``[lo, hi]`` (the range is
+    the pre-normalization one; the test checks the norm). ``heads``: ``lo`` in the even heads and ``hi``
+    in the odd heads (the ``hmix`` / ``safegate`` decays); otherwise each element is ``lo`` or ``hi``."""
+
+    lo: float
+    hi: float
+    source: str
+    unit: bool = False
+    heads: bool = False
+
+
+def _ggml_bounds(op: str) -> dict[str, Bound]:
+    uni = f"{_GGML}: init_tensor_uniform default [-1, 1)"
+    dec = (f"{_GGML}: the decay of test_rwkv_wkv6 / test_gla / test_rwkv_wkv7 is U(-1, 1); its positive part "
+           "ends at 1 - 2^-24 (weakest float32 decay) and at our floor 1e-6")
+    if op == "gdn":
+        gdn = f"{_GGML}: test_gated_delta_net::initialize_tensors"
+        return {"q": Bound(*GGML_UNIT, uni + ", then ggml_l2_norm", unit=True),
+                "k": Bound(*GGML_UNIT, uni + ", then ggml_l2_norm", unit=True),
+                "v": Bound(*GGML_GDN_V, gdn + ": v U(-0.3, 5)"), "g": Bound(*GGML_GDN_G, gdn + ": g U(-20, -1e-4)"),
+                "beta": Bound(*GGML_GDN_BETA, gdn + ": beta U(0, 1)"), "state": Bound(*GGML_UNIT, uni)}
+    names = {"wkv6": ("r", "k", "v", "u", "state"), "gla": ("q", "k", "v", "state"),
+             "wkv7": ("r", "k", "v", "state")}[op]
+    out = {n: Bound(*GGML_UNIT, uni) for n in names}
+    out["lw"] = Bound(DECAY_FLOOR_LW, DECAY_WEAKEST, dec)
+    if op == "wkv7":
+        out.update({n: Bound(*GGML_UNIT, uni + ", then ggml_l2_norm (test_rwkv_wkv7)", unit=True) for n in "ab"})
+    return out
+
+
+_HMIX_WEAK = "the weakest float32 decay 1 - 2^-24 (ggml's decay range [-1, 1) at 1)"
+# (domain, op) -> {input: Bound}: what each boundary domain keeps at its ends, and whose range that is.
+BOUNDARY_RANGES: dict[tuple[str, str], dict[str, Bound]] = {
+    **{("ggmlend", op): _ggml_bounds(op) for op in ("wkv6", "wkv7", "gla", "gdn")},
+    **{("hmix", op): {"lw": Bound(FLA_GLA_TEST_LOWER, DECAY_WEAKEST, f"strong: {_FLA_REPO} tests/ops/test_gla.py, "
+                                  "logsigmoid(U[0, 1)) / 0.1 >= -10 ln 2 (inside ggml's decay range); weak: "
+                                  + _HMIX_WEAK, heads=True)} for op in ("wkv6", "gla")},
+    ("hmix", "wkv7"): {"lw": Bound(FLA_RWKV7_LOWER_BOUND, DECAY_WEAKEST, f"strong: {_FLA_REPO} fla/layers/rwkv7.py "
+                                   f"lower_bound=-0.6065306597126334 ({_FLA} chunk_rwkv7: lower_bound <= w < 0); weak: "
+                                   + _HMIX_WEAK, heads=True)},
+    ("hmix", "gdn"): {"g": Bound(*GGML_GDN_G, f"{_GGML}: test_gated_delta_net g U(-20, -1e-4), both ends",
+                                 heads=True)},
+    ("safegate", "wkv7"): {"lw": Bound(FLA_SAFE_GATE_LOWER, DECAY_WEAKEST, f"strong: {_FLA} fla/ops/rwkv7/chunk.py "
+                                       "safe_gate 'The safe range is approximately [-5, 0)'; weak: " + _HMIX_WEAK,
+                                       heads=True)},
+}
+
+
+def _boundary(op: str, rng, domain, s) -> dict:
+    """A boundary domain's inputs (``BOUNDARY_RANGES``). ``ggmlend``: every input that ggml's test draws
+    at one end of its range, chosen per element; ``hmix`` / ``safegate``: the model domain's inputs with
+    the decay (log gate) at the range's strong end in the even heads and its weak end in the odd heads,
+    every token and key, so that one chunk holds both (drawn after the model inputs)."""
+    bounds = BOUNDARY_RANGES[(domain, op)]
+    if domain == "ggmlend":
+        shape = (s.B, s.T, s.H, s.N)
+        full = {"state": (s.B, s.H, s.N, s.N), "u": (s.H, s.N), "g": shape[:3], "beta": shape[:3]}
+        out = {}
+        for name, b in bounds.items():
+            if name == "state" and not s.h0:
+                continue
+            x = np.where(rng.random(full.get(name, shape)) < 0.5, b.lo, b.hi)
+            out[name] = _normalize(x, 1e-6 if op == "gdn" else 1e-7) if b.unit else x
+        if op in ("gla", "gdn"):
+            out["scale"] = float(s.N) ** -0.5
+        return out
+    out = GENERATORS[op](rng, "model", s)
+    ((name, b),) = bounds.items()
+    x = np.empty_like(out[name])
+    x[:, :, 0::2] = b.lo
+    x[:, :, 1::2] = b.hi
+    out[name] = x
+    return out
+
+
+def boundary_violations(case, inputs: dict) -> list[str]:
+    """Where ``inputs`` (a boundary-domain case's) leave ``BOUNDARY_RANGES`` or miss an end: empty when
+    every bounded input lies in ``[lo, hi]`` and sits at its ends as the domain says."""
+    out = []
+    for name, b in BOUNDARY_RANGES[(case.domain, case.op)].items():
+        if name not in inputs:
+            if name != "state" or case.shape.h0:
+                out.append(f"{name}: missing")
+            continue
+        x = np.asarray(inputs[name], np.float64)
+        if b.unit:
+            norms = np.linalg.norm(x, axis=-1)
+            if not np.allclose(norms, 1.0, rtol=1e-5, atol=0):
+                out.append(f"{name}: not unit-norm (norms {norms.min():.6g}..{norms.max():.6g})")
+            continue
+        if not np.isfinite(x).all() or x.min() < b.lo or x.max() > b.hi:
+            out.append(f"{name}: outside [{b.lo!r}, {b.hi!r}] ({x.min()!r}..{x.max()!r}); source: {b.source}")
+        elif b.heads:
+            if not ((x[:, :, 0::2] == b.lo).all() and (x[:, :, 1::2] == b.hi).all()):
+                out.append(f"{name}: even heads not all at {b.lo!r} or odd heads not all at {b.hi!r}")
+        elif not np.isin(x, (b.lo, b.hi)).all():
+            out.append(f"{name}: values between the ends {b.lo!r} and {b.hi!r}")
+    return out
+
+
 def _gdn_gates(rng, domain, shape):
     if domain in ("beta0", "beta1"):  # gdn_wy's edge domains (gdn's are set in _edge)
         g = np.log(_sigmoid(rng.standard_normal(shape))) / 16
@@ -239,6 +396,8 @@ def generate(case) -> dict:
     """Canonical inputs of ``case`` (float32 arrays; ``scale`` a float where the operator has one)."""
     if case.domain in ("lw0", "lwneg", "beta0", "beta1") and case.op != "gdn_wy":
         raw = _edge(case.op, _rng(case), case.domain, case.shape)
+    elif (case.domain, case.op) in BOUNDARY_RANGES:
+        raw = _boundary(case.op, _rng(case), case.domain, case.shape)
     else:
         raw = GENERATORS[case.op](_rng(case), case.domain, case.shape)
     return {n: (np.ascontiguousarray(x, dtype=np.float32) if isinstance(x, np.ndarray) else x)

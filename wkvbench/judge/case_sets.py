@@ -6,7 +6,7 @@ type of the adapter contract: ``wkvkernels/cases.py``.
 from __future__ import annotations
 
 from wkvkernels import config
-from wkvkernels.cases import CONST_DOMAINS, DOMAINS, EDGE_OP_DOMAINS, OP_DOMAINS, Case, Shape
+from wkvkernels.cases import BOUNDARY_DOMAINS, CONST_DOMAINS, DOMAINS, EDGE_OP_DOMAINS, OP_DOMAINS, Case, Shape
 from wkvkernels.ops import DTYPES, OPS
 
 # Shapes of the default CPU set. N=64 everywhere that ggml's CPU wkv7 must run (its SIMD path needs
@@ -36,11 +36,18 @@ CASE_SETS: tuple[str, ...] = ("default", "gpu", "edge")
 _EDGE_SHAPES = (Shape(1, 1, 1, 64, h0=True), Shape(1, 15, 1, 64), Shape(1, 17, 1, 64, h0=True),
                 Shape(1, 63, 1, 64, h0=True), Shape(1, 65, 1, 64), Shape(1, 17, 1, 128, h0=True))
 _EDGE_GDN_WY_SHAPES = (Shape(1, 17, 1, 64, C=16), Shape(1, 65, 1, 64, C=64), Shape(1, 15, 1, 128, C=16))
+# The boundary domains (ggmlend, hmix, safegate): two heads, so that hmix's strong and weak decays share
+# every chunk; T = 1, one past FLA's 16-token DPLR chunk (17), exactly one 64-token chunk (GLA, RWKV-6,
+# GDN chunk length) and one past it (65). N = 64: ggml's CPU wkv7 needs N a multiple of its SIMD step.
+_EDGE_BOUNDARY_SHAPES = (Shape(1, 1, 2, 64, h0=True), Shape(1, 17, 2, 64, h0=True), Shape(1, 64, 2, 64),
+                         Shape(1, 65, 2, 64, h0=True))
 
 
 def _shapes(op: str, domain: str, case_set: str = "default") -> tuple[Shape, ...]:
     gpu = case_set == "gpu"
     if case_set == "edge":
+        if domain in BOUNDARY_DOMAINS:
+            return _EDGE_BOUNDARY_SHAPES
         return _EDGE_GDN_WY_SHAPES if op == "gdn_wy" else _EDGE_SHAPES
     if domain in CONST_DOMAINS:
         return _CONST_SHAPES
@@ -64,7 +71,8 @@ def default_cases(ops: tuple[str, ...] | None = None, dtypes: tuple[str, ...] | 
 
     ``default`` is sized for a 2-core CPU; ``gpu`` adds head size 128 shapes and the operator's own
     domains (``OP_DOMAINS``: wkv6's ``const``) on ``_CONST_SHAPES``. ``edge`` is T = 1 and
-    one off the chunk lengths over the edge domains (``EDGE_OP_DOMAINS``) instead of the usual three.
+    one off the chunk lengths over the edge domains (``EDGE_OP_DOMAINS``) instead of the usual three,
+    the boundary domains (documented input ranges at their ends) on two-head shapes.
     ``WKVBENCH_SEED`` changes the seed (default 0).
     """
     if case_set not in CASE_SETS:

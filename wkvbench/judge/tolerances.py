@@ -378,6 +378,60 @@ KNOWN_FAILURES: dict[tuple[str, str], str | None] = {
     # FLA fused_recurrent_rwkv4 in fp32, stress B1-T512: grad_bb 3.2e-7 relative (30.3x floor; limit 1.3e-7).
     ("wkv4.fla.fused_recurrent*", "backward:wkv4/stress/B1-T512-H1-N64-h0/fp32/*"): "FLA fused_recurrent_rwkv4 "
         "fp32 gradient of the bb state at T = 512 (30x floor)",
+    # Boundary domains of the edge set (documented input ranges at their ends; wkvoracle/inputs.py
+    # BOUNDARY_RANGES), CPU, 2026-11-25, fla-core 0.6.0, rwkv-ops 0.11.3, ggml-python 0.0.45, mlx 0.32.4,
+    # mlx-lm 0.32.2 (reports/cpu/verify-cpu-edge.json.gz). FINDINGS.md.
+    # (1) fp32 recurrences that round S * d separately drift when d = 1 - 2^-24 (the weakest float32 decay,
+    # the hmix / safegate weak heads): S * (1 - 2^-24) rounds to S - 1 ulp (not S) whenever S's mantissa
+    # is above 1, the same way at every token, so the state shrinks by up to 2^-24 too much per token,
+    # coherently. Our torch baseline has it too (left visible as FAIL, as with lwneg) and every variant
+    # below is within 1.02x of it: hmix T = 64/65 state 7.35e-7..1.04e-6 relative (29-40x floor; limits
+    # 3.3e-7..6.5e-7), y 6.99e-7..7.81e-7 (28-30x) where listed, worst gla/hmix/B1-T65-H2-N64-h0 (40.5x);
+    # gla/hmix/B1-T17 state 3.29e-7 (13.2x vs 3.25e-7); wkv7 safegate T = 64/65 state 8.98e-7..9.49e-7
+    # (36-38x). ggml's CPU wkv6/gla/wkv7 (one fused multiply-add, S * d + k v) pass the same cases.
+    **{(v, f"{op}/{dom}/{sh}/fp32/*"): "fp32 rounding of S * (1 - 2^-24) at the weakest float32 decay is biased "
+       "the same way at every token (state 29-40x floor at T = 64, as the baseline's)"
+       for v, op, dom, shapes in (
+           ("gdn.fla.naive_recurrent", "gdn", "hmix", ("B1-T6?-*",)),
+           ("gdn.rwkv_ops.native_recurrent", "gdn", "hmix", ("B1-T6?-*",)),
+           ("gdn.ggml.cpu", "gdn", "hmix", ("B1-T6?-*",)),
+           ("gla.fla.naive_recurrent", "gla", "hmix", ("B1-T17-*", "B1-T6?-*")),
+           ("wkv6.fla.naive_recurrent", "wkv6", "hmix", ("B1-T6?-*",)),
+           ("wkv6.rwkv_ops.native", "wkv6", "hmix", ("B1-T6?-*",)),
+           ("wkv7.fla.naive_dplr_recurrent", "wkv7", "hmix", ("B1-T6?-*",)),
+           ("wkv7.fla.naive_dplr_recurrent", "wkv7", "safegate", ("B1-T6?-*",)),
+           ("wkv7.rwkv_ops.native", "wkv7", "hmix", ("B1-T6?-*",)),
+           ("wkv7.rwkv_ops.native", "wkv7", "safegate", ("B1-T6?-*",)),
+           ("wkv7.mlx_lm.ops", "wkv7", "hmix", ("B1-T6?-*",)),
+           ("wkv7.mlx_lm.ops", "wkv7", "safegate", ("B1-T6?-*",)),
+           # FLA's fused_recurrent kernels under the Triton interpreter (NumPy arithmetic, no FMA), the same
+           # cases and numbers (2026-11-25, TRITON_INTERPRET=1); on a GPU, where Triton may fuse S * d + k v
+           # into one FMA as ggml does, not measured yet.
+           ("gdn.fla.fused_recurrent.interp", "gdn", "hmix", ("B1-T6?-*",)),
+           ("gla.fla.fused_recurrent.interp", "gla", "hmix", ("B1-T17-*", "B1-T6?-*")),
+           ("wkv6.fla.fused_recurrent.interp", "wkv6", "hmix", ("B1-T6?-*",)),
+           ("wkv7.fla.fused_recurrent.interp", "wkv7", "hmix", ("B1-T6?-*",)),
+           ("wkv7.fla.fused_recurrent.interp", "wkv7", "safegate", ("B1-T6?-*",)),
+       ) for sh in shapes},
+    # (2) mlx-lm's RWKV-7 ops path keeps the state in the input dtype (the lw0 entries above): on ggml's range
+    # ends (ggmlend) bf16 state 3.08e-3..3.20e-3 relative (1.2e5x floor; limits 2.6e-7..2.9e-7, 4x the
+    # baseline's fp32-state error), fp16 3.96e-4..4.07e-4 (1.5e4x), and at T = 1 already 5.9e-7 (bf16,
+    # 29.8x) / 6.0e-7 (fp16, 23.9x) against 1.49e-7; hmix / safegate T = 17, 64, 65 bf16 state
+    # 6.87e-3..1.30e-2 (2.7e5-5.1e5x; limits 6.4e-3..6.7e-3), y 1.02e-2..1.07e-2 (6.2-6.5x; limits
+    # 9.1e-3..9.6e-3); fp16 state 8.85e-4..1.61e-3 (3.4e4-6.4e4x), y 1.29e-3..1.33e-3 (6.2-6.6x).
+    **{("wkv7.mlx_lm.ops", f"wkv7/{dom}/{sh}/{dt}/*"): "mlx-lm's RWKV-7 ops path keeps the state in the input "
+       "dtype, rounded at every token" for dt in ("bf16", "fp16")
+       for dom, shapes in (("ggmlend", ("*",)), ("hmix", ("B1-T17-*", "B1-T6?-*")), ("safegate", ("B1-T17-*", "B1-T6?-*")))
+       for sh in shapes},
+    # (3) GDN in fp32 at T = 1 on ggml's range ends with an initial state: FLA's naive recurrence (and its
+    # fused_recurrent kernel under the Triton interpreter), mlx's
+    # fast.gated_delta_update (CPU) and mlx-lm's gated_delta_ops all return y 7.45e-8 relative (6.84x floor,
+    # bit for bit the same), 6.3x our baseline's 1.19e-8 on gdn/ggmlend/B1-T1-H2-N64-h0/fp32/s0 (limit 4x
+    # baseline = 4.74e-8). An ordinary fp32 error (the default set's recurrences reach 4-8x floor); listed
+    # because the baseline is unusually exact here, not as a defect. T >= 17 passes.
+    **{(v, "gdn/ggmlend/B1-T1-*/fp32/*"): "fp32 y at T = 1 on ggml's range ends 6.84x floor, 6.3x the "
+       "baseline's error (limit 4x)" for v in ("gdn.fla.naive_recurrent", "gdn.fla.fused_recurrent.interp", "gdn.mlx.fast.cpu",
+                                        "gdn.mlx_lm.ops")},
 }
 
 
