@@ -101,12 +101,19 @@ def linear_decay(lw: np.ndarray, dtype: str) -> tuple[np.ndarray, np.ndarray]:
     """``(d, lw_eff)``: the linear decay ``exp_f32(lw)`` rounded to ``dtype``, as MLX models build it
     (mlx-lm ``rwkv7.py``: ``mx.exp(...)`` in float32, then ``.astype(receptance.dtype)``; the GDN gate
     of ``compute_g`` stays float32), and the log decay that really applies, for the oracle. Where the
-    decay underflowed to 0 the original ``lw`` is kept (both are below 1e-45)."""
-    d32 = np.exp(np.asarray(lw, np.float64)).astype(np.float32)
+    decay underflowed to 0 the kernel forgets the state entirely: the oracle gets ``UNDERFLOWED``, a log
+    decay whose exp is 0 in float64 (fp16 underflows below 3e-8, where the state it no longer carries
+    can still outweigh a small update: gdn/stress/B1-T256-H1-N64-h0/fp16/s3, the decay 6.8e-9 against a
+    beta of 1e-4, read 6.4e-5 relative, 2.6e3x the fp32 floor, while the kernel had applied 0)."""
+    lw = np.asarray(lw, np.float64)
+    d32 = np.exp(lw).astype(np.float32)
     d = round_to(d32, dtype)
     with np.errstate(divide="ignore"):
-        eff = np.where(d > 0, np.log(d), np.asarray(lw, np.float64))
+        eff = np.where(d > 0, np.log(d), np.minimum(lw, UNDERFLOWED))
     return d.astype(np.float32), eff
+
+
+UNDERFLOWED = -1e4  # a log decay applied as 0: exp(-1e4) is 0 in float64
 
 
 def sync() -> None:

@@ -5,11 +5,16 @@ A tensor passes when its relative RMS error ``rel`` satisfies both
 * ``rel <= ceiling x floor``: the absolute ceiling per (operator, dtype, tensor), in units of the
   rounding floor (the error of the float64 oracle's result rounded once to the output dtype), and
 * ``rel <= factor x max(baseline rel, floor)``: at most ``factor`` times the error of the in-tree
-  same-dtype baseline (``<op>.torch.recurrent``) on the same case.
+  baseline (``<op>.torch.recurrent``) on the same case, run as the entry's ``Tol.baseline`` says:
+  ``SAME_DTYPE``, in the case dtype (every per-token product rounded to it: the y and gradient
+  limits), or ``FP32_STATE``, in fp32 on the case's rounded inputs (the state limits of bf16/fp16
+  cases: the spec's state is fp32, so a state is held to what fp32 state arithmetic achieves, about
+  3-6x the fp32 floor, not to the 1e4-1e5x that rounded products or a half-precision state give).
 
 Every ceiling records the largest error measured when it was set (in floor units, the worst case
 of the default CPU set, where and when), and the margin applied. Variant-specific entries are
-matched by glob and also carry their measurement.
+matched by glob and also carry their measurement (chunked kernels that round their state update
+to bf16/fp16 are held to the SAME_DTYPE baseline, with their H100 measurements).
 """
 
 from __future__ import annotations
@@ -17,12 +22,26 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 
+# The two baseline runs a limit's factor can refer to (``Tol.baseline``):
+# SAME_DTYPE: ``<op>.torch.recurrent`` in the case dtype: activations stay in it, so every per-token
+#   product (``v kᵀ``, ``kv ⊙ u``, GDN's ``v_new``) is rounded to it before it enters the fp32 state;
+# FP32_STATE: the same recurrence on the case's inputs rounded to its dtype, upcast to fp32, with all
+#   arithmetic in fp32: what the operator spec asks of the state (fp32, products not rounded). It is
+#   the baseline of every state tensor in bf16 and fp16 cases; in fp32 cases the two are the same run.
+SAME_DTYPE = "dtype"
+FP32_STATE = "fp32"
+
 
 @dataclass(frozen=True)
 class Tol:
     ceiling: float  # multiple of the rounding floor
     factor: float = 4.0  # multiple of the baseline's error on the same case
     note: str = ""
+    baseline: str = SAME_DTYPE  # which baseline run ``factor`` refers to: SAME_DTYPE or FP32_STATE
+
+    def __post_init__(self) -> None:
+        if self.baseline not in (SAME_DTYPE, FP32_STATE):
+            raise ValueError(f"unknown baseline {self.baseline!r}; known: {SAME_DTYPE!r}, {FP32_STATE!r}")
 
 
 DEFAULT_FACTOR = 4.0
@@ -36,27 +55,34 @@ def _nice(x: float) -> float:
     return ceil(x / e) * e
 
 
-def _measured(floor_x: float, where: str, margin: float = 4.0) -> Tol:
+def _measured(floor_x: float, where: str, margin: float = 4.0, baseline: str = SAME_DTYPE) -> Tol:
     """A ceiling of ``margin`` x the worst error that the baseline showed, in floor units.
 
     The margin equals ``DEFAULT_FACTOR``: a variant allowed 4x the baseline's error on a case is
-    allowed 4x its worst error over the whole set as an absolute ceiling.
+    allowed 4x its worst error over the whole set as an absolute ceiling. ``baseline`` names the
+    baseline run that was measured, and that the factor refers to on each case.
     """
+    which = "fp32-state baseline" if baseline == FP32_STATE else "baseline"
     return Tol(_nice(margin * floor_x), DEFAULT_FACTOR,
-               f"baseline worst {floor_x:.3g}x floor at {where}; ceiling = {margin:g}x that")
+               f"{which} worst {floor_x:.3g}x floor at {where}; ceiling = {margin:g}x that", baseline)
 
 
 # Measured 2026-11-22 on the CPU dev machine (x86-64, torch 2.13.0+cpu): the worst floor multiple
 # of the in-tree same-dtype baseline (``<op>.torch.recurrent``) over the default case set for seeds
 # 0-5 (every domain and shape), and the case where it occurred.
-# States are float32 outputs, so their floor is fp32 rounding (~3e-8): a bf16 kernel's state carries
-# its bf16 products and reads 1e4-1e5 x that floor; that is its honest distance from exact.
+# States are float32 outputs, so their floor is fp32 rounding (~3e-8). The spec keeps the state in
+# fp32 (its products unrounded), so the state of a bf16/fp16 case is held to the FP32_STATE baseline:
+# measured 2026-11-26 on the same machine (torch 2.13.0+cpu), default set, seeds 0-5, the recurrence
+# in fp32 on the case's rounded inputs reads 2.7-6.5x the fp32 floor (ceilings 11-26x); a state kept
+# in bf16 or fp16 between tokens is 1e4-1e5x (one rounding of it alone is 2^-9 / 2^-12 relative) and
+# fails every case with T >= 1. wkv4's baseline already keeps its (a, b, p) arithmetic in fp32 (k and
+# v are upcast first), so its FP32_STATE run is its same-dtype run: the same numbers as before.
 # wkv4's y is a weighted average with weights exp(k), |k| up to ~45 in the stress domain, so fp32
 # exp's relative error is amplified by ~|k| (hundreds of x floor at T=512).
 CEILINGS: dict[tuple[str, str, str], Tol] = {
-    ("gdn", "bf16", "state"): _measured(8.19e+04, "gdn/uniform/B2-T37-H2-N64-h0/bf16/s3"),
+    ("gdn", "bf16", "state"): _measured(6.32, "gdn/model/B2-T64-H1-N64/bf16/s2", baseline=FP32_STATE),
     ("gdn", "bf16", "y"): _measured(1.46, "gdn/model/B2-T64-H1-N64/bf16/s0"),
-    ("gdn", "fp16", "state"): _measured(9.68e+03, "gdn/uniform/B2-T64-H1-N64/fp16/s1"),
+    ("gdn", "fp16", "state"): _measured(6.47, "gdn/model/B2-T37-H2-N64-h0/fp16/s5", baseline=FP32_STATE),
     ("gdn", "fp16", "y"): _measured(1.6, "gdn/uniform/B1-T1-H2-N64-h0/fp16/s1"),
     ("gdn", "fp32", "state"): _measured(6.16, "gdn/model/B2-T64-H1-N64/fp32/s2"),
     ("gdn", "fp32", "y"): _measured(7.71, "gdn/model/B2-T37-H2-N64-h0/fp32/s1"),
@@ -66,36 +92,55 @@ CEILINGS: dict[tuple[str, str, str], Tol] = {
     ("gdn_wy", "fp16", "w"): _measured(1.58, "gdn_wy/uniform/B1-T1-H1-N64-C16/fp16/s4"),
     ("gdn_wy", "fp32", "u"): _measured(2.98, "gdn_wy/uniform/B1-T64-H2-N32-C64/fp32/s2"),
     ("gdn_wy", "fp32", "w"): _measured(4.67, "gdn_wy/uniform/B1-T1-H1-N64-C16/fp32/s2"),
-    ("gla", "bf16", "state"): _measured(7.82e+04, "gla/stress/B1-T256-H1-N64-h0/bf16/s0"),
+    ("gla", "bf16", "state"): _measured(2.69, "gla/model/B2-T64-H1-N64/bf16/s5", baseline=FP32_STATE),
     ("gla", "bf16", "y"): _measured(2.37, "gla/stress/B1-T1-H2-N64-h0/bf16/s5"),
-    ("gla", "fp16", "state"): _measured(9.74e+03, "gla/stress/B1-T1-H2-N64-h0/fp16/s0"),
+    ("gla", "fp16", "state"): _measured(3.06, "gla/model/B2-T64-H1-N64/fp16/s5", baseline=FP32_STATE),
     ("gla", "fp16", "y"): _measured(2.71, "gla/stress/B1-T1-H2-N64-h0/fp16/s5"),
     ("gla", "fp32", "state"): _measured(3.24, "gla/model/B2-T64-H1-N64/fp32/s5"),
     ("gla", "fp32", "y"): _measured(6.59, "gla/model/B2-T37-H2-N64-h0/fp32/s3"),
-    ("wkv4", "bf16", "aa"): _measured(4.26e+03, "wkv4/stress/B1-T512-H1-N64-h0/bf16/s2"),
-    ("wkv4", "bf16", "bb"): _measured(6.58e+03, "wkv4/stress/B1-T512-H1-N64-h0/bf16/s2"),
-    ("wkv4", "bf16", "pp"): _measured(481, "wkv4/stress/B1-T512-H1-N64-h0/bf16/s5"),
+    ("wkv4", "bf16", "aa"): _measured(4.26e+03, "wkv4/stress/B1-T512-H1-N64-h0/bf16/s2", baseline=FP32_STATE),
+    ("wkv4", "bf16", "bb"): _measured(6.58e+03, "wkv4/stress/B1-T512-H1-N64-h0/bf16/s2", baseline=FP32_STATE),
+    ("wkv4", "bf16", "pp"): _measured(481, "wkv4/stress/B1-T512-H1-N64-h0/bf16/s5", baseline=FP32_STATE),
     ("wkv4", "bf16", "y"): _measured(1, "wkv4/stress/B1-T512-H1-N64-h0/bf16/s1"),
-    ("wkv4", "fp16", "aa"): _measured(3.71e+03, "wkv4/stress/B1-T512-H1-N64-h0/fp16/s2"),
-    ("wkv4", "fp16", "bb"): _measured(7.32e+03, "wkv4/stress/B1-T512-H1-N64-h0/fp16/s2"),
-    ("wkv4", "fp16", "pp"): _measured(481, "wkv4/stress/B1-T512-H1-N64-h0/fp16/s5"),
+    ("wkv4", "fp16", "aa"): _measured(3.71e+03, "wkv4/stress/B1-T512-H1-N64-h0/fp16/s2", baseline=FP32_STATE),
+    ("wkv4", "fp16", "bb"): _measured(7.32e+03, "wkv4/stress/B1-T512-H1-N64-h0/fp16/s2", baseline=FP32_STATE),
+    ("wkv4", "fp16", "pp"): _measured(481, "wkv4/stress/B1-T512-H1-N64-h0/fp16/s5", baseline=FP32_STATE),
     ("wkv4", "fp16", "y"): _measured(1.01, "wkv4/stress/B1-T512-H1-N64-h0/fp16/s5"),
     ("wkv4", "fp32", "aa"): _measured(5.6e+03, "wkv4/stress/B1-T512-H1-N64-h0/fp32/s2"),
     ("wkv4", "fp32", "bb"): _measured(7.73e+03, "wkv4/stress/B1-T512-H1-N64-h0/fp32/s2"),
     ("wkv4", "fp32", "pp"): _measured(481, "wkv4/stress/B1-T512-H1-N64-h0/fp32/s5"),
     ("wkv4", "fp32", "y"): _measured(1.14e+03, "wkv4/stress/B1-T512-H1-N64-h0/fp32/s2"),
-    ("wkv6", "bf16", "state"): _measured(7.99e+04, "wkv6/stress/B1-T1-H2-N64-h0/bf16/s5"),
+    # wkv6 over the default set and the gpu set's const domain (bf16/fp16 only: case_sets.py): a
+    # constant decay rounded the same way at every token adds up coherently (default set alone: 2.72x
+    # at wkv6/model/B2-T64-H1-N64/bf16/s2, 2.99x at .../fp16/s2)
+    ("wkv6", "bf16", "state"): _measured(23.5, "wkv6/const/B1-T64-H2-N64/bf16/s0", baseline=FP32_STATE),
     ("wkv6", "bf16", "y"): _measured(4.01, "wkv6/stress/B1-T1-H2-N64-h0/bf16/s4"),
-    ("wkv6", "fp16", "state"): _measured(1.03e+04, "wkv6/stress/B1-T1-H2-N64-h0/fp16/s3"),
+    ("wkv6", "fp16", "state"): _measured(24.0, "wkv6/const/B1-T64-H2-N64/fp16/s0", baseline=FP32_STATE),
     ("wkv6", "fp16", "y"): _measured(2.83, "wkv6/stress/B1-T1-H2-N64-h0/fp16/s3"),
     ("wkv6", "fp32", "state"): _measured(3.24, "wkv6/model/B2-T64-H1-N64/fp32/s2"),
     ("wkv6", "fp32", "y"): _measured(6.86, "wkv6/stress/B1-T1-H2-N64-h0/fp32/s4"),
-    ("wkv7", "bf16", "state"): _measured(6.74e+04, "wkv7/stress/B2-T64-H1-N64/bf16/s0"),
+    ("wkv7", "bf16", "state"): _measured(3.31, "wkv7/stress/B2-T37-H2-N64-h0/bf16/s1", baseline=FP32_STATE),
     ("wkv7", "bf16", "y"): _measured(2.4, "wkv7/stress/B1-T1-H2-N64-h0/bf16/s1"),
-    ("wkv7", "fp16", "state"): _measured(8.54e+03, "wkv7/stress/B1-T256-H1-N64-h0/fp16/s4"),
+    ("wkv7", "fp16", "state"): _measured(3.48, "wkv7/stress/B2-T37-H2-N64-h0/fp16/s2", baseline=FP32_STATE),
     ("wkv7", "fp16", "y"): _measured(1.95, "wkv7/model/B1-T1-H2-N64-h0/fp16/s1"),
     ("wkv7", "fp32", "state"): _measured(3.73, "wkv7/stress/B2-T37-H2-N64-h0/fp32/s5"),
     ("wkv7", "fp32", "y"): _measured(6.96, "wkv7/stress/B2-T37-H2-N64-h0/fp32/s1"),
+}
+
+# The same-dtype baseline's own state in bf16/fp16 (measured 2026-11-22 as above; these were the state
+# ceilings until 2026-11-26): every per-token product rounded to the case dtype before it enters the
+# fp32 state puts it at 1e4-1e5x the fp32 floor. The ceiling of the variants that round their
+# intermediates to the case dtype by design (the baseline itself; chunked kernels, entries below),
+# with factor 4 of the SAME_DTYPE baseline.
+SAME_DTYPE_STATE: dict[tuple[str, str], Tol] = {
+    ("gdn", "bf16"): _measured(8.19e+04, "gdn/uniform/B2-T37-H2-N64-h0/bf16/s3"),
+    ("gdn", "fp16"): _measured(9.68e+03, "gdn/uniform/B2-T64-H1-N64/fp16/s1"),
+    ("gla", "bf16"): _measured(7.82e+04, "gla/stress/B1-T256-H1-N64-h0/bf16/s0"),
+    ("gla", "fp16"): _measured(9.74e+03, "gla/stress/B1-T1-H2-N64-h0/fp16/s0"),
+    ("wkv6", "bf16"): _measured(7.99e+04, "wkv6/stress/B1-T1-H2-N64-h0/bf16/s5"),
+    ("wkv6", "fp16"): _measured(1.03e+04, "wkv6/stress/B1-T1-H2-N64-h0/fp16/s3"),
+    ("wkv7", "bf16"): _measured(6.74e+04, "wkv7/stress/B2-T64-H1-N64/bf16/s0"),
+    ("wkv7", "fp16"): _measured(8.54e+03, "wkv7/stress/B1-T256-H1-N64-h0/fp16/s4"),
 }
 
 # Gradients (``grad_<input>``), measured 2026-11-22 on this CPU machine with autograd through
@@ -200,6 +245,35 @@ CEILINGS.update({
 
 # (variant glob, operator, dtype, tensor) -> Tol, consulted first.
 VARIANT_TOLERANCES: dict[tuple[str, str, str, str], Tol] = {
+    # The same-dtype baseline rounds each per-token product to the case dtype by design (it calibrates
+    # the y and gradient limits as a naive kernel of that dtype): its own state is held to the ceiling
+    # measured on it (SAME_DTYPE_STATE), not to the spec's fp32 state.
+    **{(f"{op}.torch.recurrent", op, dt, "state"): tol for (op, dt), tol in SAME_DTYPE_STATE.items()},
+    # Chunked kernels keep the state they carry between chunks in fp32 but form its update from matrix
+    # products of case-dtype operands (k scaled by its decay, v_new, ...), rounded to bf16/fp16 as the
+    # same-dtype baseline rounds its products: they are held to that baseline, as before 2026-11-26.
+    # Measured on H100, reports/gpu/NVIDIA-H100-80GB-HBM3-drv580.159.04-cuda13.0-torch2.11.0-triton3.6.0/
+    # verify.json.gz (gpu set, seed 0): the worst state, relative and in fp32 floors; every state within
+    # 0.9-1.9x the same-dtype baseline on its case (gdn.rwkv_ops.triton_chunk's model and uniform rows
+    # 3.0-20x; its stress rows are the known failure below). suites/unit/test_state_limits.py re-judges
+    # those rows with these entries and shows they fail without them.
+    **{(v, op, dt, "state"): Tol(SAME_DTYPE_STATE[(op, dt)].ceiling, DEFAULT_FACTOR,
+                                 f"rounds its state update to {dt}; measured on H100 (reports/gpu/"
+                                 f"NVIDIA-H100-80GB-HBM3-...): worst state {worst}", SAME_DTYPE)
+       for v, op, dt, worst in (
+           ("gdn.fla.chunk", "gdn", "bf16", "0.00308 (1.22e5x floor) at gdn/model/B1-T128-H2-N64/bf16/s0"),
+           ("gdn.fla.chunk", "gdn", "fp16", "0.000385 (1.53e4x) at gdn/model/B1-T128-H2-N64/fp16/s0"),
+           ("gla.fla.chunk", "gla", "bf16", "0.00153 (6.11e4x) at gla/model/B1-T128-H2-N64/bf16/s0"),
+           ("gla.fla.chunk", "gla", "fp16", "0.000187 (7.45e3x) at gla/model/B1-T128-H2-N64/fp16/s0"),
+           ("wkv6.fla.chunk", "wkv6", "bf16", "0.00162 (6.38e4x) at wkv6/const/B1-T64-H2-N64/bf16/s0"),
+           ("wkv6.fla.chunk", "wkv6", "fp16", "0.000277 (1.11e4x) at wkv6/model/B1-T128-H2-N64/fp16/s0"),
+           ("wkv7.fla.chunk", "wkv7", "bf16", "0.00155 (6.10e4x) at wkv7/model/B1-T128-H2-N64/bf16/s0"),
+           ("wkv7.fla.chunk", "wkv7", "fp16", "0.000317 (1.27e4x) at wkv7/model/B1-T128-H2-N64/fp16/s0"),
+           ("gdn.rwkv_ops.triton_chunk", "gdn",
+            "bf16", "0.00185 (7.32e4x) at gdn/model/B1-T128-H2-N64/bf16/s0"),
+           ("gdn.rwkv_ops.triton_chunk", "gdn",
+            "fp16", "0.00023 (9.15e3x) at gdn/model/B1-T128-H2-N64/fp16/s0"),
+       )},
     # Chunked (WY) gated delta rule: the per-chunk triangular solve (I + L)^{-1} with β near 1 and
     # gates down to -20 amplifies fp32 rounding. Worst over seeds 0-5, CPU, 2026-11-22 (floor
     # multiple / multiple of the step-by-step baseline on the same case); ceiling and factor 2x that.
@@ -207,15 +281,23 @@ VARIANT_TOLERANCES: dict[tuple[str, str, str, str], Tol] = {
     # state 240x / 127x (gdn/stress/B2-T64-H1-N64/fp32/s1); bf16/fp16 state 247x / 17.7x.
     ("gdn.rwkv_ops.native_chunk", "gdn", "fp32", "y"): Tol(171, 43, "measured 85.4x floor, 21.1x baseline (seeds 0-5)"),
     ("gdn.rwkv_ops.native_chunk", "gdn", "fp32", "state"): Tol(480, 254, "measured 240x floor, 127x baseline (seeds 0-5)"),
-    ("gdn.rwkv_ops.native_chunk", "gdn", "bf16", "state"): Tol(494, 36, "measured 247x fp32 floor, 17.7x baseline (seeds 0-5)"),
-    ("gdn.rwkv_ops.native_chunk", "gdn", "fp16", "state"): Tol(494, 36, "measured 242x fp32 floor, 17.7x baseline (seeds 0-5)"),
+    # bf16/fp16 state against the FP32_STATE baseline (2026-11-26, same seeds): 247x / 146x
+    # (gdn/stress/B2-T64-H1-N64/bf16/s1), fp16 242x / 141x (same case).
+    ("gdn.rwkv_ops.native_chunk", "gdn", "bf16", "state"): Tol(
+        494, 292, "measured 247x fp32 floor, 146x the fp32-state baseline (seeds 0-5)", FP32_STATE),
+    ("gdn.rwkv_ops.native_chunk", "gdn", "fp16", "state"): Tol(
+        494, 292, "measured 242x fp32 floor, 141x the fp32-state baseline (seeds 0-5)", FP32_STATE),
     # FLA 0.6.0 naive_chunk_gated_delta_rule (a pure-PyTorch reference): y 406x / 93.8x
     # (gdn/stress/B2-T64-H1-N64/fp32/s3), state 771x / 343x (gdn/stress/B1-T256-H1-N64-h0/fp32/s1);
-    # bf16/fp16 state 767x / 295x; the recurrent naive reference stays at 6.5x floor (README Findings).
+    # bf16/fp16 state 767x fp32 floor (gdn/stress/B1-T256-H1-N64-h0/fp16/s1) and 389x the FP32_STATE
+    # baseline (gdn/stress/B2-T64-H1-N64/bf16/s1, 2026-11-26); the recurrent naive reference stays at
+    # 6.5x floor (README Findings).
     ("gdn.fla.naive_chunk", "gdn", "fp32", "y"): Tol(812, 188, "measured 406x floor, 93.8x baseline (seeds 0-5)"),
     ("gdn.fla.naive_chunk", "gdn", "fp32", "state"): Tol(1542, 686, "measured 771x floor, 343x baseline (seeds 0-5)"),
-    ("gdn.fla.naive_chunk", "gdn", "bf16", "state"): Tol(1534, 590, "measured 753x fp32 floor, 87.9x baseline (seeds 0-5)"),
-    ("gdn.fla.naive_chunk", "gdn", "fp16", "state"): Tol(1534, 590, "measured 767x fp32 floor, 295x baseline (seeds 0-5)"),
+    ("gdn.fla.naive_chunk", "gdn", "bf16", "state"): Tol(
+        1534, 778, "measured 753x fp32 floor, 389x the fp32-state baseline (seeds 0-5)", FP32_STATE),
+    ("gdn.fla.naive_chunk", "gdn", "fp16", "state"): Tol(
+        1534, 778, "measured 767x fp32 floor, 379x the fp32-state baseline (seeds 0-5)", FP32_STATE),
     # Chunked DPLR in fp32 (FLA's dplr_chunkwise reference), CPU, seeds 0-5: y 17.3x floor, 4.68x
     # baseline (wkv7/uniform/B2-T64-H1-N64/fp32/s4); state 33.7x, 15.2x (same shape, s5).
     ("wkv7.*chunk*", "wkv7", "fp32", "y"): Tol(35, 10, "measured 17.3x floor, 4.68x baseline (FLA dplr_chunkwise, seeds 0-5)"),
@@ -237,17 +319,22 @@ KNOWN_FAILURES: dict[tuple[str, str], str | None] = {
     ("*.fla.chunk", "*/fp32/*"): "FLA chunk kernels compute fp32 dot products in TF32 (~1e-3 relative)",
     ("gdn_wy.fla.recompute_w_u", "*/fp32/*"): "FLA recompute_w_u computes w with a TF32 dot (~4e-4)",
     # mlx-lm's RWKV-7 CPU path keeps the state in the input dtype and rounds it at every token (its step's
-    # products stay in that dtype): with decays ~1 (lw0) nothing is forgotten and the rounding adds up.
-    # CPU, 2026-11-25, mlx 0.32.4 / mlx-lm 0.32.2, edge set: every lw0 case with T > 1 in bf16 and fp16,
-    # e.g. wkv7/lw0/B1-T63-H1-N64-h0/bf16/s0 state rel 0.0122 (4.8e5x floor, limit 0.00652), y 0.00985
-    # (6.0x, limit 0.00904); fp16 state 0.00157 (6.2e4x). T = 1 passes (one rounding) except beta0 in
-    # bf16, where the one rounding of the stored state is already over the limit (state rel 0.0024, 1.25e6x
-    # floor, limit 0.000518, wkv7/beta0/B1-T1-H1-N64-h0/bf16/s0). FINDINGS.md.
-    ("wkv7.mlx_lm.ops", "wkv7/beta0/B1-T1-H1-N64-h0/bf16/*"): "mlx-lm's RWKV-7 ops path returns the state "
-    "in the input dtype: one bf16 rounding of the state exceeds the state limit",
-    ("wkv7.mlx_lm.ops", "wkv7/lw0/B1-T1-*"): None,
-    **{("wkv7.mlx_lm.ops", f"wkv7/lw0/*/{dt}/*"): "mlx-lm's RWKV-7 ops path keeps the state in the input "
-       "dtype, rounded at every token: with no decay the rounding accumulates" for dt in ("bf16", "fp16")},
+    # products stay in that dtype). Against the spec's fp32 state (FP32_STATE limits, 2026-11-26) every
+    # bf16 and fp16 case fails, T = 1 included (one rounding of the returned state): CPU, mlx 0.32.4 /
+    # mlx-lm 0.32.2, default set, seed 0: state rel 0.0027-0.0043 in bf16 (1.1e5-1.7e5x the fp32 floor,
+    # limits 1.1e-7..3.3e-7, worst wkv7/stress/B1-T256-H1-N64-h0/bf16/s0), 3.2e-4..5.5e-4 in fp16
+    # (1.3e4-2.2e4x). With decays ~1 (lw0, edge set, 2026-11-25) nothing is forgotten and the rounding adds
+    # up until y fails too: wkv7/lw0/B1-T63-H1-N64-h0/bf16/s0 state rel 0.0122 (4.8e5x floor), y 0.00985
+    # (6.0x, limit 0.00904); fp16 state 0.00157 (6.2e4x). FINDINGS.md.
+    **{("wkv7.mlx_lm.ops", f"wkv7/*/{dt}/*"): "mlx-lm's RWKV-7 ops path keeps the state in the input dtype, "
+       "rounded at every token (the spec's state is fp32)" for dt in ("bf16", "fp16")},
+    # rwkv-ops' RWKV-6 CUDA wrapper runs its recurrence in fp32 but reads the initial state and writes the
+    # final state in bf16 (wkvkernels/wkv6/rwkv_ops_cuda.py): H100, reports/gpu/NVIDIA-H100-80GB-HBM3-
+    # drv580.159.04-cuda13.0-torch2.11.0-triton3.6.0/verify.json.gz, every bf16 case (13): state rel
+    # 0.00163-0.00164 (6.4e4-7.8e4x the fp32 floor, worst wkv6/stress/B1-T1-H2-N64-h0/bf16/s0; limits ~1e-7), y within its
+    # limit. A caller that carries that state from call to call keeps a bf16 state.
+    ("wkv6.rwkv_ops.cuda", "wkv6/*/bf16/*"): "rwkv-ops RWKV-6 CUDA returns the final state in bf16 "
+                                             "(the spec's state is fp32)",
     # State passing ("state:<case id>", properties.state_passing) of the same kernel: the (a, b, p) state
     # it returns in k's dtype is rounded once more at every split, so the carried run's error grows:
     # H100, 2026-11-23, wkv4/model/B2-T37-H1-N128-h0/bf16/s0 split at (16, 32): aa 0.00326 for the

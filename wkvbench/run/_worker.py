@@ -101,7 +101,7 @@ def _start(job: dict):
 def _run_job(fd: int, variant, job: dict) -> None:
     from wkvkernels.cases import Case
 
-    from ..judge.check import CRASH, ERROR, Checker
+    from ..judge.check import CRASH, ERROR, Checker, baseline_keys
     from .verify import _check
 
     if job["variant"] != variant.name:  # the parent reuses a worker for its own variant only
@@ -122,7 +122,7 @@ def _run_job(fd: int, variant, job: dict) -> None:
             # what check_backward caches when another variant needs the baseline's gradient errors
             checker._baseline.setdefault("grad:" + case.id, {k[5:]: e.rel for k, e in res.errors.items()}
                                          if res.status == "PASS" else None)
-        base = {k: checker._baseline[k] for k in (case.id, "grad:" + case.id) if k in checker._baseline}
+        base = {k: checker._baseline[k] for k in baseline_keys(case) if k in checker._baseline}
         _send(fd, {"result": res.as_dict(), "baseline": base})
         if fatal:
             sys.stderr.flush()
