@@ -141,3 +141,16 @@ def test_the_report_shows_the_verdict_at_size_beside_the_gate_s():
            "at_size": {"status": "FAIL", "floor_x": {"y": 5400.0}}}
     (cells,) = [r.cells for r in shape_set_rows([row])]
     assert cells[-1] == "PASS y 1.2x; at size FAIL y 5.4e+03x", cells[-1]
+
+
+def test_the_terminal_table_shows_the_verdict_at_size():
+    from rich.console import Console
+
+    from wkvbench.perf.tables import bench_table
+
+    row = {"variant": "wkv7.x.y", "op": "wkv7", "shape_set": "quick", "shape": "B2-T256-H4-N64", "dtype": "bf16",
+           "status": "OK", "median_ms": 1.0, "iqr_ms": 0.01, "n": 10, "gbps": 1.0, "tflops": 0.1,
+           "at_size": {"status": "FAIL", "floor_x": {"y": 5400.0, "state": 2.0}}}
+    con = Console(width=250, record=True, color_system=None)
+    con.print(bench_table([row], None))
+    assert "at size FAIL 5.4e+03x floor" in con.export_text()

@@ -39,6 +39,11 @@ def bench_table(rows: list[dict], ceilings: Ceilings | None):
             note = ("[yellow]throttled[/yellow] " if r.get("throttled") else "") + (
                 f"{r['outliers']} outliers" if r.get("outliers") else "") + (
                 f" host time around {r['mode']} (no device events)" if r.get("mode") in SYNC_MODES else "")
+            if size := r.get("at_size"):  # judged at this very shape (wkvbench.perf.at_size)
+                worst = max((size.get("floor_x") or {}).values(), default=None)
+                colour = "green" if size["status"] in ("PASS", "XFAIL") else "red"
+                note += (f" [{colour}]at size {size['status']}[/{colour}]"
+                         + (f" {worst:.3g}x floor" if worst is not None else ""))
             t.add_row(r["shape_set"], r["variant"], r["dtype"], r["shape"], _ms(r["median_ms"]), _ms(r["iqr_ms"]),
                       str(r["n"]), f"{r['gbps']:.0f}", f"{r['tflops']:.2f}",
                       f"{r['pct_of_floor']:.1f}" if r.get("pct_of_floor") is not None else "-", note)
