@@ -29,7 +29,9 @@ def test_a_sample_is_a_batch_between_two_synchronizations():
     dev = _Device()
     t = time_synced(dev.launch, dev.sync, "mlx-sync", min_reps=5, max_reps=20, time_cap_s=1.0)
     med = t.stats()["median_ms"]
-    assert 1.9 <= med <= 2.6, med  # the work queued by the calls, per call; without the waits it reads ~0
+    # the work queued by the calls, per call: without the waits it reads ~0, counted twice ~4 (the upper
+    # bound leaves room for time.sleep's overshoot on a loaded machine: 3.1 ms seen with 2 cores busy)
+    assert 1.9 <= med <= 3.5, med
     assert t.mode == "mlx-sync" and "mx.synchronize" in t.mode_reason and t.launch["batch"] >= 2
     assert t.compile_s >= 0.002 and dev.pending == 0 and dev.waits >= 2 + t.n
     with pytest.raises(ValueError, match="clock must be one of"):
