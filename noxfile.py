@@ -10,6 +10,8 @@
     nox -s bench    # GPU benchmarks (device time, roofline, asv history) and CPU timings
     nox -s report   # the static HTML report from the committed results (reports/html/index.html)
     nox -s gate -- --baseline B.json --candidate C.json   # the CI regression gate (README)
+    nox -s history  # verify each listed release of the kernel packages, one virtualenv each (docs/history.md)
+    nox -s candidate -- fla "fla-core @ git+https://...@SHA"   # a build of a package, gated against its last release
     nox -l          # list sessions
 
 Every session installs what it needs into its own virtualenv from PyPI. Third-party kernel
@@ -300,6 +302,104 @@ def gate(session: nox.Session) -> None:
     offline = ["--no-index", "--find-links", WHEELHOUSE] if WHEELHOUSE else []
     session.install(*offline, ".", *GROUPS["gate"])
     session.run("python", "-m", "wkvbench", "gate", *session.posargs)
+
+
+# ---- release history (docs/history.md) ---------------------------------------------------------------
+
+HISTORY: dict[str, dict] = PYPROJECT["tool"]["wkvbench"]["history"]
+# the case selection of one release: the default set's model domain, seed 0, fp32 and bf16, forward only
+# (minutes per release on 2 cores); arguments after -- replace it
+HISTORY_SELECTION = ["--set", "default", "--domain", "model", "--seed", "0", "--dtype", "fp32", "--dtype", "bf16"]
+_RELEASES = [(pkg, req) for pkg, spec in HISTORY.items() for req in spec["releases"]]
+
+
+def _release_env(session: nox.Session, package: str, requirement: str) -> None:
+    """torch, the package's toolchain, wkvbench's numpy and rich, then the package (``no-deps``: alone)."""
+    spec = HISTORY[package]
+    if TORCH == "system":
+        _see_host_packages(session)
+    else:
+        session.install(*_offline(), TORCH)
+    session.install(*_offline(), *spec.get("toolchain", []), "rich>=13",
+                    env={"CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)})
+    dists = {"fla": ["fla-core", "flash-linear-attention"]}.get(package, [package])
+    session.run("python", "-m", "pip", "uninstall", "-q", "-y", *dists, silent=True)  # one release at a time
+    deps = ["--no-deps"] if spec.get("no-deps") else []
+    session.install(*_offline(), *deps, requirement, env={"CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)})
+
+
+def _verify_release(session: nox.Session, package: str, requirement: str, output: str | None = None) -> str:
+    """``wkvbench verify --release PACKAGE`` in this session's environment; the results file (gzip)."""
+    import gzip
+    import shutil
+
+    env = {"WKVBENCH_RELEASE_REQUIREMENT": requirement}
+    if package == "fla":
+        env["TRITON_INTERPRET"] = "1"  # the .interp twins: FLA's Triton kernels on the CPU (no GPU here)
+        ngpu = session.run("python", "-c", "import torch; print(torch.cuda.device_count())", silent=True)
+        if ngpu.strip().splitlines()[-1] != "0":
+            env.pop("TRITON_INTERPRET")  # a GPU box: the CUDA variants instead
+    args = list(session.posargs) or HISTORY_SELECTION
+    out = output or session.run("python", "-c", "from wkvbench.results.provenance import provenance, "
+                                f"release_block, release_path; print(release_path('reports/history', "
+                                f"{{**provenance(), 'release': release_block({package!r})}}))",
+                                silent=True, env=env).strip().splitlines()[-1]
+    session.run("python", "-m", "wkvbench", "verify", "--release", package, *args, "--output", out, env=env,
+                success_codes=[0, 1])  # FAIL rows are the history's content, not a failed session
+    with open(out, "rb") as src, gzip.open(out + ".gz", "wb", compresslevel=9) as dst:
+        shutil.copyfileobj(src, dst)
+    os.remove(out)
+    session.log(f"results: {out}.gz")
+    return out + ".gz"
+
+
+@nox.session(default=False, **_venv_params())
+@nox.parametrize(["package", "requirement"], _RELEASES, ids=[r for _, r in _RELEASES])
+def history(session: nox.Session, package: str, requirement: str) -> None:
+    """One release of a kernel package verified in its own virtualenv (docs/history.md).
+
+    ``nox -s history`` runs every release listed in pyproject's ``[tool.wkvbench.history]``;
+    ``nox -s "history(fla-core==0.5.2)"`` one; ``nox -s history -k fla`` one package. Results:
+    ``reports/history/<machine>/<package>/<version>.json.gz`` (``cpu`` without a GPU). CUDA-only
+    packages (``gpu = true``: rwkv) are skipped, with that reason, on a machine without a GPU.
+    """
+    if HISTORY[package].get("gpu") and not _has_cuda(session):
+        session.skip(f"{package} is CUDA-only (ChatRWKV's kernels): its releases run on a GPU box")
+    _release_env(session, package, requirement)
+    _verify_release(session, package, requirement)
+
+
+def _has_cuda(session: nox.Session) -> bool:
+    import shutil
+
+    return shutil.which("nvidia-smi") is not None
+
+
+@nox.session(default=False, **_venv_params())
+def candidate(session: nox.Session) -> None:
+    """A build of a kernel package (a git checkout, a local path, a wheel) verified like a release and
+    gated against the package's last listed release on this machine (docs/history.md)::
+
+        nox -s candidate -- fla "fla-core @ git+https://github.com/fla-org/flash-linear-attention@SHA"
+        nox -s candidate -- fla ./flash-linear-attention      # a local checkout
+
+    The last release is verified first, in the same session on this machine (so both sides share one
+    identity; it rewrites ``reports/history/<machine>/<package>/<last>.json.gz``), then the candidate
+    (``reports/results/candidate-<package>-<stamp>.json.gz``), then ``wkvbench gate --baseline <last>
+    --candidate <candidate>``: exit 1 on a regression (a FAIL/ERROR, or an error grown more than 2x).
+    """
+    if len(session.posargs) < 2 or session.posargs[0] not in HISTORY:
+        session.error(f"usage: nox -s candidate -- PACKAGE REQUIREMENT (PACKAGE one of {', '.join(HISTORY)})")
+    package, requirement, *rest = session.posargs
+    last = HISTORY[package]["releases"][-1]
+    session.posargs[:] = rest  # the selection, if given
+    _release_env(session, package, last)
+    base = _verify_release(session, package, last)
+    _release_env(session, package, requirement)
+    stamp = __import__("datetime").datetime.now().strftime("%Y%m%d-%H%M%S")
+    cand = _verify_release(session, package, requirement, output=f"reports/results/candidate-{package}-{stamp}.json")
+    session.run("python", "-m", "wkvbench", "gate", "--baseline", base, "--candidate", cand,
+                "--markdown", cand.replace(".json.gz", ".md"))
 
 
 if __name__ == "__main__":

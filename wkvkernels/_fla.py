@@ -155,7 +155,8 @@ class FlaTriton(FlaVariant):
         kw = self.tensors(inputs, case.dtype)
         kw.update(scale=float(inputs["scale"]) if op_spec(self.operator).has_scale else 1.0,
                   initial_state=state_in(inputs, "fp32", self.device), output_final_state=True, **self.fixed)
-        return env.fla_fn(*self.entry), kw
+        fn = env.fla_fn(*self.entry)
+        return fn, {**kw, **env.time_first(fn)}
 
     def run(self, native: Any) -> Any:
         fn, kw = native

@@ -48,35 +48,151 @@ def fla_reason() -> str | None:
     if importlib.util.find_spec("fla") is None:
         return "fla-core not installed (pip install fla-core)"
     try:
-        importlib.import_module("fla.ops")
+        import_ops()
     except Exception as exc:  # noqa: BLE001 - any import failure is a reason, never a crash
         return f"import fla.ops failed: {type(exc).__name__}: {exc}"
     return None
 
 
+# what ``import fla`` of flash-linear-attention < 0.3.2 needs for its layers and models, not its kernels
+_MODEL_SIDE = ("transformers", "datasets")
+
+
+def time_first(fn) -> dict:
+    """The keyword that makes ``fn`` take our time-first ``[B, T, H, N]`` layout. FLA's Triton entry
+    points had a ``head_first`` argument from 0.1 to 0.3.x, defaulting to True (``[B, H, T, N]``) for
+    RWKV-6, GLA and (until 0.2.0) Gated DeltaNet in 0.1.x, to False later, and removed afterwards: it is
+    passed as False wherever its default is not, so every release gets the same layout."""
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return {}
+    p = params.get("head_first")
+    # only where it would otherwise be True: FLA 0.2.2's fused_recurrent_rwkv7 declares it and then hands
+    # an explicit one on to fused_recurrent_dplr_delta_rule, which has no such argument (TypeError)
+    return {"head_first": False} if p is not None and p.default is not False else {}
+
+
+class _CpuDeviceContext:
+    """What ``torch.cpu.device(index)`` would be: a context manager that changes nothing (a CPU has
+    no current device)."""
+
+    def __init__(self, index=None) -> None:
+        self.index = index
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        return False
+
+
+def _compat_torch() -> None:
+    """flash-linear-attention 0.1 to 0.3.x (``fla/utils.py``) wrap every kernel call in
+    ``custom_device_ctx(index) = getattr(torch, device).device(index)``, with ``device = "cpu"`` on a
+    machine without a GPU; torch 2.13 has no ``torch.cpu.device`` (AttributeError on every call). A
+    no-op context is supplied where torch lacks it; torch's own, where present, is left alone."""
+    import torch
+
+    if not hasattr(torch.cpu, "device"):
+        torch.cpu.device = _CpuDeviceContext
+
+
+def import_ops():
+    """``import fla.ops``. flash-linear-attention < 0.3.2's ``fla/__init__.py`` imports its layers and
+    models, which import ``transformers`` (a declared dependency of those releases, with ``datasets``,
+    both unused by the kernels). Where that import fails for want of them, ``fla`` is entered as a bare
+    package (its ``__init__`` not run) and ``fla.ops`` imported from it: the same kernel modules from
+    the same files. Any other failure is raised."""
+    import sys
+    import types
+
+    _compat_torch()
+    try:
+        return importlib.import_module("fla.ops")
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in _MODEL_SIDE:
+            raise
+    for key in [k for k in sys.modules if k == "fla" or k.startswith("fla.")]:
+        del sys.modules[key]
+    spec = importlib.util.find_spec("fla")
+    bare = types.ModuleType("fla")
+    bare.__path__ = list(spec.submodule_search_locations or [])
+    bare.__file__, bare.__spec__ = spec.origin, spec
+    sys.modules["fla"] = bare
+    return importlib.import_module("fla.ops")
+
+
 def fla_versions() -> dict[str, str]:
-    """Versions of fla-core, triton and torch, for results provenance."""
+    """Versions of FLA's distribution (fla-core, or flash-linear-attention before 0.3.2), triton and
+    torch, for results provenance and reasons."""
     from importlib.metadata import PackageNotFoundError, version
 
     out = {}
-    for dist in ("fla-core", "triton", "torch"):
+    for dist in ("fla-core", "flash-linear-attention", "triton", "torch"):
         try:
             out[dist] = version(dist)
         except PackageNotFoundError:
-            out[dist] = "not installed"
+            if dist != "flash-linear-attention":
+                out[dist] = "not installed"
+    if "flash-linear-attention" in out and out["fla-core"] != "not installed":
+        del out["flash-linear-attention"]  # >= 0.3.2 it is a shell around fla-core
+    elif "flash-linear-attention" in out:
+        del out["fla-core"]
     return out
 
 
 def fla_fn(module: str, name: str):
     """``fla.<module>.<name>``, imported on first use (never at registry import)."""
+    import_ops()
     return getattr(importlib.import_module(f"fla.{module}"), name)
 
 
 def kernels_interpreted() -> bool:
-    """Whether FLA's Triton kernels in this process were built for the Triton interpreter."""
-    from triton.runtime.interpreter import InterpretedFunction
+    """Whether FLA's Triton kernels in this process were built for the Triton interpreter: the first
+    ``@triton.jit`` function found in the imported ``fla.ops`` modules (through any autotuner or
+    heuristics wrapper) tells. (fla-core 0.6.0's ``fla.ops.utils.op.exp`` is one; in older releases
+    that name is a plain alias of ``tl.exp``, no jitted function at all.)"""
+    import sys
 
-    return isinstance(fla_fn("ops.utils.op", "exp"), InterpretedFunction)
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    import_ops()
+    for name, mod in sorted(sys.modules.items()):
+        if not name.startswith("fla.ops") or mod is None:
+            continue
+        for obj in list(vars(mod).values()):
+            for _ in range(4):  # Autotuner / Heuristics wrap the jitted function in .fn
+                if isinstance(obj, (InterpretedFunction, JITFunction)):
+                    return isinstance(obj, InterpretedFunction)
+                obj = getattr(obj, "fn", None)
+                if obj is None:
+                    break
+    return False
+
+
+def patch_interpreted_aliases() -> list[str]:
+    """Replace, in the imported ``fla.ops`` modules, every module-level name bound to one of triton's
+    ``exp``/``exp2``/``log``/``log2`` builtins by its interpreted stand-in (``_fla_interp_alias``:
+    why). Only in a process whose kernels are interpreted; returns the ``module.name`` replaced (none
+    for fla-core 0.6.0, whose ``op.py`` defines jitted functions)."""
+    import sys
+
+    from wkvkernels import _fla_interp_alias as alias
+
+    done = []
+    for name, mod in sorted(sys.modules.items()):
+        if not name.startswith("fla.ops") or mod is None:
+            continue
+        for key, obj in list(vars(mod).items()):
+            stand_in = alias.STAND_INS.get(getattr(obj, "__name__", ""))
+            if stand_in is not None and getattr(obj, "__triton_builtin__", False):
+                setattr(mod, key, stand_in)
+                done.append(f"{name}.{key}")
+    return done
 
 
 def _interpreter_on() -> bool:
@@ -117,6 +233,7 @@ def triton_reason(device: str) -> str | None:
                     "compiled, "
                     "not interpreted; set it before starting Python")
         _interpreter_takes_first_config()
+        patch_interpreted_aliases()
         return None
     if device != "cuda":
         return f"device {device!r} not supported (cuda, or cpu through the Triton interpreter)"

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from wkvkernels.ops import op_spec, round_inputs
+from wkvkernels.releases import Releases, out_of_range
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,9 @@ class KernelVariant(ABC):
     supports_state: ClassVar[bool] = True
     supports_backward: ClassVar[bool] = False
     baseline: ClassVar[bool] = False  # the in-tree same-dtype baseline that calibrates tolerances
+    # the releases of its package (``source``) the adapter supports; outside them: unavailable, with the
+    # reason (wkvkernels/releases.py, docs/history.md). None: any release.
+    releases: ClassVar[Releases | None] = None
 
     def available(self) -> Availability:
         return Availability.yes()
@@ -143,9 +147,13 @@ def variants(operator: str | None = None) -> list[KernelVariant]:
 
 @functools.cache
 def availability(name: str) -> Availability:
-    """``get(name).available()``, cached, with any exception turned into a reason."""
+    """``get(name).available()``, cached, with any exception turned into a reason; a package release
+    outside the adapter's ``releases`` is refused first (``releases.out_of_range``)."""
     try:
-        result = get(name).available()
+        v = get(name)
+        if (reason := out_of_range(v.source, v.releases)) is not None:
+            return Availability.no(reason)
+        result = v.available()
     except Exception as exc:  # an availability probe must never take the run down
         return Availability.no(f"availability check raised {type(exc).__name__}: {exc}")
     if not isinstance(result, Availability):

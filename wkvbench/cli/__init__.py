@@ -10,6 +10,7 @@ from pathlib import Path
 from rich.console import Console
 
 from wkvkernels.cases import ALL_DOMAINS, DOMAINS
+from wkvkernels.releases import PACKAGES
 
 from ..console import make_console
 from ..judge.case_sets import CASE_SETS
@@ -56,6 +57,10 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="worker processes at a time (default $WKVBENCH_JOBS, else one per core, at most one "
                         "per 2 GiB of memory)")
+    v.add_argument("--release", default=None, choices=sorted(PACKAGES), metavar="PACKAGE",
+                   help="a release-history run of one kernel package (" + ", ".join(sorted(PACKAGES)) + "): its "
+                        "variants only, the installed release recorded as provenance.release, results by default "
+                        "in reports/history/<machine>/<package>/<version>.json (docs/history.md)")
     v.add_argument("--resume", type=Path, default=None, metavar="F.json",
                    help="continue the run that wrote F.json (or F.partial.jsonl): keep its rows, run only "
                         "the missing (variant, case, kind) rows, write one complete file (F.json unless "

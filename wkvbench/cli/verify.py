@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from ..console import make_console
-from .args import results_dir
+from .args import REPO, results_dir
 from .checks import _kill_report
 
 if TYPE_CHECKING:
@@ -61,6 +61,15 @@ def _verify(args: argparse.Namespace, console: Console) -> int:
 
         register_mutants()
         sel.variant_globs = sel.variant_globs or ("*.mutant.*",)
+    release = None
+    if getattr(args, "release", None):
+        from wkvkernels.releases import PACKAGES
+
+        from ..results.provenance import provenance, release_block, release_path
+
+        release = release_block(args.release)
+        sel.variant_globs = sel.variant_globs or (PACKAGES[args.release].variants,)
+        out = out or Path(release_path(REPO / "reports" / "history", {**provenance(), "release": release}))
     if not sel.variants():
         console.print(f"[red]no registered variant matches {args.variant or args.op}[/red]")
         return 2
@@ -77,7 +86,12 @@ def _verify(args: argparse.Namespace, console: Console) -> int:
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = out or results_dir() / f"verify-{stamp}.json"
     extra = {"plugins": plugins, "entry_points": not args.no_entry_points, "mutants": bool(args.mutants)}
+    if release is not None:
+        extra["release"] = args.release
     writer = ResultsWriter(out, sel, extra, prior)
+    if release is not None:
+        writer.prov["release"] = release
+        console.print(f"release history: {release['package']} = {release['distribution']} {release['version']}")
     isolate = None if args.in_process else WorkerConfig(
         plugins=plugins, entry_points=not args.no_entry_points, mutants=bool(args.mutants),
         backward=sel.backward, timeout=timeout, jobs=jobs, gpus=args.gpus)

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from wkvkernels import config
 
-PACKAGES = ("numpy", "torch", "triton", "fla-core", "rwkv", "rwkv-ops", "keras", "ggml-python", "rich")
+PACKAGES = ("numpy", "torch", "triton", "fla-core", "flash-linear-attention", "rwkv", "rwkv-ops", "keras",
+            "ggml-python", "rich")
 
 
 def _version(dist: str) -> str | None:
@@ -81,6 +82,28 @@ def provenance() -> dict:
         "env": {k: v for k, v in os.environ.items() if k.startswith(("WKVBENCH_", "KERAS_", "KERNEL_", "TRITON_", "FLA_"))},
         "argv": sys.argv,
     }
+
+
+def release_block(package: str) -> dict:
+    """``provenance["release"]`` of a release-history run (``verify --release``, docs/history.md): the
+    kernel package, the distribution and version installed (None when none is), and the requirement the
+    environment was made from (``WKVBENCH_RELEASE_REQUIREMENT``, set by ``nox -s history``; a candidate
+    build names its checkout there)."""
+    from wkvkernels.releases import installed
+
+    found = installed(package)
+    return {"package": package, "distribution": found[0] if found else None,
+            "version": found[1] if found else None,
+            "requirement": os.environ.get("WKVBENCH_RELEASE_REQUIREMENT") or None}
+
+
+def release_path(root: str | os.PathLike, prov: dict) -> str:
+    """Where a release-history run's results go: ``<root>/<machine>/<package>/<version>.json`` with
+    machine ``cpu`` without a GPU, else the machine identity's slug (docs/history.md)."""
+    rel = prov["release"]
+    machine = "cpu" if not (prov.get("gpu") or {}).get("name") else Machine.of(prov).slug()
+    version = file_slug(str(rel.get("version") or "not-installed"))
+    return os.path.join(str(root), machine, rel["package"], f"{version}.json")
 
 
 IDENTITY_FIELDS = ("gpu", "driver", "cuda", "torch", "triton")

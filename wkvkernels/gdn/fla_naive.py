@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from wkvkernels._fla import FlaNaive
 from wkvkernels.base import register
+from wkvkernels.releases import Releases
+
+_RELEASES = Releases(since="0.4.2", why="fla/ops/gated_delta_rule/naive.py first ships in 0.4.2")
 
 _ARGS = {"q": "q", "k": "k", "v": "v", "g": "g", "beta": "beta"}
 
@@ -22,6 +25,7 @@ class GdnFlaNaiveRecurrent(FlaNaive):
     algorithm = "recurrent"
     entry = ("ops.gated_delta_rule.naive", "naive_recurrent_gated_delta_rule")
     args = _ARGS
+    releases = _RELEASES
 
 
 class GdnFlaNaiveChunk(FlaNaive):
@@ -32,6 +36,7 @@ class GdnFlaNaiveChunk(FlaNaive):
     algorithm = "chunk"
     entry = ("ops.gated_delta_rule.naive", "naive_chunk_gated_delta_rule")
     args = _ARGS
+    releases = _RELEASES
     fixed = {"chunk_size": 64}
 
 

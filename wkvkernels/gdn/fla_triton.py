@@ -13,6 +13,9 @@ from typing import Any
 
 from wkvkernels._fla import FlaTriton, register_with_interp
 from wkvkernels.base import Availability
+from wkvkernels.releases import Releases, installed_in
+
+_FP32_REFUSED = Releases(until="0.4.0")  # ChunkGatedDeltaRuleFunction: "does not support float32"
 
 _ARGS = {"q": "q", "k": "k", "v": "v", "g": "g", "beta": "beta"}
 _FIXED = {"use_qk_l2norm_in_kernel": False}
@@ -46,6 +49,9 @@ class GdnFlaChunk(FlaTriton):
         if case.shape.N > 256:
             return Availability.no(f"head size {case.shape.N} > 256 "
                                    "(chunk_gated_delta_rule_fwd_h asserts K <= 256)")
+        if case.dtype == "fp32" and installed_in(self.source, _FP32_REFUSED):
+            return Availability.no(f"fp32: FLA {_FP32_REFUSED} asserts \"ChunkGatedDeltaRuleFunction does not "
+                                   "support float32. Please use bfloat16.\" (accepted from 0.4.0)")
         return super().supports(case)
 
 

@@ -8,6 +8,7 @@ twins (CPU, Triton interpreter; wkvkernels/_fla.py).
 from __future__ import annotations
 
 from wkvkernels._fla import FlaTriton, register_with_interp
+from wkvkernels.releases import Releases
 
 _ARGS = {"r": "r", "k": "k", "v": "v", "w": "lw", "u": "u"}
 
@@ -31,6 +32,7 @@ class Wkv6FlaChunk(FlaTriton):
     uses_dot = True
     entry = ("ops.rwkv6", "chunk_rwkv6")
     args = _ARGS
+    releases = Releases(since="0.2.0", why="chunk_rwkv6 of 0.1.x takes (q, k, v, g, u), not (r, k, v, w, u)")
 
 
 register_with_interp(Wkv6FlaFusedRecurrent)
