@@ -37,6 +37,7 @@ from .matrix import (
     row_op,
 )
 from .perf import bench_view
+from .releases import release_tables
 from .runs import run_views
 from .templating import render
 
@@ -222,6 +223,7 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
     bench = {"current": [bench_view(charts, f) for f in bfiles if f.current],
              "earlier": [bench_view(None, f) for f in bfiles if not f.current]}
     history_charts = _history_charts(charts, hist)
+    releases = release_tables(charts, src.releases)
 
     status: dict[str, VerifyGroup] = {r.path: g for g in groups for r in g.runs}
 
@@ -239,6 +241,7 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
         "bench_current": len(bench["current"]),
         "drift_files": len(src.drift),
         "asv_series": len(hist),
+        "release_files": len(src.releases),
     }
     bench_state = {f.run.path: f for f in bfiles}
     provenance = [Prov(r.path, machine_of(r), _prov_items(r.doc), reproduce(r.doc, r.path),
@@ -274,6 +277,7 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
         bench=bench,
         runs=runs,
         history=history_charts,
+        releases=releases,
         site_link=_relative_link(site, output) if site.exists() else None,
         provenance=provenance,
         rows=rows,

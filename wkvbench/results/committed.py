@@ -64,6 +64,9 @@ class DriftSet:
 class Sources:
     root: Path
     verify: list[VerifyRun] = field(default_factory=list)
+    # release-history verify files (``provenance.release``: ``nox -s history``, docs/history.md), kept apart
+    # from ``verify``: they are one package's releases side by side, not runs of this tree's kernels
+    releases: list[VerifyRun] = field(default_factory=list)
     bench: list[BenchRun] = field(default_factory=list)
     drift: list[DriftSet] = field(default_factory=list)
     runs: list[tuple[str, dict]] = field(default_factory=list)  # (path, wkvbench.run/1 document)
@@ -139,7 +142,9 @@ def load(root: Path) -> Sources:
             continue
         schema = doc.get("schema") if isinstance(doc, dict) else None
         if schema == VERIFY:
-            src.verify.append(VerifyRun(rel, doc, list(_checked(p, doc, schema)["results"])))
+            run = VerifyRun(rel, doc, list(_checked(p, doc, schema)["results"]))
+            released = isinstance((doc.get("provenance") or {}).get("release"), dict)
+            (src.releases if released else src.verify).append(run)
         elif schema == BENCH:
             src.bench.append(BenchRun(rel, doc, list(_checked(p, doc, schema)["rows"])))
         elif schema == RUN:

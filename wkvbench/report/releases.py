@@ -1,0 +1,97 @@
+"""The report's "Kernel releases" section: release-history verify files (``provenance.release``, made by
+``nox -s history``; docs/history.md) as one table per kernel package and machine, variant x release, each
+cell the statuses of that variant's rows in that release and its worst error in floor multiples, and one
+chart of that worst multiple against the release per variant."""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass
+
+from wkvkernels.releases import parse
+
+from ..results.committed import VerifyRun
+from .charts import Chart, Charts, Trace
+
+ORDER = ("FAIL", "ERROR", "CRASH", "TIMEOUT", "XPASS", "XFAIL", "PASS", "SKIP")
+
+
+def release_of(run: VerifyRun) -> dict:
+    return (run.doc.get("provenance") or {}).get("release") or {}
+
+
+def machine_of(run: VerifyRun) -> str:
+    prov = run.doc.get("provenance") or {}
+    gpu = (prov.get("gpu") or {}).get("name")
+    return gpu or f"cpu: {(prov.get('machine') or {}).get('cpu', '?')}"
+
+
+def worst_floor_x(rows: list[dict]) -> float | None:
+    xs = [float(e["floor_x"]) for r in rows for e in (r.get("errors") or {}).values()
+          if isinstance(e, dict) and isinstance(e.get("floor_x"), (int, float))]
+    return max(xs) if xs else None
+
+
+def cell(rows: list[dict]) -> str:
+    """``"6 PASS, 2 SKIP · 1.4x"``: status counts (worst first) and the worst floor multiple."""
+    if not rows:
+        return "-"
+    c = collections.Counter(str(r["status"]) for r in rows)
+    text = ", ".join(f"{c[s]} {s}" for s in ORDER if c[s])
+    w = worst_floor_x(rows)
+    return text + (f" · {w:.3g}x" if w is not None else "")
+
+
+@dataclass
+class ReleaseTable:
+    package: str
+    machine: str
+    versions: list[str]
+    head: list[str]
+    rows: list[list[str]]
+    files: list[tuple[str, str, str]]  # (version, path, requirement)
+    skips: list[tuple[str, str, int]]  # (version, reason, count)
+    chart: Chart | None
+
+
+def _version_key(v: str) -> tuple:
+    try:
+        return (0, parse(v), v)
+    except ValueError:
+        return (1, (), v)
+
+
+def release_tables(charts: Charts | None, runs: list[VerifyRun]) -> list[ReleaseTable]:
+    by: dict[tuple[str, str], dict[str, VerifyRun]] = collections.defaultdict(dict)
+    for run in runs:
+        rel = release_of(run)
+        by[(str(rel.get("package")), machine_of(run))][str(rel.get("version"))] = run
+    out = []
+    for (package, machine), versions in sorted(by.items()):
+        order = sorted(versions, key=_version_key)
+        cells: dict[str, dict[str, list[dict]]] = collections.defaultdict(lambda: collections.defaultdict(list))
+        skips = []
+        for v in order:
+            for r in versions[v].rows:
+                cells[str(r["variant"])][v].append(r)
+            for reason, n in (versions[v].doc.get("skips_by_reason") or {}).items():
+                skips.append((v, reason, int(n)))
+        rows = [[variant, *(cell(cells[variant].get(v, [])) for v in order)] for variant in sorted(cells)]
+        chart = None
+        if charts is not None:
+            traces = []
+            for variant in sorted(cells):
+                t = Trace(variant)
+                key = charts.key(machine, variant.split(".")[0], None)
+                for v in order:
+                    w = worst_floor_x(cells[variant].get(v, []))
+                    if w is not None and w > 0:
+                        t.add(v, w, f"{package} {v}: {cell(cells[variant][v])}", key)
+                if t.x:
+                    traces.append(t)
+            if traces:
+                chart = charts.line(f"{package} releases: worst error per variant ({machine})", traces,
+                                    f"{package} release", "worst error (x rounding floor)", categories=order)
+        files = [(v, versions[v].path, str(release_of(versions[v]).get("requirement") or "-")) for v in order]
+        out.append(ReleaseTable(package, machine, order, ["variant", *order], rows, files, skips, chart))
+    return out
