@@ -29,6 +29,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .base import Availability, KernelVariant
+from .releases import Releases
+
+# rwkv_ops 0.8.x exports generalized_delta_rule only; rwkv6_op and gated_delta_net_* from 0.9.0 on
+SINCE_0_9 = Releases(since="0.9.0", why="rwkv6_op and gated_delta_net_* are first exported in 0.9.0")
 
 PIP = 'pip install "rwkv-ops==0.11.3" "keras>=3.6" torch'
 SOURCE = "rwkv-ops"

@@ -10,6 +10,7 @@ import numpy as np
 
 from wkvkernels.base import Availability, KernelVariant
 from wkvkernels.ops import round_inputs
+from wkvkernels.releases import Releases
 
 from . import graphs
 from .env import backend_unavailable, ggml_unavailable, shape_unsupported
@@ -201,6 +202,10 @@ class GdnOp:
     """
 
     operator: ClassVar[str] = "gdn"
+    # issue 20: the op's state layout changed between 0.0.41 and 0.0.44; only the current one is adapted
+    releases: ClassVar[Releases | None] = Releases(
+        since="0.0.44", why="the gated_delta_net state layout changed between 0.0.41 and 0.0.44; "
+        "the adapter reads 0.0.44's")
     multiplicative_decay: ClassVar[bool] = False
     state_key_major: ClassVar[bool] = False
     snapshots: ClassVar[int] = 1

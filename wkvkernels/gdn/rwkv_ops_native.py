@@ -33,6 +33,7 @@ L2_EPS = 1e-6
 
 class _GdnRwkvOpsNative(rops.NativeVariant):
     operator = "gdn"
+    releases = rops.SINCE_0_9
 
     def effective_inputs(self, inputs: dict, dtype: str) -> dict:
         out = super().effective_inputs(inputs, dtype)

@@ -29,6 +29,7 @@ class Wkv6RwkvOpsNative(rops.NativeVariant):
     algorithm = "recurrent"
     entry = ENTRY
     raw_decay = True
+    releases = rops.SINCE_0_9
 
     def prepare(self, inputs: dict, case) -> dict:
         fn = self.function()

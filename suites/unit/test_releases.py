@@ -1,0 +1,159 @@
+"""Kernel packages as a version axis (docs/history.md): an adapter's supported releases are data on its
+class; outside them a variant is a SKIP naming the release and why, inside them it runs, and a kernel that
+then raises is an ERROR; release-history results are keyed by package and version, kept apart by the
+committed-results loader, tabled by the report, and compared by the gate."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from wkvbench.gate.core import EXIT_PASS, EXIT_REGRESSION, Settings, gate
+from wkvbench.gate.inputs import load_side
+from wkvbench.judge.check import ERROR, SKIP, Checker
+from wkvbench.report.releases import cell, release_tables
+from wkvbench.results.committed import load
+from wkvbench.results.provenance import release_block, release_path
+from wkvkernels import base, releases
+from wkvkernels.base import KernelVariant
+from wkvkernels.cases import Case, Shape
+from wkvkernels.releases import Releases
+
+
+def test_versions_compare_as_releases():
+    assert releases.parse("0.1") == (0, 1, 0)
+    assert releases.parse("0.6.1.dev3+gabc") == (0, 6, 1)
+    assert releases.parse("0.10.0") > releases.parse("0.9.0")
+    r = Releases(since="0.2.0", until="0.5.2")
+    assert "0.2.0" in r and "0.5.1" in r and "0.1.2" not in r and "0.5.2" not in r
+    assert str(r) == ">= 0.2.0, < 0.5.2" and str(Releases()) == "any"
+    with pytest.raises(ValueError):
+        releases.parse("main")
+
+
+def test_fla_is_one_package_across_its_two_distributions(monkeypatch):
+    import importlib.metadata as md
+
+    have = {"flash-linear-attention": "0.1.2"}
+    monkeypatch.setattr(md, "version", lambda d: have[d] if d in have else (_ for _ in ()).throw(
+        md.PackageNotFoundError(d)))
+    assert releases.installed("fla") == ("flash-linear-attention", "0.1.2")
+    have["fla-core"] = "0.6.0"  # flash-linear-attention >= 0.3.2 is a shell around fla-core
+    assert releases.installed("fla") == ("fla-core", "0.6.0")
+
+
+class _Echo(KernelVariant):
+    """A variant of a real package's source (rwkv-ops) that returns its inputs."""
+
+    name = "wkv7.test_releases.echo"
+    operator = "wkv7"
+    source = "rwkv-ops"
+    backend = "numpy"
+    algorithm = "recurrent"
+    releases = Releases(since="0.9.0", why="the wrapped API first ships in 0.9.0")
+
+    def prepare(self, inputs, case):
+        return inputs
+
+    def run(self, native):
+        raise TypeError("the kernel's own bug")
+
+    def to_canonical(self, out):
+        return out
+
+
+@pytest.fixture
+def echo(monkeypatch):
+    monkeypatch.setitem(base._REGISTRY, _Echo.name, _Echo())
+    base.availability.cache_clear()
+    yield lambda version: monkeypatch.setattr(releases, "installed", lambda p: ("rwkv-ops", version))
+    base.availability.cache_clear()
+
+
+def test_outside_its_releases_a_variant_is_a_skip_that_says_so(echo):
+    echo("0.8.1")
+    av = base.availability(_Echo.name)
+    assert not av
+    assert av.reason == ("rwkv-ops 0.8.1 is outside this adapter's supported releases (>= 0.9.0): "
+                         "the wrapped API first ships in 0.9.0")
+    r = Checker().check(base.get(_Echo.name), Case("wkv7", "model", Shape(1, 4, 1, 16), "fp32", 0))
+    assert r.status == SKIP and "0.8.1 is outside" in r.reason
+
+
+def test_inside_its_releases_it_runs_and_a_raising_kernel_is_an_error(echo):
+    echo("0.11.3")
+    assert base.availability(_Echo.name)
+    r = Checker().check(base.get(_Echo.name), Case("wkv7", "model", Shape(1, 4, 1, 16), "fp32", 0))
+    assert r.status == ERROR and "the kernel's own bug" in r.reason
+
+
+def test_every_declared_range_parses():
+    import wkvkernels.gdn  # noqa: F401 - registers the adapters
+    import wkvkernels.gdn_wy  # noqa: F401
+    import wkvkernels.wkv6  # noqa: F401
+
+    declared = [v for v in base.variants() if v.releases is not None]
+    assert {"gdn.fla.naive_recurrent", "wkv6.fla.chunk.interp", "gdn_wy.fla.recompute_w_u"} <= {
+        v.name for v in declared}
+    for v in declared:
+        assert releases.package_of_source(v.source) is not None, v.name
+        for bound in (v.releases.since, v.releases.until):
+            assert bound is None or releases.parse(bound)
+
+
+def _release_doc(version: str, rows: list[dict], package: str = "fla") -> dict:
+    return {"schema": "wkvbench.verify/1", "complete": True,
+            "provenance": {"machine": {"cpu": "test cpu"}, "gpu": None,
+                           "versions": {"torch": "2.13.0", "triton": "3.6.0"},
+                           "release": {"package": package, "distribution": "fla-core", "version": version,
+                                       "requirement": f"fla-core=={version}"}},
+            "selection": {}, "variants": {}, "counts": {}, "skips_by_reason": {"why": 1}, "results": rows}
+
+
+def _row(status: str, rel: float, floor_x: float, variant: str = "wkv7.fla.fused_recurrent.interp") -> dict:
+    return {"variant": variant, "case": "wkv7/model/B1-T1-H2-N64-h0/fp32/s0", "status": status, "kind": "forward",
+            "errors": {"y": {"rel": rel, "floor": rel / floor_x, "floor_x": floor_x}}}
+
+
+def test_results_are_keyed_by_package_and_version(monkeypatch):
+    monkeypatch.setattr(releases, "installed", lambda p: ("fla-core", "0.5.2"))
+    monkeypatch.setenv("WKVBENCH_RELEASE_REQUIREMENT", "fla-core==0.5.2")
+    block = release_block("fla")
+    assert block == {"package": "fla", "distribution": "fla-core", "version": "0.5.2",
+                     "requirement": "fla-core==0.5.2"}
+    assert release_path("reports/history", {"gpu": None, "release": block}) == \
+        "reports/history/cpu/fla/0.5.2.json"
+    gpu = {"gpu": {"name": "NVIDIA H100"}, "versions": {"torch": "2.11.0"}, "release": block}
+    assert release_path("r", gpu).startswith("r/NVIDIA-H100-") and release_path("r", gpu).endswith("/fla/0.5.2.json")
+
+
+def test_the_loader_keeps_release_files_apart_and_the_report_tables_them(tmp_path):
+    d = tmp_path / "history" / "cpu" / "fla"
+    d.mkdir(parents=True)
+    for v, rows in (("0.1", [_row("ERROR", 0, 1) | {"errors": {}}]), ("0.6.0", [_row("PASS", 1e-7, 1.5)]),
+                    ("0.10.0", [_row("FAIL", 1e-3, 90.0)])):
+        with gzip.open(d / f"{v}.json.gz", "wt") as f:
+            json.dump(_release_doc(v, rows), f)
+    src = load(tmp_path)
+    assert src.verify == [] and len(src.releases) == 3
+    (t,) = release_tables(None, src.releases)
+    assert t.package == "fla" and t.versions == ["0.1", "0.6.0", "0.10.0"]  # release order, not text order
+    assert t.rows == [["wkv7.fla.fused_recurrent.interp", "1 ERROR", "1 PASS · 1.5x", "1 FAIL · 90x"]]
+    assert cell([]) == "-"
+
+
+def test_the_gate_compares_a_candidate_build_with_the_last_release(tmp_path):
+    def write(name, version, rows):
+        p = tmp_path / name
+        p.write_text(json.dumps(_release_doc(version, rows)))
+        return p
+
+    last = write("last.json", "0.6.0", [_row("PASS", 1e-7, 1.5)])
+    same = write("same.json", "0.6.1.dev1", [_row("PASS", 1.2e-7, 1.8)])
+    drift = write("drift.json", "0.6.1.dev2", [_row("PASS", 9e-7, 13.0)])
+    broken = write("broken.json", "0.6.1.dev3", [_row("ERROR", 0, 1) | {"errors": {}}])
+    assert gate(load_side([last]), load_side([same]), Settings()).exit_code == EXIT_PASS
+    assert gate(load_side([last]), load_side([drift]), Settings()).exit_code == EXIT_REGRESSION
+    assert gate(load_side([last]), load_side([broken]), Settings()).exit_code == EXIT_REGRESSION
