@@ -382,6 +382,7 @@ def candidate(session: nox.Session) -> None:
 
         nox -s candidate -- fla "fla-core @ git+https://github.com/fla-org/flash-linear-attention@SHA"
         nox -s candidate -- fla ./flash-linear-attention      # a local checkout
+        nox -s candidate -- fla ./flash-linear-attention --against fla-core==0.5.2   # another baseline release
 
     The last release is verified first, in the same session on this machine (so both sides share one
     identity; it rewrites ``reports/history/<machine>/<package>/<last>.json.gz``), then the candidate
@@ -392,6 +393,9 @@ def candidate(session: nox.Session) -> None:
         session.error(f"usage: nox -s candidate -- PACKAGE REQUIREMENT (PACKAGE one of {', '.join(HISTORY)})")
     package, requirement, *rest = session.posargs
     last = HISTORY[package]["releases"][-1]
+    if "--against" in rest:  # another release as the baseline, e.g. the one a branch started from
+        i = rest.index("--against")
+        last, rest = rest[i + 1], rest[:i] + rest[i + 2:]
     session.posargs[:] = rest  # the selection, if given
     _release_env(session, package, last)
     base = _verify_release(session, package, last)

@@ -31,6 +31,7 @@ from wkvkernels._torch import to_numpy, to_torch
 from wkvkernels.base import Availability, KernelVariant, register
 from wkvkernels.cases import Case, Shape
 from wkvkernels.ops import op_spec, round_to
+from wkvkernels.releases import Releases, installed_in
 
 LOG2E = 1.0 / math.log(2.0)  # FLA's RCP_LN2: its chunked kernels take log2-scaled gate cumsums
 
@@ -256,7 +257,8 @@ class FlaNaive(FlaVariant):
     Their conventions differ from function to function, so each subclass declares them:
 
     * ``entry``: (module under ``fla.``, function); ``args``: FLA keyword -> canonical name.
-    * ``head_first``: takes and returns ``[B, H, T, N]`` (the RWKV-6 and DPLR references).
+    * ``head_first``: takes and returns ``[B, H, T, N]`` (the RWKV-6 and DPLR references);
+      ``head_first_until``: it did so in the releases before this one (``naive_recurrent_gla``: 0.1.x).
     * ``scale``: ``"arg"`` (a ``scale=`` keyword: we pass the canonical one, 1.0 for RWKV),
       ``"none"`` (no scale at all, i.e. 1), or ``"builtin"`` (hard-coded ``K**-0.5`` times the
       query named by ``query``): then the query is pre-multiplied so that the product is the scale
@@ -272,6 +274,8 @@ class FlaNaive(FlaVariant):
     backend: ClassVar[str] = "torch"
     entry: ClassVar[tuple[str, str]]
     head_first: ClassVar[bool] = False
+    # head-first in the releases before this one (FLA's references changed layout along the way)
+    head_first_until: ClassVar[str | None] = None
     scale: ClassVar[str] = "arg"
     query: ClassVar[str] = "q"
     chunk: ClassVar[int] = 0
@@ -299,7 +303,7 @@ class FlaNaive(FlaVariant):
             if self.args[key] in _PER_TOKEN:
                 if self.chunk:
                     t = pad_time(t, -(-T // self.chunk) * self.chunk)
-                kw[key] = head_first(t) if self.head_first and t.dim() == 4 else t
+                kw[key] = head_first(t) if self._head_first() and t.dim() == 4 else t
         if self.scale == "arg":
             kw["scale"] = float(inputs["scale"]) if op_spec(self.operator).has_scale else 1.0
         kw.update(initial_state=state_in(inputs, "fp32", self.device), output_final_state=True)
@@ -310,9 +314,13 @@ class FlaNaive(FlaVariant):
         fn, T = native
         return fn(), T
 
+    def _head_first(self) -> bool:
+        until = self.head_first_until
+        return self.head_first or (until is not None and installed_in(self.source, Releases(until=until)))
+
     def to_canonical(self, out: Any) -> dict:
         (o, h), T = out
-        if self.head_first:
+        if self._head_first():
             o = o.transpose(1, 2)
         return {"y": to_numpy(o[:, :T]), "state": state_out(h)}
 

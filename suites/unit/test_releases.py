@@ -13,7 +13,7 @@ import pytest
 from wkvbench.gate.core import EXIT_PASS, EXIT_REGRESSION, Settings, gate
 from wkvbench.gate.inputs import load_side
 from wkvbench.judge.check import ERROR, SKIP, Checker
-from wkvbench.report.releases import cell, release_tables
+from wkvbench.report.releases import cell, changes, release_tables
 from wkvbench.results.committed import load
 from wkvbench.results.provenance import release_block, release_path
 from wkvkernels import base, releases
@@ -142,6 +142,10 @@ def test_the_loader_keeps_release_files_apart_and_the_report_tables_them(tmp_pat
     assert t.package == "fla" and t.versions == ["0.1", "0.6.0", "0.10.0"]  # release order, not text order
     assert t.rows == [["wkv7.fla.fused_recurrent.interp", "1 ERROR", "1 PASS · 1.5x", "1 FAIL · 90x"]]
     assert cell([]) == "-"
+    assert [str(c) for c in changes(src.releases)] == [
+        "wkv7.fla.fused_recurrent.interp fp32: ERROR in 0.1 -> PASS in 0.6.0 (wkv7/model/B1-T1-H2-N64-h0/fp32/s0)",
+        "wkv7.fla.fused_recurrent.interp fp32: PASS in 0.6.0 -> FAIL in 0.10.0 (wkv7/model/B1-T1-H2-N64-h0/fp32/s0)"]
+    assert t.changes == [str(c) for c in changes(src.releases)]
 
 
 def test_the_gate_compares_a_candidate_build_with_the_last_release(tmp_path):

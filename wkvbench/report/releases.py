@@ -52,6 +52,7 @@ class ReleaseTable:
     files: list[tuple[str, str, str]]  # (version, path, requirement)
     skips: list[tuple[str, str, int]]  # (version, reason, count)
     chart: Chart | None
+    changes: list[str]  # verdict changes from one release to the next (``changes``)
 
 
 def _version_key(v: str) -> tuple:
@@ -93,5 +94,56 @@ def release_tables(charts: Charts | None, runs: list[VerifyRun]) -> list[Release
                 chart = charts.line(f"{package} releases: worst error per variant ({machine})", traces,
                                     f"{package} release", "worst error (x rounding floor)", categories=order)
         files = [(v, versions[v].path, str(release_of(versions[v]).get("requirement") or "-")) for v in order]
-        out.append(ReleaseTable(package, machine, order, ["variant", *order], rows, files, skips, chart))
+        moved = [str(c) for c in changes(list(versions.values()))]
+        out.append(ReleaseTable(package, machine, order, ["variant", *order], rows, files, skips, chart, moved))
+    return out
+
+
+BAD = ("FAIL", "ERROR", "CRASH", "TIMEOUT", "XPASS")
+
+
+def verdict(rows: list[dict]) -> str | None:
+    """The worst status of rows that ran (None when every row was a SKIP or there are none)."""
+    ran = [str(r["status"]) for r in rows if r["status"] != "SKIP"]
+    return min(ran, key=ORDER.index) if ran else None
+
+
+@dataclass
+class Change:
+    """A variant in one dtype whose verdict changes from one release that ran it to the next."""
+
+    package: str
+    variant: str
+    dtype: str
+    before: tuple[str, str]  # (release, verdict)
+    after: tuple[str, str]
+    example: str  # a case id of the later release showing the new verdict (or the earlier's)
+
+    def __str__(self) -> str:
+        return (f"{self.variant} {self.dtype}: {self.before[1]} in {self.before[0]} -> {self.after[1]} in "
+                f"{self.after[0]} ({self.example})")
+
+
+def changes(runs: list[VerifyRun]) -> list[Change]:
+    """Where a package's releases disagree: per (variant, dtype), each change of verdict between two
+    consecutive releases that ran it (releases where it was only skipped are passed over), e.g. FAIL in
+    0.1 -> PASS in 0.2.2: the first release that shows a discrepancy and the first that does not."""
+    out = []
+    by: dict[str, dict[str, VerifyRun]] = collections.defaultdict(dict)
+    for run in runs:
+        rel = release_of(run)
+        by[f"{rel.get('package')}|{machine_of(run)}"][str(rel.get("version"))] = run
+    for key, versions in sorted(by.items()):
+        package = key.split("|")[0]
+        cells: dict[tuple[str, str], dict[str, list[dict]]] = collections.defaultdict(dict)
+        for v in sorted(versions, key=_version_key):
+            for r in versions[v].rows:
+                dtype = str(r.get("dtype") or str(r["case"]).split("/")[3])
+                cells[(str(r["variant"]), dtype)].setdefault(v, []).append(r)
+        for (variant, dtype), per in sorted(cells.items()):
+            seen = [(v, verdict(rows), rows) for v, rows in per.items() if verdict(rows) is not None]
+            for (v0, a, rows0), (v1, b, rows1) in zip(seen, seen[1:]):
+                if a != b:
+                    bad = [r for r in rows1 if r["status"] == b] or [r for r in rows0 if r["status"] == a]
+                    out.append(Change(package, variant, dtype, (v0, a), (v1, b), str(bad[0]["case"])))
     return out
