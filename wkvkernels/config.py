@@ -40,6 +40,8 @@ VARS: dict[str, Var] = {v.name: v for v in (
     Var("WKVBENCH_JOBS", "", "verify workers at a time (unset: one per core, at most one per 2 GiB)"),
     Var("WKVBENCH_AUTOTUNE_ROUND", "0", "the configuration round pinned Triton autotuners run in verify"),
     Var("WKVBENCH_GIT_COMMIT", "", "the commit provenance records where the tree has no .git"),
+    Var("WKVBENCH_RELEASE_REQUIREMENT", "", "verify --release: the requirement the environment was made from "
+        "(set by nox -s history / candidate; recorded in provenance.release)"),
     Var("WKVBENCH_ASV_SETS", "quick", "the asv benchmarks' shape sets"),
     Var("WKVBENCH_ASV_DTYPES", "bf16", "the asv benchmarks' dtypes"),
     Var("WKVBENCH_ASV_VARIANTS", "*", "the asv benchmarks' variant globs"),
@@ -127,6 +129,10 @@ def cuda_wait() -> str:
 
 def git_commit() -> str | None:
     return raw("WKVBENCH_GIT_COMMIT")
+
+
+def release_requirement() -> str | None:
+    return raw("WKVBENCH_RELEASE_REQUIREMENT")
 
 
 def results_dir() -> Path | None:

@@ -94,7 +94,7 @@ def release_block(package: str) -> dict:
     found = installed(package)
     return {"package": package, "distribution": found[0] if found else None,
             "version": found[1] if found else None,
-            "requirement": os.environ.get("WKVBENCH_RELEASE_REQUIREMENT") or None}
+            "requirement": config.release_requirement() or None}
 
 
 def release_path(root: str | os.PathLike, prov: dict) -> str:
