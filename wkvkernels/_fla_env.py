@@ -70,8 +70,9 @@ def time_first(fn) -> dict:
     except (TypeError, ValueError):
         return {}
     p = params.get("head_first")
-    # only where it would otherwise be True: FLA 0.2.2's fused_recurrent_rwkv7 declares it and then hands
-    # an explicit one on to fused_recurrent_dplr_delta_rule, which has no such argument (TypeError)
+    # only where it would otherwise be True, so that every other call is made as its users make it (FLA
+    # 0.2.2's fused_recurrent_rwkv7 hands head_first on to fused_recurrent_dplr_delta_rule, which has no such
+    # argument: a TypeError on every call, whatever the caller passes; FINDINGS.md)
     return {"head_first": False} if p is not None and p.default is not False else {}
 
 
