@@ -366,7 +366,11 @@ def history(session: nox.Session, package: str, requirement: str) -> None:
     if HISTORY[package].get("gpu") and not _has_cuda(session):
         session.skip(f"{package} is CUDA-only (ChatRWKV's kernels): its releases run on a GPU box")
     _release_env(session, package, requirement)
-    _verify_release(session, package, requirement)
+    out = _verify_release(session, package, requirement)
+    if _has_cuda(session):  # a GPU box: the release's CUDA variants timed too, beside its verify file
+        session.run("python", "-m", "wkvbench", "bench", "--variant", HISTORY[package]["variants"],
+                    "--set", "quick", "--dtype", "bf16", "--output", out.replace(".json.gz", "-bench.json"),
+                    env={"WKVBENCH_RELEASE_REQUIREMENT": requirement}, success_codes=[0, 1])
 
 
 def _has_cuda(session: nox.Session) -> bool:

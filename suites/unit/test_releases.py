@@ -103,6 +103,21 @@ def test_every_declared_range_parses():
             assert bound is None or releases.parse(bound)
 
 
+def test_the_nox_sessions_list_every_package_with_its_variants():
+    import tomllib
+    from pathlib import Path
+
+    doc = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    history = doc["tool"]["wkvbench"]["history"]
+    assert set(history) == set(releases.PACKAGES)
+    for name, spec in history.items():
+        assert spec["variants"] == releases.PACKAGES[name].variants
+        dists = releases.PACKAGES[name].distributions
+        assert all(r.split("==")[0] in dists for r in spec["releases"]), name
+        versions = [releases.parse(r.split("==")[1]) for r in spec["releases"]]
+        assert versions == sorted(versions), f"{name}: releases in order, the last is what candidate gates against"
+
+
 def _release_doc(version: str, rows: list[dict], package: str = "fla") -> dict:
     return {"schema": "wkvbench.verify/1", "complete": True,
             "provenance": {"machine": {"cpu": "test cpu"}, "gpu": None,
