@@ -11,7 +11,7 @@
     nox -s report   # the static HTML report from the committed results (reports/html/index.html)
     nox -s gate -- --baseline B.json --candidate C.json   # the CI regression gate (README)
     nox -s history  # verify each listed release of the kernel packages, one virtualenv each (docs/history.md)
-    nox -s candidate -- fla "fla-core @ git+https://...@SHA"   # a build of a package, gated against its last release
+    nox -s candidate -- fla "fla-core @ git+https://...@SHA"   # a build gated against its last release
     nox -l          # list sessions
 
 Every session installs what it needs into its own virtualenv from PyPI. Third-party kernel
@@ -309,7 +309,8 @@ def gate(session: nox.Session) -> None:
 HISTORY: dict[str, dict] = PYPROJECT["tool"]["wkvbench"]["history"]
 # the case selection of one release: the default set's model domain, seed 0, fp32 and bf16, forward only
 # (minutes per release on 2 cores); arguments after -- replace it
-HISTORY_SELECTION = ["--set", "default", "--domain", "model", "--seed", "0", "--dtype", "fp32", "--dtype", "bf16"]
+HISTORY_SELECTION = ["--set", "default", "--domain", "model", "--seed", "0",
+                     "--dtype", "fp32", "--dtype", "bf16"]
 _RELEASES = [(pkg, req) for pkg, spec in HISTORY.items() for req in spec["releases"]]
 
 
@@ -325,7 +326,8 @@ def _release_env(session: nox.Session, package: str, requirement: str) -> None:
     dists = {"fla": ["fla-core", "flash-linear-attention"]}.get(package, [package])
     session.run("python", "-m", "pip", "uninstall", "-q", "-y", *dists, silent=True)  # one release at a time
     deps = ["--no-deps"] if spec.get("no-deps") else []
-    session.install(*_offline(), *deps, requirement, env={"CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)})
+    session.install(*_offline(), *deps, requirement,
+                    env={"CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)})
 
 
 def _verify_release(session: nox.Session, package: str, requirement: str, output: str | None = None) -> str:
@@ -386,7 +388,7 @@ def candidate(session: nox.Session) -> None:
 
         nox -s candidate -- fla "fla-core @ git+https://github.com/fla-org/flash-linear-attention@SHA"
         nox -s candidate -- fla ./flash-linear-attention      # a local checkout
-        nox -s candidate -- fla ./flash-linear-attention --against fla-core==0.5.2   # another baseline release
+        nox -s candidate -- fla ./flash-linear-attention --against fla-core==0.5.2   # another baseline
 
     The last release is verified first, in the same session on this machine (so both sides share one
     identity; it rewrites ``reports/history/<machine>/<package>/<last>.json.gz``), then the candidate
@@ -405,7 +407,8 @@ def candidate(session: nox.Session) -> None:
     base = _verify_release(session, package, last)
     _release_env(session, package, requirement)
     stamp = __import__("datetime").datetime.now().strftime("%Y%m%d-%H%M%S")
-    cand = _verify_release(session, package, requirement, output=f"reports/results/candidate-{package}-{stamp}.json")
+    cand = _verify_release(session, package, requirement,
+                           output=f"reports/results/candidate-{package}-{stamp}.json")
     session.run("python", "-m", "wkvbench", "gate", "--baseline", base, "--candidate", cand,
                 "--markdown", cand.replace(".json.gz", ".md"))
 

@@ -74,7 +74,8 @@ class Releases:
 
     def __contains__(self, version: str) -> bool:
         v = parse(version)
-        return (self.since is None or v >= parse(self.since)) and (self.until is None or v < parse(self.until))
+        above = self.since is None or v >= parse(self.since)
+        return above and (self.until is None or v < parse(self.until))
 
     def __str__(self) -> str:
         lo = f">= {self.since}" if self.since else ""

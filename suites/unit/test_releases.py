@@ -104,8 +104,9 @@ def test_every_declared_range_parses():
 
 
 def test_the_nox_sessions_list_every_package_with_its_variants():
-    import tomllib
     from pathlib import Path
+
+    import tomllib
 
     doc = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
     history = doc["tool"]["wkvbench"]["history"]
@@ -115,7 +116,7 @@ def test_the_nox_sessions_list_every_package_with_its_variants():
         dists = releases.PACKAGES[name].distributions
         assert all(r.split("==")[0] in dists for r in spec["releases"]), name
         versions = [releases.parse(r.split("==")[1]) for r in spec["releases"]]
-        assert versions == sorted(versions), f"{name}: releases in order, the last is what candidate gates against"
+        assert versions == sorted(versions), f"{name}: in release order (candidate gates against the last)"
 
 
 def _release_doc(version: str, rows: list[dict], package: str = "fla") -> dict:
@@ -128,8 +129,8 @@ def _release_doc(version: str, rows: list[dict], package: str = "fla") -> dict:
 
 
 def _row(status: str, rel: float, floor_x: float, variant: str = "wkv7.fla.fused_recurrent.interp") -> dict:
-    return {"variant": variant, "case": "wkv7/model/B1-T1-H2-N64-h0/fp32/s0", "status": status, "kind": "forward",
-            "errors": {"y": {"rel": rel, "floor": rel / floor_x, "floor_x": floor_x}}}
+    return {"variant": variant, "case": "wkv7/model/B1-T1-H2-N64-h0/fp32/s0", "status": status,
+            "kind": "forward", "errors": {"y": {"rel": rel, "floor": rel / floor_x, "floor_x": floor_x}}}
 
 
 def test_results_are_keyed_by_package_and_version(monkeypatch):
@@ -141,7 +142,8 @@ def test_results_are_keyed_by_package_and_version(monkeypatch):
     assert release_path("reports/history", {"gpu": None, "release": block}) == \
         "reports/history/cpu/fla/0.5.2.json"
     gpu = {"gpu": {"name": "NVIDIA H100"}, "versions": {"torch": "2.11.0"}, "release": block}
-    assert release_path("r", gpu).startswith("r/NVIDIA-H100-") and release_path("r", gpu).endswith("/fla/0.5.2.json")
+    where = release_path("r", gpu)
+    assert where.startswith("r/NVIDIA-H100-") and where.endswith("/fla/0.5.2.json")
 
 
 def test_the_loader_keeps_release_files_apart_and_the_report_tables_them(tmp_path):
@@ -157,9 +159,10 @@ def test_the_loader_keeps_release_files_apart_and_the_report_tables_them(tmp_pat
     assert t.package == "fla" and t.versions == ["0.1", "0.6.0", "0.10.0"]  # release order, not text order
     assert t.rows == [["wkv7.fla.fused_recurrent.interp", "1 ERROR", "1 PASS · 1.5x", "1 FAIL · 90x"]]
     assert cell([]) == "-"
+    case = "(wkv7/model/B1-T1-H2-N64-h0/fp32/s0)"
     assert [str(c) for c in changes(src.releases)] == [
-        "wkv7.fla.fused_recurrent.interp fp32: ERROR in 0.1 -> PASS in 0.6.0 (wkv7/model/B1-T1-H2-N64-h0/fp32/s0)",
-        "wkv7.fla.fused_recurrent.interp fp32: PASS in 0.6.0 -> FAIL in 0.10.0 (wkv7/model/B1-T1-H2-N64-h0/fp32/s0)"]
+        f"wkv7.fla.fused_recurrent.interp fp32: ERROR in 0.1 -> PASS in 0.6.0 {case}",
+        f"wkv7.fla.fused_recurrent.interp fp32: PASS in 0.6.0 -> FAIL in 0.10.0 {case}"]
     assert t.changes == [str(c) for c in changes(src.releases)]
 
 

@@ -58,9 +58,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="worker processes at a time (default $WKVBENCH_JOBS, else one per core, at most one "
                         "per 2 GiB of memory)")
     v.add_argument("--release", default=None, choices=sorted(PACKAGES), metavar="PACKAGE",
-                   help="a release-history run of one kernel package (" + ", ".join(sorted(PACKAGES)) + "): its "
-                        "variants only, the installed release recorded as provenance.release, results by default "
-                        "in reports/history/<machine>/<package>/<version>.json (docs/history.md)")
+                   help="a release-history run of one kernel package (" + ", ".join(sorted(PACKAGES))
+                        + "): its variants only, the installed release recorded as provenance.release, "
+                        "results by default in reports/history/<machine>/<package>/<version>.json (docs/history.md)")
     v.add_argument("--resume", type=Path, default=None, metavar="F.json",
                    help="continue the run that wrote F.json (or F.partial.jsonl): keep its rows, run only "
                         "the missing (variant, case, kind) rows, write one complete file (F.json unless "

@@ -91,7 +91,8 @@ def _verify(args: argparse.Namespace, console: Console) -> int:
     writer = ResultsWriter(out, sel, extra, prior)
     if release is not None:
         writer.prov["release"] = release
-        console.print(f"release history: {release['package']} = {release['distribution']} {release['version']}")
+        console.print(f"release history: {release['package']} = {release['distribution']} "
+                      f"{release['version']}")
     isolate = None if args.in_process else WorkerConfig(
         plugins=plugins, entry_points=not args.no_entry_points, mutants=bool(args.mutants),
         backward=sel.backward, timeout=timeout, jobs=jobs, gpus=args.gpus)

@@ -70,7 +70,8 @@ def release_tables(charts: Charts | None, runs: list[VerifyRun]) -> list[Release
     out = []
     for (package, machine), versions in sorted(by.items()):
         order = sorted(versions, key=_version_key)
-        cells: dict[str, dict[str, list[dict]]] = collections.defaultdict(lambda: collections.defaultdict(list))
+        cells: dict[str, dict[str, list[dict]]] = collections.defaultdict(
+            lambda: collections.defaultdict(list))
         skips = []
         for v in order:
             for r in versions[v].rows:
@@ -95,7 +96,8 @@ def release_tables(charts: Charts | None, runs: list[VerifyRun]) -> list[Release
                                     f"{package} release", "worst error (x rounding floor)", categories=order)
         files = [(v, versions[v].path, str(release_of(versions[v]).get("requirement") or "-")) for v in order]
         moved = [str(c) for c in changes(list(versions.values()))]
-        out.append(ReleaseTable(package, machine, order, ["variant", *order], rows, files, skips, chart, moved))
+        out.append(ReleaseTable(package, machine, order, ["variant", *order], rows, files, skips, chart,
+                                moved))
     return out
 
 
@@ -142,7 +144,7 @@ def changes(runs: list[VerifyRun]) -> list[Change]:
                 cells[(str(r["variant"]), dtype)].setdefault(v, []).append(r)
         for (variant, dtype), per in sorted(cells.items()):
             seen = [(v, verdict(rows), rows) for v, rows in per.items() if verdict(rows) is not None]
-            for (v0, a, rows0), (v1, b, rows1) in zip(seen, seen[1:]):
+            for (v0, a, rows0), (v1, b, rows1) in zip(seen, seen[1:], strict=False):
                 if a != b:
                     bad = [r for r in rows1 if r["status"] == b] or [r for r in rows0 if r["status"] == a]
                     out.append(Change(package, variant, dtype, (v0, a), (v1, b), str(bad[0]["case"])))

@@ -50,8 +50,8 @@ class GdnFlaChunk(FlaTriton):
             return Availability.no(f"head size {case.shape.N} > 256 "
                                    "(chunk_gated_delta_rule_fwd_h asserts K <= 256)")
         if case.dtype == "fp32" and installed_in(self.source, _FP32_REFUSED):
-            return Availability.no(f"fp32: FLA {_FP32_REFUSED} asserts \"ChunkGatedDeltaRuleFunction does not "
-                                   "support float32. Please use bfloat16.\" (accepted from 0.4.0)")
+            return Availability.no(f"fp32: FLA {_FP32_REFUSED} asserts \"ChunkGatedDeltaRuleFunction does "
+                                   "not support float32. Please use bfloat16.\" (accepted from 0.4.0)")
         return super().supports(case)
 
 

@@ -19,8 +19,8 @@ import numpy as np
 from wkvkernels._fla import LOG2E, FlaTriton, register_with_interp
 from wkvkernels._fla_env import fla_fn
 from wkvkernels._torch import to_numpy, to_torch
-from wkvkernels.releases import Releases
 from wkvkernels.ops import round_inputs
+from wkvkernels.releases import Releases
 
 
 def _log2_gate(gc: np.ndarray) -> np.ndarray:
@@ -38,8 +38,8 @@ class GdnWyFlaRecomputeWU(FlaTriton):
     supports_backward = False  # recompute_w_u_fwd is a forward helper without autograd
     uses_dot = True
     args = {"k": "k", "v": "v", "beta": "beta", "A": "A"}
-    releases = Releases(since="0.5.2", why="the log2 gate; before: a natural-log g (0.3.0 to 0.5.0), (Aw, Au) "
-                        "arguments (0.2.2), no recompute_w_u_fwd (0.1 to 0.2.1)")
+    releases = Releases(since="0.5.2", why="the log2 gate; before: a natural-log g by default (0.3.0 to "
+                        "0.5.0), (Aw, Au) arguments (0.2.2), no recompute_w_u_fwd (0.1 to 0.2.1)")
 
     def effective_inputs(self, inputs: dict, dtype: str) -> dict:
         out = round_inputs(self.operator, inputs, dtype)
