@@ -177,9 +177,8 @@ def kernels_interpreted() -> bool:
 
 def patch_interpreted_aliases() -> list[str]:
     """Replace, in the imported ``fla.ops`` modules, every module-level name bound to one of triton's
-    ``exp``/``exp2``/``log``/``log2`` builtins by its interpreted stand-in (``_fla_interp_alias``:
-    why). Only in a process whose kernels are interpreted; returns the ``module.name`` replaced (none
-    for fla-core 0.6.0, whose ``op.py`` defines jitted functions)."""
+    ``exp``/``exp2``/``log``/``log2``/``gather`` builtins by its interpreted stand-in (``_fla_interp_alias``:
+    why). Only in a process whose kernels are interpreted; returns the ``module.name`` replaced."""
     import sys
 
     from wkvkernels import _fla_interp_alias as alias

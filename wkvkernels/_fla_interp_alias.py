@@ -1,6 +1,7 @@
 """Interpreted stand-ins for the ``tl`` builtins that flash-linear-attention < 0.6 binds to module-level
 names (``fla/ops/utils/op.py``: ``exp = tl.exp``, ``exp2 = tl.math.exp2``, ``log = tl.log``,
-``log2 = tl.log2``; 0.1.x: ``fla/ops/utils/exp.py``). The Triton interpreter executes a kernel by
+``log2 = tl.log2``, and from 0.2.2 ``gather = tl.gather`` where Triton has it, in 0.6.0 too; 0.1.x:
+``fla/ops/utils/exp.py``). The Triton interpreter executes a kernel by
 patching the ``tl`` functions it reaches through ``tl.``; a builtin captured under another name at
 import time escapes that patch and raises "Did you forget to add @triton.jit ? (`_semantic` argument
 must be provided outside of JIT functions.)" on every call. Each stand-in is a ``@triton.jit`` function
@@ -34,4 +35,9 @@ def log2(x):
     return tl.log2(x)
 
 
-STAND_INS = {"exp": exp, "exp2": exp2, "log": log, "log2": log2}
+@triton.jit
+def gather(src, index, axis: tl.constexpr):
+    return tl.gather(src, index, axis)
+
+
+STAND_INS = {"exp": exp, "exp2": exp2, "log": log, "log2": log2, "gather": gather}
