@@ -202,7 +202,8 @@ class GdnOp:
     """
 
     operator: ClassVar[str] = "gdn"
-    # issue 20: the op's state layout changed between 0.0.41 and 0.0.44; only the current one is adapted
+    # the op's state layout changed between 0.0.41 and 0.0.44: 0.0.41 asserts state->ne[0] == S_v*S_v*H (a
+    # flattened state) and aborts the process on this adapter's layout (GGML_ASSERT); only 0.0.44's is adapted
     releases: ClassVar[Releases | None] = Releases(
         since="0.0.44", why="the gated_delta_net state layout changed between 0.0.41 and 0.0.44; "
         "the adapter reads 0.0.44's")
