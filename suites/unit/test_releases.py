@@ -166,6 +166,18 @@ def test_the_loader_keeps_release_files_apart_and_the_report_tables_them(tmp_pat
     assert t.changes == [str(c) for c in changes(src.releases)]
 
 
+def test_a_candidate_build_is_its_own_column_after_the_release_it_declares(tmp_path):
+    d = tmp_path / "history" / "cpu" / "fla"
+    d.mkdir(parents=True)
+    (d / "0.5.2.json").write_text(json.dumps(_release_doc("0.5.2", [_row("PASS", 1e-7, 1.5)])))
+    build = _release_doc("0.5.2", [_row("PASS", 1e-7, 2.5)])
+    build["provenance"]["release"]["requirement"] = "/tmp/fla-checkout/"
+    (d / "candidate.json").write_text(json.dumps(build))
+    (t,) = release_tables(None, load(tmp_path).releases)
+    assert t.versions == ["0.5.2", "0.5.2 build (fla-checkout)"]
+    assert t.rows == [["wkv7.fla.fused_recurrent.interp", "1 PASS · 1.5x", "1 PASS · 2.5x"]]
+
+
 def test_the_gate_compares_a_candidate_build_with_the_last_release(tmp_path):
     def write(name, version, rows):
         p = tmp_path / name

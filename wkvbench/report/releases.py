@@ -20,6 +20,16 @@ def release_of(run: VerifyRun) -> dict:
     return (run.doc.get("provenance") or {}).get("release") or {}
 
 
+def label(run: VerifyRun) -> str:
+    """The release's column: its version, or for a build that is no listed release (a checkout, a local
+    path: ``nox -s candidate``) the version it declares and where it came from."""
+    rel = release_of(run)
+    version, req = str(rel.get("version")), str(rel.get("requirement") or "")
+    if not req or req.replace(" ", "") == f"{rel.get('distribution')}=={version}":
+        return version
+    return f"{version} build ({req.rstrip('/').rsplit('/', 1)[-1]})"
+
+
 def machine_of(run: VerifyRun) -> str:
     prov = run.doc.get("provenance") or {}
     gpu = (prov.get("gpu") or {}).get("name")
@@ -56,8 +66,8 @@ class ReleaseTable:
 
 
 def _version_key(v: str) -> tuple:
-    try:
-        return (0, parse(v), v)
+    try:  # a build sorts after the release it declares
+        return (0, parse(v), " build" in v, v)
     except ValueError:
         return (1, (), v)
 
@@ -66,7 +76,7 @@ def release_tables(charts: Charts | None, runs: list[VerifyRun]) -> list[Release
     by: dict[tuple[str, str], dict[str, VerifyRun]] = collections.defaultdict(dict)
     for run in runs:
         rel = release_of(run)
-        by[(str(rel.get("package")), machine_of(run))][str(rel.get("version"))] = run
+        by[(str(rel.get("package")), machine_of(run))][label(run)] = run
     out = []
     for (package, machine), versions in sorted(by.items()):
         order = sorted(versions, key=_version_key)
@@ -134,7 +144,7 @@ def changes(runs: list[VerifyRun]) -> list[Change]:
     by: dict[str, dict[str, VerifyRun]] = collections.defaultdict(dict)
     for run in runs:
         rel = release_of(run)
-        by[f"{rel.get('package')}|{machine_of(run)}"][str(rel.get("version"))] = run
+        by[f"{rel.get('package')}|{machine_of(run)}"][label(run)] = run
     for key, versions in sorted(by.items()):
         package = key.split("|")[0]
         cells: dict[tuple[str, str], dict[str, list[dict]]] = collections.defaultdict(dict)
