@@ -175,17 +175,18 @@ def kernels_interpreted() -> bool:
     return False
 
 
-def patch_interpreted_aliases() -> list[str]:
+def patch_interpreted_aliases(prefix: str = "fla.ops") -> list[str]:
     """Replace, in the imported ``fla.ops`` modules, every module-level name bound to one of triton's
     ``exp``/``exp2``/``log``/``log2``/``gather`` builtins by its interpreted stand-in (``_fla_interp_alias``:
-    why). Only in a process whose kernels are interpreted; returns the ``module.name`` replaced."""
+    why). Only in a process whose kernels are interpreted; returns the ``module.name`` replaced.
+    ``prefix``: the modules looked at (a test narrows it to its own)."""
     import sys
 
     from wkvkernels import _fla_interp_alias as alias
 
     done = []
     for name, mod in sorted(sys.modules.items()):
-        if not name.startswith("fla.ops") or mod is None:
+        if not name.startswith(prefix) or mod is None:
             continue
         for key, obj in list(vars(mod).items()):
             stand_in = alias.STAND_INS.get(getattr(obj, "__name__", ""))
