@@ -12,6 +12,7 @@ import pytest
 
 from wkvbench.gate.core import EXIT_PASS, EXIT_REGRESSION, Settings, gate
 from wkvbench.gate.inputs import load_side
+from wkvbench.gate.render import markdown
 from wkvbench.judge.check import ERROR, SKIP, Checker
 from wkvbench.report.releases import cell, changes, release_tables
 from wkvbench.results.committed import load
@@ -188,6 +189,8 @@ def test_the_gate_compares_a_candidate_build_with_the_last_release(tmp_path):
     same = write("same.json", "0.6.1.dev1", [_row("PASS", 1.2e-7, 1.8)])
     drift = write("drift.json", "0.6.1.dev2", [_row("PASS", 9e-7, 13.0)])
     broken = write("broken.json", "0.6.1.dev3", [_row("ERROR", 0, 1) | {"errors": {}}])
-    assert gate(load_side([last]), load_side([same]), Settings()).exit_code == EXIT_PASS
+    rep = gate(load_side([last]), load_side([same]), Settings())
+    assert rep.exit_code == EXIT_PASS
+    assert "Kernel release: baseline fla: fla-core 0.6.0; candidate fla: fla-core 0.6.1.dev1" in markdown(rep)
     assert gate(load_side([last]), load_side([drift]), Settings()).exit_code == EXIT_REGRESSION
     assert gate(load_side([last]), load_side([broken]), Settings()).exit_code == EXIT_REGRESSION

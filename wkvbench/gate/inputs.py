@@ -54,6 +54,7 @@ class Side:
     verify: dict[tuple, dict] = field(default_factory=dict)  # (variant, case, kind) -> row
     bench: dict[tuple, dict] = field(default_factory=dict)  # (variant, case) -> row, samples pooled
     injected: list[str] = field(default_factory=list)  # WKVBENCH_INJECT values seen in provenance
+    releases: list[str] = field(default_factory=list)  # release-history files: their kernel releases
 
     def add_identity(self, ident: dict[str, str], path: str) -> None:
         if self.identity is None:
@@ -117,6 +118,12 @@ def load_side(paths: list[str | Path]) -> Side:
                 f"{'results' if schema == VERIFY else 'rows'} list"
             )
         side.add_identity(identity_of(prov), str(path))
+        rel = prov.get("release")
+        if isinstance(rel, dict):
+            what = f"{rel.get('package')}: {rel.get('distribution')} {rel.get('version')}"
+            req = rel.get("requirement")
+            side.releases.append(what + (f" ({req})" if req and req != f"{rel.get('distribution')}=="
+                                                                    f"{rel.get('version')}" else ""))
         inj = (prov.get("env") or {}).get("WKVBENCH_INJECT")
         if inj:
             side.injected.append(f"{path}: WKVBENCH_INJECT={inj}")

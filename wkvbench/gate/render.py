@@ -70,6 +70,9 @@ def print_gate(rep: GateReport, console: Console) -> None:
             console.print(
                 f"{c}: {rep.category_status(c)} ({rep.counts_checked.get(c, 0)} compared, nothing to show)"
             )
+    if rep.baseline.releases or rep.candidate.releases:
+        console.print(f"kernel release: baseline {escape(', '.join(rep.baseline.releases) or '-')}; "
+                      f"candidate {escape(', '.join(rep.candidate.releases) or '-')}")
     for w in rep.warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")
     color = "red" if rep.failures() else "green"
@@ -87,6 +90,9 @@ def markdown(rep: GateReport) -> str:
     lines = [f"## {icon} wkvbench regression gate: {'FAIL' if rep.failures() else 'PASS'}", ""]
     ident = rep.candidate.identity or {}
     lines.append("Identity: " + ", ".join(f"{k} `{v}`" for k, v in ident.items()))
+    if rep.baseline.releases or rep.candidate.releases:  # release-history files (docs/history.md)
+        lines.append("Kernel release: baseline " + _md_escape(", ".join(rep.baseline.releases) or "-")
+                     + "; candidate " + _md_escape(", ".join(rep.candidate.releases) or "-"))
     lines.append(
         f"Rules: accuracy factor x{s.accuracy_factor:g}; performance: Mann-Whitney p < {s.alpha:g} and "
         f"slowdown > max({100 * s.floor:g}%, {s.k:g} x noise)" + ("; strict" if s.strict else "")
