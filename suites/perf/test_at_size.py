@@ -131,6 +131,8 @@ def test_the_pool_fits_the_cores_and_the_memory():
     assert pool_size([prefill], cores=16, mem_bytes=1024 * 2**30) == 14  # all cores but two
     assert pool_size([prefill], cores=2, mem_bytes=24 * 2**30) == 1
     assert pool_size([prefill], cores=16, mem_bytes=2**30) == 1
+    # one bench process per GPU: 8 of them on a 128-core, 560 GiB box share its cores and memory
+    assert pool_size([prefill], cores=128, mem_bytes=560 * 2**30, shards=8) == 4
 
 
 def test_the_report_shows_the_verdict_at_size_beside_the_gate_s():

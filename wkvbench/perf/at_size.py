@@ -50,11 +50,12 @@ def job_bytes(case: Case) -> int:
     return BYTES_PER_ELEMENT * s.B * s.T * max(s.H, 1) * s.N
 
 
-def pool_size(cases: list[Case], cores: int | None = None, mem_bytes: int | None = None) -> int:
+def pool_size(cases: list[Case], cores: int | None = None, mem_bytes: int | None = None, shards: int = 1) -> int:
     """Workers: all cores but two (the timed process and the host's own work), at most as many as
-    half the available memory holds jobs of the largest shape, at least one."""
-    cores = cores or os.cpu_count() or 2
-    mem_bytes = mem_bytes or _available_memory()
+    half the available memory holds jobs of the largest shape, at least one; with ``shards`` bench
+    processes on one box (one per GPU), each takes its share of the cores and the memory."""
+    cores = (cores or os.cpu_count() or 2) // max(1, shards)
+    mem_bytes = (mem_bytes or _available_memory()) // max(1, shards)
     biggest = max((job_bytes(c) for c in cases), default=1)
     return max(1, min(cores - 2, int(0.5 * mem_bytes // biggest)))
 
@@ -129,9 +130,9 @@ class SizeJudge:
     """The pool that judges rows at size, fed in plan order (see the module docstring)."""
 
     def __init__(self, plan: list[tuple[KernelVariant, Case]], workers: int | None = None,
-                 ahead: int | None = None) -> None:
-        self.workers = workers or pool_size([c for _, c in plan])
-        self.threads = max(1, ((os.cpu_count() or 2) - 1) // self.workers)
+                 ahead: int | None = None, shards: int = 1) -> None:
+        self.workers = workers or pool_size([c for _, c in plan], shards=shards)
+        self.threads = max(1, ((os.cpu_count() or 2) // max(1, shards) - 1) // self.workers)
         self.ahead = ahead or 2 * self.workers
         self.plan = [(v, c, oracle_key(v, c)) for v, c in plan]
         self.uses = Counter(k for *_, k in self.plan)  # rows still to judge per oracle result

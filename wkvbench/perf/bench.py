@@ -335,7 +335,7 @@ class Bench:
 
             judged = [(v, case) for v, _, _, case in todo if availability(v.name) and v.supports(case)
                       and clock_of(v) is not None]
-            self.judge = SizeJudge(judged) if judged else None
+            self.judge = SizeJudge(judged, shards=self.sel.shard[1]) if judged else None  # one bench per GPU
         try:
             with track(self.console or make_console(stderr=True), "bench", len(todo)) as bar, sink as out:
                 for i, (v, s, d, case) in enumerate(todo):
