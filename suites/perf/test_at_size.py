@@ -113,7 +113,7 @@ def test_an_oracle_that_fails_in_the_pool_is_the_row_s_error(monkeypatch):
     assert oracle_key(v, case) == case.id + "|" + v.name
     judge = SizeJudge([(v, case)], workers=1)
     try:
-        judge.prefetch(0)
+        judge.prefetch(v, case)
         row: dict = {"variant": v.name}
         judge.submit(row, v, case, _wkv7(bench_mod.bench_inputs(case), "fp32"))
         done = judge.collect(wait=True)
@@ -156,3 +156,25 @@ def test_the_terminal_table_shows_the_verdict_at_size():
     con = Console(width=250, record=True, color_system=None)
     con.print(bench_table([row], None))
     assert "at size FAIL 5.4e+03x floor" in con.export_text()
+
+
+def test_the_oracles_asked_for_stay_within_the_window_and_untimed_rows_let_theirs_go(monkeypatch):
+    """Oracle results wait on disk until their rows are judged (about 0.5 GB each at the prefill
+    shape), so the judge asks for at most ``ahead`` rows past the row being timed, counted in its own
+    plan; a row that ends untimed releases its share at once."""
+    v = base.get("gdn.torch.recurrent")
+    cases = [Case("gdn", "model", set_shape("quick", "gdn"), d, s) for s in range(4) for d in ("fp32", "bf16")]
+    judge = SizeJudge([(v, c) for c in cases], workers=1, ahead=3)
+    asked: list[str] = []
+    monkeypatch.setattr(judge, "_oracle", lambda v_, c, key: asked.append(c.id) or None)
+    try:
+        judge.prefetch(v, Case("gdn", "model", set_shape("decode", "gdn"), "fp32", 0))  # not planned
+        assert asked == []
+        judge.prefetch(v, cases[0])
+        assert asked == [c.id for c in cases[:3]]
+        judge.prefetch(v, cases[4])
+        assert asked == [c.id for c in cases[:7]]
+        judge.forget(v, cases[1])
+        assert judge.uses[oracle_key(v, cases[1])] == 0 and oracle_key(v, cases[1]) not in judge.oracles
+    finally:
+        judge.close()

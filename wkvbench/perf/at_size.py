@@ -135,6 +135,7 @@ class SizeJudge:
         self.threads = max(1, ((os.cpu_count() or 2) // max(1, shards) - 1) // self.workers)
         self.ahead = ahead or 2 * self.workers
         self.plan = [(v, c, oracle_key(v, c)) for v, c in plan]
+        self.position = {(v.name, c.id): i for i, (v, c, _) in enumerate(self.plan)}
         self.uses = Counter(k for *_, k in self.plan)  # rows still to judge per oracle result
         self.tmp = tempfile.mkdtemp(prefix="wkvbench-at-size-")
         self.pool = ProcessPoolExecutor(self.workers, mp_context=get_context("spawn"), initializer=_niced)
@@ -148,8 +149,13 @@ class SizeJudge:
 
         return os.path.join(self.tmp, f"{kind}-{hashlib.sha1(key.encode()).hexdigest()[:16]}.npz")
 
-    def prefetch(self, at: int) -> None:
-        """Ask for the oracles of the rows up to ``at + ahead`` of the plan."""
+    def prefetch(self, v: KernelVariant, case: Case) -> None:
+        """Ask for the oracles of the rows up to ``ahead`` past the row of ``v`` on ``case`` (none for a
+        row outside the plan). Oracle results wait on disk until their rows are judged: the window
+        bounds them (about 0.5 GB each at B8-T4096-H32-N64)."""
+        at = self.position.get((v.name, case.id))
+        if at is None:
+            return
         while self.next < min(len(self.plan), at + self.ahead):
             v, case, key = self.plan[self.next]
             self.next += 1
@@ -182,11 +188,16 @@ class SizeJudge:
         self._release(oracle_key(v, case))
         row["at_size"] = verdict(status, reason)
 
+    def forget(self, v: KernelVariant, case: Case) -> None:
+        """A planned row that ended untimed (UNVERIFIED, SKIP, ERROR): its share of the oracle is let go."""
+        if (v.name, case.id) in self.position:
+            self._release(oracle_key(v, case))
+
     def _release(self, key: str) -> None:
         self.uses[key] -= 1
         if self.uses[key] <= 0:
             fut = self.oracles.pop(key, None)
-            if fut is not None and fut.done() and not fut.exception():
+            if fut is not None and not fut.cancel() and fut.done() and not fut.exception():
                 with contextlib.suppress(OSError):
                     os.unlink(fut.result())
 

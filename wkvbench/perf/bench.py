@@ -338,17 +338,19 @@ class Bench:
             self.judge = SizeJudge(judged, shards=self.sel.shard[1]) if judged else None  # one bench per GPU
         try:
             with track(self.console or make_console(stderr=True), "bench", len(todo)) as bar, sink as out:
-                for i, (v, s, d, case) in enumerate(todo):
+                for v, s, d, case in todo:
                     bar.update(f"{v.name} {s} {d}")
                     t0 = time.perf_counter()
                     if warm_only:
                         self._warm(v, case)
                     else:
                         if self.judge is not None:
-                            self.judge.prefetch(i)
+                            self.judge.prefetch(v, case)
                         row = self._row(v, s, case)
                         row["seconds"] = round(time.perf_counter() - t0, 2)
                         if "_at_size" not in row:  # else it is added when its verdict at size is in
+                            if self.judge is not None and "at_size" not in row:
+                                self.judge.forget(v, case)  # untimed: its oracle is not needed
                             self._add(row, out)
                         for done in self.judge.collect() if self.judge is not None else ():
                             self._add(done, out)
