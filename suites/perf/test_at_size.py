@@ -150,7 +150,8 @@ def test_the_terminal_table_shows_the_verdict_at_size():
 
     from wkvbench.perf.tables import bench_table
 
-    row = {"variant": "wkv7.x.y", "op": "wkv7", "shape_set": "quick", "shape": "B2-T256-H4-N64", "dtype": "bf16",
+    row = {"variant": "wkv7.x.y", "op": "wkv7", "shape_set": "quick", "shape": "B2-T256-H4-N64",
+           "dtype": "bf16",
            "status": "OK", "median_ms": 1.0, "iqr_ms": 0.01, "n": 10, "gbps": 1.0, "tflops": 0.1,
            "at_size": {"status": "FAIL", "floor_x": {"y": 5400.0, "state": 2.0}}}
     con = Console(width=250, record=True, color_system=None)
@@ -163,7 +164,8 @@ def test_the_oracles_asked_for_stay_within_the_window_and_untimed_rows_let_their
     shape), so the judge asks for at most ``ahead`` rows past the row being timed, counted in its own
     plan; a row that ends untimed releases its share at once."""
     v = base.get("gdn.torch.recurrent")
-    cases = [Case("gdn", "model", set_shape("quick", "gdn"), d, s) for s in range(4) for d in ("fp32", "bf16")]
+    cases = [Case("gdn", "model", set_shape("quick", "gdn"), d, s)
+             for s in range(4) for d in ("fp32", "bf16")]
     judge = SizeJudge([(v, c) for c in cases], workers=1, ahead=3)
     asked: list[str] = []
     monkeypatch.setattr(judge, "_oracle", lambda v_, c, key: asked.append(c.id) or None)

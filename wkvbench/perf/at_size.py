@@ -50,7 +50,8 @@ def job_bytes(case: Case) -> int:
     return BYTES_PER_ELEMENT * s.B * s.T * max(s.H, 1) * s.N
 
 
-def pool_size(cases: list[Case], cores: int | None = None, mem_bytes: int | None = None, shards: int = 1) -> int:
+def pool_size(cases: list[Case], cores: int | None = None, mem_bytes: int | None = None,
+              shards: int = 1) -> int:
     """Workers: all cores but two (the timed process and the host's own work), at most as many as
     half the available memory holds jobs of the largest shape, at least one; with ``shards`` bench
     processes on one box (one per GPU), each takes its share of the cores and the memory."""
