@@ -205,8 +205,6 @@ class Checker:
         if variant.baseline and inputs is None and res.status != SKIP:  # measured: no need to run it again
             self._baseline.setdefault(case.id, {k: e.rel for k, e in res.errors.items()}
                                       if res.status == PASS else None)
-        if res.status != PASS:
-            return self._known(res) if res.status == FAIL else res
         base = None if variant.baseline else (lambda run: self.baseline(case, inputs, run))
         return apply_limits(res, base)
 
@@ -279,6 +277,15 @@ def apply_limits(res: CheckResult, base: Callable[[str], dict[str, float] | None
     run; ``base`` None: no baseline. ``res`` is rewritten and returned."""
     if res.status != PASS:
         return Checker._known(res) if res.status == FAIL else res
+    failures = limit_failures(res, base)
+    if failures:
+        res.status, res.reason = FAIL, "; ".join(failures)
+    return Checker._known(res)
+
+
+def limit_failures(res: CheckResult, base: Callable[[str], dict[str, float] | None] | None) -> list[str]:
+    """Each tensor of ``res.errors`` against its limit (``apply_limits``; forward and gradients alike):
+    the limits and baseline errors applied go into ``res``, the tensors over their limit are returned."""
     failures = []
     for name, err in res.errors.items():
         tol = tolerances.lookup(res.variant, res.case.op, res.case.dtype, name)
@@ -290,9 +297,7 @@ def apply_limits(res: CheckResult, base: Callable[[str], dict[str, float] | None
         res.limits[name] = limit
         if not err.rel <= limit:  # NaN fails too
             failures.append(f"{name}: rel {err.rel:.3g} ({err.floor_x:.3g}x floor) > limit {limit:.3g}")
-    if failures:
-        res.status, res.reason = FAIL, "; ".join(failures)
-    return Checker._known(res)
+    return failures
 
 
 def upstream_gradients(case: Case, ref_outputs: dict) -> dict:
@@ -343,30 +348,22 @@ def check_backward(checker: Checker, variant: KernelVariant, case: Case) -> Chec
         return CheckResult(variant.name, case, ERROR, f"{type(exc).__name__}: {exc}",
                            seconds=time.perf_counter() - t0, kind="backward")
     res = CheckResult(variant.name, case, PASS, kind="backward")
-    failures = []
     base = None
     if not variant.baseline:  # the baseline's gradient errors, once per case (cached on the checker)
         key = "grad:" + case.id
         if key not in checker._baseline:
             bvs = [v for v in variants(case.op) if v.baseline]
             b = check_backward(checker, bvs[0], case) if bvs else None
-            checker._baseline[key] = ({k[5:]: e.rel for k, e in b.errors.items()}
+            checker._baseline[key] = ({k: e.rel for k, e in b.errors.items()}
                                       if b is not None and b.status == PASS else None)
-        base = checker._baseline[key]
+        grads = checker._baseline[key]
+        base = lambda run: grads  # noqa: E731 - autograd through the same-dtype baseline, whatever the entry
     for name, g in got.items():
         if name not in ref or not isinstance(inputs.get(name), np.ndarray):
             continue
         out_dtype = case.dtype if name in spec.activations else "fp32"
-        err = tensor_error(g, ref[name], out_dtype)
-        res.errors[f"grad_{name}"] = err
-        tol = tolerances.lookup(variant.name, case.op, case.dtype, f"grad_{name}")
-        limit = tol.ceiling * err.floor
-        if base is not None and name in base:
-            res.baseline[f"grad_{name}"] = base[name]
-            limit = min(limit, tol.factor * max(base[name], err.floor))
-        res.limits[f"grad_{name}"] = limit
-        if not err.rel <= limit:
-            failures.append(f"grad_{name}: rel {err.rel:.3g} ({err.floor_x:.3g}x floor) > limit {limit:.3g}")
+        res.errors[f"grad_{name}"] = tensor_error(g, ref[name], out_dtype)
+    failures = limit_failures(res, base)
     missing = [n for n in inputs if isinstance(inputs[n], np.ndarray) and n not in got]
     if missing:
         failures.append(f"no gradient for {missing}")

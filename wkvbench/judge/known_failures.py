@@ -230,7 +230,7 @@ KNOWN_FAILURES: dict[tuple[str, str], str | None] = {
     # fp32-state error, listed because the baseline is so exact here, not as a defect.
     ("gdn.rwkv_ops.native_recurrent", "gdn/lwneg/B1-T63-H1-N64-h0/fp16/*"): "fp16 state 4.23x floor, 4.2x an "
         "unusually exact fp32-state baseline (limit 4x)",
-    # (3) GDN in fp32 at T = 1 on ggml's range ends with an initial state: FLA's naive recurrence (and its
+    # (2) GDN in fp32 at T = 1 on ggml's range ends with an initial state: FLA's naive recurrence (and its
     # fused_recurrent kernel under the Triton interpreter), mlx's
     # fast.gated_delta_update (CPU) and mlx-lm's gated_delta_ops all return y 7.45e-8 relative (6.84x floor,
     # bit for bit the same), 6.3x our baseline's 1.19e-8 on gdn/ggmlend/B1-T1-H2-N64-h0/fp32/s0 (limit 4x

@@ -120,7 +120,7 @@ def _run_job(fd: int, variant, job: dict) -> None:
             res.reason = f"CUDA error, the worker's CUDA context is unusable: {res.reason}"
         if kind == "backward" and variant.baseline and res.status != "SKIP":
             # what check_backward caches when another variant needs the baseline's gradient errors
-            checker._baseline.setdefault("grad:" + case.id, {k[5:]: e.rel for k, e in res.errors.items()}
+            checker._baseline.setdefault("grad:" + case.id, {k: e.rel for k, e in res.errors.items()}
                                          if res.status == "PASS" else None)
         base = {k: checker._baseline[k] for k in baseline_keys(case) if k in checker._baseline}
         _send(fd, {"result": res.as_dict(), "baseline": base})
