@@ -51,7 +51,7 @@ def _shapes(op: str, domain: str, case_set: str = "default") -> tuple[Shape, ...
         return _EDGE_GDN_WY_SHAPES if op == "gdn_wy" else _EDGE_SHAPES
     if domain in CONST_DOMAINS:
         return _CONST_SHAPES
-    if op == "wkv4":  # per-channel: H=1 and N is the channel count C
+    if OPS[op].per_channel:  # wkv4: H=1 and N is the channel count C
         base = _WKV4_SHAPES + (_GPU_WKV4_SHAPES if gpu else ())
         return base + ((Shape(1, 512, 1, 64, h0=True),) if domain == "stress" else ())
     if op == "gdn_wy":
