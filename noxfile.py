@@ -369,7 +369,9 @@ def history(session: nox.Session, package: str, requirement: str) -> None:
         session.skip(f"{package} is CUDA-only (ChatRWKV's kernels): its releases run on a GPU box")
     _release_env(session, package, requirement)
     out = _verify_release(session, package, requirement)
-    if _has_cuda(session):  # a GPU box: the release's CUDA variants timed too, beside its verify file
+    # a GPU box: the release's CUDA variants timed too, beside its verify file; WKVBENCH_HISTORY_BENCH=0
+    # verifies only (several releases verified side by side, their timings taken one at a time afterwards)
+    if _has_cuda(session) and os.environ.get("WKVBENCH_HISTORY_BENCH", "1") != "0":
         session.run("python", "-m", "wkvbench", "bench", "--variant", HISTORY[package]["variants"],
                     "--set", "quick", "--dtype", "bf16", "--output", out.replace(".json.gz", "-bench.json"),
                     env={"WKVBENCH_RELEASE_REQUIREMENT": requirement}, success_codes=[0, 1])

@@ -126,3 +126,25 @@ def test_cpu_wkv6_variants_pass_the_const_cases(dtype):
             assert r.status in (PASS, SKIP), f"{v.name} {case.id}: {r.status} {r.reason}"
             ran += r.status == PASS
     assert ran >= 4
+
+
+def test_bf16_rounding_edges_random_bits_nan_and_no_mutation():
+    """``round_to(..., "bf16")`` (in-place uint32 arithmetic) against torch's own float32 -> bfloat16
+    cast beyond the test above: random bit patterns over every exponent, 1000 exact ties, the largest
+    finite float32 (rounds to inf), subnormals; NaN stays NaN; the input is left as it was."""
+    torch = pytest.importorskip("torch", reason="torch not installed")
+
+    rng = np.random.default_rng(0)
+    bits = rng.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32)
+    ties = (rng.integers(0, 2**16, 1000, dtype=np.uint64).astype(np.uint32) << 16) | np.uint32(0x8000)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, 3.3961776e38, -3.3961776e38, 3.4028235e38, 1e-45, -1e-40,
+                        1.0 + 2**-8, 1.0 + 3 * 2**-8], dtype=np.float32)
+    x32 = np.concatenate([bits.view(np.float32), ties.view(np.float32), special])
+    finite = x32[~np.isnan(x32)]
+    before = finite.copy()
+    got = round_to(finite, "bf16")
+    want = torch.from_numpy(finite).to(torch.bfloat16).to(torch.float64).numpy()
+    assert np.array_equal(got, want)
+    assert np.array_equal(finite, before)  # not rounded in place
+    nan = round_to(np.array([np.nan, 1.0]), "bf16")
+    assert np.isnan(nan[0]) and nan[1] == 1.0

@@ -46,3 +46,35 @@ def test_a_passing_case_does_not_shrink():
     from wkvkernels import get
 
     assert shrink(Checker(), get("gla.torch.recurrent"), Case("gla", "model", Shape(1, 5, 1, 8), "fp32")) is None
+
+
+def test_shrinking_stops_at_its_time_budget_and_says_so(tmp_path, monkeypatch):
+    """Past ``SHRINK_BUDGET_S`` the remaining failures are left unshrunk, each with the reason; the
+    autotune pin is on while shrinking (a new slice is a new shape) and off again afterwards."""
+    from wkvbench.run import autotune
+    from wkvbench.run import verify as verify_mod
+
+    v = Tampered("wkv7.test.glitch2", _late_glitch)
+    register(v)
+    try:
+        checker = Checker()
+        cases = [Case("wkv7", "model", Shape(2, 37, 2, 16, h0=True), "fp32"),
+                 Case("wkv7", "model", Shape(1, 20, 2, 16), "fp32")]
+        report = verify_mod.Report(results=[checker.check(v, c) for c in cases])
+        assert [r.status for r in report.results] == [FAIL, FAIL]
+        pinned = []
+        import wkvbench.checks.shrink as shrink_mod
+
+        def slow_shrink(*a, **kw):
+            pinned.append(autotune.installed())
+            return shrink(*a, **kw)
+
+        monkeypatch.setattr(shrink_mod, "shrink", slow_shrink)
+        monkeypatch.setattr(verify_mod, "SHRINK_BUDGET_S", 0.0)
+        verify_mod._shrink_failures(report, checker, tmp_path)
+        first, second = report.results
+        assert first.shrunk and "case" in first.shrunk  # the first always runs
+        assert second.shrunk == {"error": "not shrunk: the run's 0 s for shrinking were spent"}
+        assert pinned == [True] and not autotune.installed()
+    finally:
+        unregister(v.name)

@@ -243,6 +243,15 @@ class SizeJudge:
             done += self.collect(wait=True)
         return done
 
+    def wait(self, timeout: float = 1.0) -> None:
+        """Until one pending row's oracle or judge job has ended, or ``timeout`` seconds."""
+        from concurrent.futures import FIRST_COMPLETED
+        from concurrent.futures import wait as wait_futures
+
+        futs = [f for _, job, key in self.pending if (f := job if job is not None else self.oracles.get(key))]
+        if futs:
+            wait_futures(futs, timeout=timeout, return_when=FIRST_COMPLETED)
+
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
         shutil.rmtree(self.tmp, ignore_errors=True)

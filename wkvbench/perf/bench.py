@@ -355,9 +355,11 @@ class Bench:
                         for done in self.judge.collect() if self.judge is not None else ():
                             self._add(done, out)
                     bar.advance()
-                if self.judge is not None:
+                # the verdicts still out, each row saved as its verdict comes in (a stop loses none)
+                while self.judge is not None and self.judge.pending:
                     bar.update(f"judging {len(self.judge.pending)} rows at size")
-                    for done in self.judge.collect(wait=True):
+                    self.judge.wait()
+                    for done in self.judge.collect():
                         self._add(done, out)
         finally:
             if self.judge is not None:

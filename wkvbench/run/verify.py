@@ -217,7 +217,7 @@ def run(selection: Selection, console: Console | None = None, partial: Path | No
         if pinned_here:  # one pinned configuration per autotuned kernel while verifying, no longer
             autotune.uninstall()
     if shrink_dir is not None and "forward" in selection.kinds:
-        _shrink_failures(report, checker, shrink_dir)
+        _shrink_failures(report, checker, shrink_dir, console)
     report.seconds = time.perf_counter() - t0
     return report
 
@@ -325,22 +325,44 @@ def _drain(runnable: list, one, cfg: WorkerConfig, results: queue.Queue, done: o
 
 
 MAX_SHRINK = 5  # shrink at most this many failures per run (each costs a few re-runs)
+# ... and for at most this long: each shorter slice is a new shape, which a Triton kernel compiles for
+# (80 failures of the edge set's boundary domains on the H100 shrank for over 5 minutes, 2026-11-25)
+SHRINK_BUDGET_S = 60.0
 
 
-def _shrink_failures(report: Report, checker: Checker, out_dir: Path) -> None:
+def _shrink_failures(report: Report, checker: Checker, out_dir: Path, console: Console | None = None) -> None:
+    """The first ``MAX_SHRINK`` forward failures shrunk to their smallest failing slice, within
+    ``SHRINK_BUDGET_S``, with autotuned Triton kernels pinned to one configuration as in the cases
+    themselves (else every new shape would autotune); a failure left unshrunk says why."""
     from wkvkernels.base import get
 
     from ..checks.shrink import shrink
+    from . import autotune
 
-    for r in [r for r in report.failed if r.status in (FAIL, ERROR) and r.kind == "forward"][:MAX_SHRINK]:
-        try:
-            found = shrink(checker, get(r.variant), r.case, out_dir)
-        except Exception as exc:  # shrinking is a convenience: never lose the report over it
-            r.shrunk = {"error": f"{type(exc).__name__}: {exc}"}
-            continue
-        if found is not None:
-            r.shrunk = {"case": found.case.id, "npz": str(found.path), "reproduce": found.reproduce,
-                        "reason": found.result.reason}
+    todo = [r for r in report.failed if r.status in (FAIL, ERROR) and r.kind == "forward"][:MAX_SHRINK]
+    if not todo:
+        return
+    pinned_here = not autotune.installed() and autotune.install()
+    t0 = time.perf_counter()
+    try:
+        for i, r in enumerate(todo):
+            if i and time.perf_counter() - t0 > SHRINK_BUDGET_S:  # the first always runs
+                r.shrunk = {"error": f"not shrunk: the run's {SHRINK_BUDGET_S:g} s for shrinking were spent"}
+                continue
+            if console is not None:
+                console.print(f"verify: shrinking failure {i + 1}/{len(todo)}: {r.variant} {r.case.id}",
+                              highlight=False)
+            try:
+                found = shrink(checker, get(r.variant), r.case, out_dir)
+            except Exception as exc:  # shrinking is a convenience: never lose the report over it
+                r.shrunk = {"error": f"{type(exc).__name__}: {exc}"}
+                continue
+            if found is not None:
+                r.shrunk = {"case": found.case.id, "npz": str(found.path), "reproduce": found.reproduce,
+                            "reason": found.result.reason}
+    finally:
+        if pinned_here:
+            autotune.uninstall()
 
 
 __all__ = ["DOMAINS", "OPS", "Report", "ResultsWriter", "Selection", "run"]
