@@ -18,6 +18,7 @@ from wkvkernels import _chatrwkv_build as build
 from wkvkernels._rwkv_ops import effective_lw as _effective_lw_raw
 from wkvkernels._rwkv_ops import raw_decay
 from wkvkernels.base import Availability, KernelVariant, Unsupported
+from wkvkernels.releases import Releases
 
 # --------------------------------------------------------------------------- conversions (pure NumPy)
 
@@ -123,6 +124,7 @@ class ChatVariant(KernelVariant):
 
     source: ClassVar[str] = build.SOURCE
     backend: ClassVar[str] = build.BACKEND
+    releases: ClassVar[Releases] = Releases(since=build.SINCE, why=build.SINCE_WHY)
     device: ClassVar[str] = "cuda"
     algorithm: ClassVar[str] = "recurrent"
     dtypes: ClassVar[frozenset[str]] = frozenset({"fp32", "bf16", "fp16"})

@@ -194,3 +194,16 @@ def test_the_gate_compares_a_candidate_build_with_the_last_release(tmp_path):
     assert "Kernel release: baseline fla: fla-core 0.6.0; candidate fla: fla-core 0.6.1.dev1" in markdown(rep)
     assert gate(load_side([last]), load_side([drift]), Settings()).exit_code == EXIT_REGRESSION
     assert gate(load_side([last]), load_side([broken]), Settings()).exit_code == EXIT_REGRESSION
+
+
+def test_chatrwkv_adapters_run_the_releases_whose_cuda_sources_they_follow():
+    """ChatRWKV's cuda/ folder is byte-identical from 0.8.28 (where rwkv7.cu replaced wkv7s.cu) to 0.8.32:
+    those releases run; 0.8.27 is refused by the range, with why."""
+    from wkvkernels.base import get, variants
+
+    chat = [v for v in variants() if v.source == "rwkv"]
+    assert {v.name for v in chat} >= {"wkv7.rwkv.wkv7s", "wkv6.rwkv.rwkv6", "wkv4.rwkv.wkv_forward"}
+    for v in chat:
+        assert "0.8.28" in v.releases and "0.8.30" in v.releases and "0.8.32" in v.releases
+        assert "0.8.27" not in v.releases and "rwkv7.cu" in v.releases.why
+    assert get("wkv7.rwkv.wkv7s").releases.since == "0.8.28"
