@@ -180,3 +180,23 @@ def test_the_oracles_asked_for_stay_within_the_window_and_untimed_rows_let_their
         assert judge.uses[oracle_key(v, cases[1])] == 0 and oracle_key(v, cases[1]) not in judge.oracles
     finally:
         judge.close()
+
+
+def test_the_pool_workers_run_one_blas_thread_each_and_the_setting_is_undone(monkeypatch):
+    """The workers start with one BLAS/OpenMP thread (the oracle's own threads are ``SizeJudge.threads``);
+    the caller's environment is what it was once the judge is closed."""
+    import os
+
+    from wkvbench.perf import at_size
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    judge = SizeJudge([], workers=1)
+    try:
+        seen = judge.pool.submit(os.getenv, "OPENBLAS_NUM_THREADS").result(timeout=120)
+        omp = judge.pool.submit(os.getenv, "OMP_NUM_THREADS").result(timeout=120)
+        assert (seen, omp) == ("1", "1")
+    finally:
+        judge.close()
+    assert os.environ["OMP_NUM_THREADS"] == "7" and "OPENBLAS_NUM_THREADS" not in os.environ
+    assert at_size.THREAD_VARS == ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")

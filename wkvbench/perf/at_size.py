@@ -31,6 +31,7 @@ import numpy as np
 from wkvkernels.base import KernelVariant, get
 from wkvkernels.cases import Case
 
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 BYTES_PER_ELEMENT = 8 * 16  # float64 inputs, their conversions, the oracle's work arrays and outputs
 
 
@@ -139,6 +140,11 @@ class SizeJudge:
         self.position = {(v.name, c.id): i for i, (v, c, _) in enumerate(self.plan)}
         self.uses = Counter(k for *_, k in self.plan)  # rows still to judge per oracle result
         self.tmp = tempfile.mkdtemp(prefix="wkvbench-at-size-")
+        # one BLAS thread per worker (the oracle runs ``threads`` of its own): with the libraries' default
+        # of a thread per core, 7 workers on a 16-core box ran about 200 threads beside the timed process.
+        # Workers start as jobs arrive and read the variables at start, so they stay set until close().
+        self._saved_env = {k: os.environ.get(k) for k in THREAD_VARS}
+        os.environ.update(dict.fromkeys(THREAD_VARS, "1"))
         self.pool = ProcessPoolExecutor(self.workers, mp_context=get_context("spawn"), initializer=_niced)
         self.oracles: dict[str, Future] = {}
         self.pending: list[tuple[dict, Future | None, str]] = []  # (row, judge job, oracle key)
@@ -255,4 +261,9 @@ class SizeJudge:
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
         shutil.rmtree(self.tmp, ignore_errors=True)
+        for k, val in self._saved_env.items():
+            if val is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = val
 
