@@ -33,6 +33,8 @@ VARS: dict[str, Var] = {v.name: v for v in (
     Var("WKVBENCH_WHEELHOUSE", "", "nox sessions install only from this folder (--no-index)", "noxfile.py"),
     Var("WKVBENCH_T0", "", "nox -s gpu: when the install began (epoch seconds), counted in run.json's wall time",
         "noxfile.py and wkvkernels/config.py"),
+    Var("WKVBENCH_HISTORY_BENCH", "1", "nox -s history on a GPU box: 0 verifies each release without timing it",
+        "noxfile.py"),
     Var("WKVBENCH_PROGRESS", "", "force the progress bar when stderr is not a terminal"),
     Var("WKVBENCH_INJECT", "", "fault injection for gate demos (slow:<glob>[:<percent>], drift:...)"),
     Var("WKVBENCH_RESULTS_DIR", "reports/results", "where results go without --output"),
