@@ -131,7 +131,10 @@ def verify(session: nox.Session) -> None:
     """
     gpu = ("gpu-kernels",) if TORCH == "system" or WHEELHOUSE else ()
     _install_runtime(session, "test", "cpu-kernels", *gpu)
-    session.run("python", "-m", "wkvbench", "verify", *session.posargs)
+    # without a GPU, FLA's Triton kernels run as their `.interp` twins (docs/verification.md): the mode is
+    # process-global and must be set before Python starts; on a GPU box the CUDA variants run instead
+    env = {} if _has_cuda(session) or "TRITON_INTERPRET" in os.environ else {"TRITON_INTERPRET": "1"}
+    session.run("python", "-m", "wkvbench", "verify", *session.posargs, env=env)
 
 
 @nox.session(default=False, **_venv_params())
