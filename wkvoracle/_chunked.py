@@ -1,20 +1,28 @@
 """The pieces of the chunked float64 forms (``wkvoracle.fast``): groups of heads run in threads, the
-unit lower-triangular inverse, triangular products inside a chunk, chunk-wise cumulative sums, and the
-safe factorization of the decays (``ChunkDecay``; the docstring of ``fast`` says why it cannot overflow).
-NumPy only."""
+chunks of a group read in place (``chunk_view``) into token-major work arrays (``token_major``), the
+unit lower-triangular inverse, and the safe factorization of the decays (``ChunkDecay``; the
+docstring of ``fast`` says why it cannot overflow). NumPy only.
+
+Where the time goes (docs/verification.md has the figures): NumPy's float64 ``exp`` (about 10 ns an
+element on the 2-core machine, once per token and key), the small batched matrix products (about
+half of BLAS's large-matrix rate), and elementwise passes over the chunk. So every elementwise pass
+walks memory in the inputs' own `[B, T, H, N]` order (a transposed walk of a large input costs
+several times a contiguous one), no input is ever copied whole, and each chunk needs few NumPy
+calls."""
 
 from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
 
 import numpy as np
 
-CHUNK = 64
+CHUNK = 32  # tokens per chunk: at the prefill shape wkv6/gla run alike at 32 and 64, wkv7/gdn faster at 32
+CHUNK_WKV4 = 16  # wkv4's elementwise form: 16 is fastest (docs/verification.md)
 SAFE_LOG_RANGE = 300.0  # largest |cumulative log decay| factored as e^{c_t} e^{-c_s} (module docstring)
-GROUP_HEADS = 16  # (batch, head) pairs per thread task: one chunk's arrays stay in cache
+GROUP_HEADS = 32  # (batch, head) pairs per thread task: one chunk's blocks stay in cache
 GROUP_CHANNELS = 1024  # (batch, channel) pairs per wkv4 task
-BASE_BLOCK = 16  # triangular inverses: forward substitution on blocks of this size, merged by matmuls
 
 
 def default_workers() -> int:
@@ -42,77 +50,89 @@ def _over_groups(work, B: int, n: int, workers: int | None, per_group: int) -> N
         list(ex.map(lambda g: work(*g), groups))  # re-raises a worker's exception
 
 
-def _f64(*xs):
-    return tuple(np.asarray(x, np.float64) for x in xs)
-
-
 def _chunks(T: int, chunk: int):
     if chunk < 1:
         raise ValueError(f"chunk must be >= 1, got {chunk}")
     return [slice(s, min(s + chunk, T)) for s in range(0, T, chunk)]
 
 
-def _tok(x, sl):
-    """The chunk ``sl`` of a per-token tensor `[B, T, H, N]` as a `[B, H, L, N]` view."""
-    return x[:, sl].transpose(0, 2, 1, 3)
-
-
 def _mT(x):
     return x.swapaxes(-1, -2)
 
 
-def unit_lower_inverse(A: np.ndarray) -> np.ndarray:
-    """``(I + A)⁻¹`` for strictly lower-triangular ``A`` `[..., n, n]`, batched, in float64.
+def chunk_view(x: np.ndarray, bs: slice, sl: slice, hs: slice) -> np.ndarray:
+    """Tokens ``sl`` of the (batch, head) pairs ``bs × hs`` of a per-token tensor `[B, T, H, ...]`
+    as a view `[b, h, L, ...]`, no copy: the first elementwise operation on it writes a contiguous
+    float64 block, and NumPy's matrix products read its `[L, N]` matrices in place (their rows are
+    ``H·N`` apart)."""
+    return x[bs, sl, hs].swapaxes(1, 2)
 
-    Blocks of at most ``BASE_BLOCK`` rows are inverted by forward substitution (row ``i`` of
-    ``X = (I + A)⁻¹`` is ``e_i - A[i, :i] X[:i]``); larger matrices by the block rule
-    ``[[I + A11, 0], [A21, I + A22]]⁻¹ = [[X11, 0], [-X22 A21 X11, X22]]``, i.e. matrix products.
+
+def unit_lower_inverse(A: np.ndarray) -> np.ndarray:
+    """``(I + A)⁻¹`` for strictly lower-triangular ``A`` `[..., n, n]`, batched, in float64 (entries
+    on and above the diagonal of ``A`` are not read).
+
+    Block doubling: the inverse of the block diagonal of ``I + A`` with blocks of size ``s`` is
+    extended to blocks of ``2s`` by the block rule
+    ``[[I + A11, 0], [A21, I + A22]]⁻¹ = [[X11, 0], [-X22 A21 X11, X22]]``, for all blocks of one
+    size at once, so ``log2 n`` levels of batched products (``n`` padded to a power of two with an
+    identity block, which leaves the leading block's inverse unchanged).
     """
     n = A.shape[-1]
-    X = np.zeros(A.shape)
-    if n <= BASE_BLOCK:
-        idx = np.arange(n)
-        X[..., idx, idx] = 1.0
-        for i in range(1, n):
-            X[..., i, :i] = -np.einsum("...j,...jk->...k", A[..., i, :i], X[..., :i, :i])
-        return X
-    h = max(BASE_BLOCK, (n // 2) // BASE_BLOCK * BASE_BLOCK)
-    X11, X22 = unit_lower_inverse(A[..., :h, :h]), unit_lower_inverse(A[..., h:, h:])
-    X[..., :h, :h], X[..., h:, h:] = X11, X22
-    X[..., h:, :h] = -(X22 @ (A[..., h:, :h] @ X11))
-    return X
+    lead = A.shape[:-2]
+    m = 1 << max(0, (n - 1).bit_length())
+    X = np.zeros((*lead, m, m))
+    d = np.arange(m)
+    X[..., d, d] = 1.0
+    Ap = A if m == n else np.zeros((*lead, m, m))
+    if m != n:
+        Ap[..., :n, :n] = A
+    s = 1
+    while s < m:
+        nb = m // (2 * s)
+        Xd, Ad = _diagonal_blocks(X, nb, 2 * s), _diagonal_blocks(Ap, nb, 2 * s)
+        if s == 1:  # X11 = X22 = 1
+            Xd[..., 1, 0] = -Ad[..., 1, 0]
+        else:
+            Xd[..., s:, :s] = -(Xd[..., s:, s:] @ (Ad[..., s:, :s] @ Xd[..., :s, :s]))
+        s *= 2
+    return X if m == n else np.ascontiguousarray(X[..., :n, :n])
 
 
-SUB = 32  # triangular products inside a chunk: blocks of this size (the zero upper blocks are skipped)
+def _diagonal_blocks(X: np.ndarray, nb: int, size: int) -> np.ndarray:
+    """A writeable view `[..., nb, size, size]` of the ``nb`` diagonal blocks of a C-contiguous ``X``."""
+    X = X if X.flags.c_contiguous else np.ascontiguousarray(X)
+    m, it = X.shape[-1], X.itemsize
+    return np.ndarray((*X.shape[:-2], nb, size, size), X.dtype, X, 0,
+                      (*X.strides[:-2], size * (m + 1) * it, m * it, it))
 
 
-def _blocks(L: int):
-    return [(s, min(s + SUB, L)) for s in range(0, L, SUB)]
+def token_major(shape: tuple[int, ...]) -> np.ndarray:
+    """An uninitialized float64 array of ``shape`` `[..., L, N]` laid out token-major in memory
+    (`[L, ..., N]`, as the `[B, T, H, N]` inputs are): elementwise work between it and a
+    :func:`chunk_view` walks both in memory order, and its `[L, N]` matrices are still read and
+    written in place by NumPy's matrix products (their rows are further apart)."""
+    return np.moveaxis(np.empty((shape[-2], *shape[:-2], shape[-1])), 0, -2)
 
 
-def tril_matmul(P: np.ndarray, Z: np.ndarray) -> np.ndarray:
-    """``P @ Z`` for lower block-triangular ``P`` `[..., L, L]` (zero above the ``SUB`` diagonal
-    blocks), skipping the zero blocks: ``(P Z)[I] = Σ_{J ≤ I} P[I, J] Z[J]``."""
-    out = np.empty((*np.broadcast_shapes(P.shape[:-2], Z.shape[:-2]), P.shape[-2], Z.shape[-1]))
-    for i, (lo, hi) in enumerate(_blocks(P.shape[-1])):
-        np.matmul(P[..., lo:hi, :hi], Z[..., :hi, :], out=out[..., lo:hi, :])
-    return out
+def cumsum_rows(x: np.ndarray) -> np.ndarray:
+    """Inclusive cumulative sum over axis -2 of `[..., L, N]`, token-major (:func:`token_major`): one
+    addition per row, each over a contiguous block (NumPy's own cumsum along a middle axis takes
+    several times longer)."""
+    c = token_major(x.shape)
+    c[..., 0, :] = x[..., 0, :]
+    for t in range(1, x.shape[-2]):
+        np.add(c[..., t - 1, :], x[..., t, :], out=c[..., t, :])
+    return c
 
 
-def chunk_cumsum(x: np.ndarray, chunk: int) -> np.ndarray:
-    """Inclusive cumulative sum over axis 1 (time) restarting every ``chunk`` tokens, for `[B, T, ...]`.
-
-    Computed as one product with the lower-triangular ones matrix per chunk (NumPy's cumsum along
-    a middle axis is several times slower than the products that follow it)."""
-    B, T = x.shape[:2]
-    out = np.empty(x.shape)
-    flat, oflat = x.reshape(B, T, -1), out.reshape(B, T, -1)
-    full = T // chunk * chunk
-    if full:
-        np.matmul(np.tri(chunk), flat[:, :full].reshape(B, full // chunk, chunk, -1),
-                  out=oflat[:, :full].reshape(B, full // chunk, chunk, -1))
-    if full < T:
-        oflat[:, full:] = np.tri(T - full) @ flat[:, full:]
+@lru_cache(maxsize=64)
+def _mask(L: int, incl: tuple[bool, ...], ny: int) -> np.ndarray:
+    """The causal mask of the stacked score blocks: rows ``len(incl)·L`` (row block ``a`` includes
+    the diagonal when ``incl[a]``), columns ``ny·L``."""
+    rows = [np.tile(np.tri(L, k=0 if inc else -1), (1, ny)) for inc in incl]
+    out = np.concatenate(rows, axis=0)
+    out.flags.writeable = False
     return out
 
 
@@ -120,9 +140,15 @@ class ChunkDecay:
     """Per-key cumulative decays of one chunk and the decay-weighted score matrices built on them.
 
     ``c`` `[..., L, N]`: the inclusive cumulative log decay inside the chunk (``c_t = lw_1 + … + lw_t``,
-    non-increasing). Attributes: ``E = e^c``, ``EL = e^{c_L}`` `[..., 1, N]` (both ``≤ 1``) and
-    ``fast``: the whole chunk uses the reference ``r = 0`` (``max |c| ≤ SAFE_LOG_RANGE``).
+    non-increasing); ``N`` may be 1 for a decay shared by every key (gdn). Attributes: ``E = e^c``,
+    ``EL = e^{c_L}`` `[..., 1, N]` (both ``≤ 1``) and ``fast``: the whole chunk uses the reference
+    ``r = 0`` (``max |c| ≤ SAFE_LOG_RANGE``).
     """
+
+    @classmethod
+    def of(cls, lw: np.ndarray) -> ChunkDecay:
+        """From the per-token log decays `[..., L, N]` of one chunk (any dtype, any strides)."""
+        return cls(cumsum_rows(lw))
 
     def __init__(self, c: np.ndarray):
         self.c = c
@@ -136,11 +162,12 @@ class ChunkDecay:
         """``c_{t-1}`` (``c_0 = 0``)."""
         return np.concatenate([np.zeros_like(self.c[..., :1, :]), self.c[..., :-1, :]], axis=-2)
 
-    def read(self, x, inclusive: bool):
+    def read(self, x, inclusive: bool, out=None):
         """``x_t ⊙ e^{c_t}`` (inclusive) or ``x_t ⊙ e^{c_{t-1}}``: what reads the chunk-start state."""
+        if out is None:
+            out = token_major(np.broadcast_shapes(x.shape, self.E.shape))
         if inclusive:
-            return x * self.E
-        out = np.empty(np.broadcast_shapes(x.shape, self.E.shape))
+            return np.multiply(x, self.E, out=out)
         out[..., :1, :] = x[..., :1, :]
         np.multiply(x[..., 1:, :], self.E[..., :-1, :], out=out[..., 1:, :])
         return out
@@ -149,32 +176,32 @@ class ChunkDecay:
         """Causal decay-weighted scores of every ``x`` in ``xs`` against every ``y`` in ``ys``.
 
         ``xs``: pairs ``(x, inclusive)``, ``ys``: arrays, all `[..., L, N]`. Returns
-        ``(M, reads, tails)``: ``M`` `[..., len(xs)·L, len(ys)·L]` whose block ``(a, b)`` holds
+        ``(M, X, tails)``: ``M`` `[..., len(xs)·L, len(ys)·L]` whose block ``(a, b)`` holds
         ``M[t, s] = Σ_j x_t[j] y_s[j] e^{c'_t[j] - c_s[j]}`` for ``s ≤ t`` (inclusive ``x``,
-        ``c' = c``) or ``s < t`` (``c' = cprev``), zero elsewhere (each block is lower
-        triangular, for :func:`tril_matmul`); ``reads``, each ``x ⊙ e^{c'}`` (:meth:`read`); and
-        ``tails``, each ``y ⊙ e^{c_L - c}`` (what writes ``y`` into the chunk-end state).
+        ``c' = c``) or ``s < t`` (``c' = cprev``), zero elsewhere; ``X`` `[..., len(xs)·L, N]` the
+        reads ``x ⊙ e^{c'}`` stacked (:meth:`read`); ``tails`` `[..., len(ys)·L, N]` the ``y ⊙ e^{c_L - c}``
+        stacked (what writes ``y`` into the chunk-end state).
         """
         L = self.L
-        reads = [self.read(x, inc) for x, inc in xs]
-        if self.fast:  # reference r = 0: x ⊙ e^{c'} against y ⊙ e^{-c}, only the lower SUB-blocks
-            M = np.zeros((*self.c.shape[:-2], len(xs) * L, len(ys) * L))
-            yts = [y / self.E for y in ys]  # e^{-c} ≤ e^{SAFE_LOG_RANGE}
-            for b, yt in enumerate(yts):
-                for a, xa in enumerate(reads):
-                    for lo, hi in _blocks(L):
-                        np.matmul(xa[..., lo:hi, :], _mT(yt[..., :hi, :]),
-                                  out=M[..., a * L + lo:a * L + hi, b * L:b * L + hi])
-            tails = [yt * self.EL for yt in yts]
+        lead = np.broadcast_shapes(xs[0][0].shape[:-2], self.c.shape[:-2])
+        N = xs[0][0].shape[-1]
+        X = token_major((*lead, len(xs) * L, N))
+        for a, (x, inc) in enumerate(xs):
+            self.read(x, inc, out=X[..., a * L:(a + 1) * L, :])
+        tails = token_major((*lead, len(ys) * L, N))
+        if self.fast:  # reference r = 0: one product of the reads against y ⊙ e^{-c} (≤ e^{SAFE_LOG_RANGE})
+            for b, y in enumerate(ys):
+                np.divide(y, self.E, out=tails[..., b * L:(b + 1) * L, :])
+            M = X @ _mT(tails)
+            tails *= self.EL
         else:
-            M = np.zeros((*self.c.shape[:-2], len(xs) * L, len(ys) * L))
+            M = np.zeros((*lead, len(xs) * L, len(ys) * L))
             self._fill(M, xs, ys, 0, L, self.cprev)
             tail = np.exp(self.c[..., -1:, :] - self.c)
-            tails = [y * tail for y in ys]
-        mask = np.stack([np.tri(L, k=0 if inc else -1) for _, inc in xs])  # [nx, L(t), L(s)]
-        Mb = M.reshape(*M.shape[:-2], len(xs), L, len(ys), L)
-        Mb *= mask[:, :, None, :]  # entries above the diagonal are finite, so masking is exact
-        return M, reads, tails
+            for b, y in enumerate(ys):
+                np.multiply(y, tail, out=tails[..., b * L:(b + 1) * L, :])
+        M *= _mask(L, tuple(inc for _, inc in xs), len(ys))  # entries above the diagonal are finite: exact
+        return M, X, tails
 
     def _fill(self, M, xs, ys, lo: int, hi: int, cprev) -> None:
         """Fill rows and columns ``lo:hi`` of every block of ``M`` (the safe split path)."""
@@ -208,23 +235,34 @@ class ChunkDecay:
 
 # ---- diagonal decay: wkv6 and gla ----------------------------------------------------------------
 
-def _diagonal_chunks(rd, k, v, c, S, y, chunk: int, inclusive: bool, u=None) -> np.ndarray:
+def diagonal_chunks(rd, k, v, lw, S, y, bs, hs, chunk: int, inclusive: bool, u=None,
+                    scale: float = 1.0) -> None:
     """``S_t = S_{t-1} diag(e^{lw_t}) + v_t k_tᵀ`` read out by ``rd`` (new state if ``inclusive``,
-    else the old one plus the bonus ``(rd_t·(u⊙k_t)) v_t``), chunk by chunk, writing ``y``
-    (``c``: the chunk-local cumulative log decays, :func:`chunk_cumsum`).
+    else the old one plus the bonus ``(rd_t·(u⊙k_t)) v_t``), times ``scale``, chunk by chunk, for the
+    (batch, head) pairs ``bs × hs`` of the `[B, T, H, N]` inputs: writes ``y`` and ``S`` in place.
 
     Per chunk: ``Y = (rd ⊙ e^{c'}) S0ᵀ + M V`` with ``M`` the causal decay-weighted scores of
     ``rd`` against ``k`` (bonus on the diagonal), and ``S_L = S0 diag(e^{c_L}) + Vᵀ (K ⊙ e^{c_L - c})``.
     """
+    S = S[bs, hs]  # a view: updated in place
+    if u is not None:
+        u = u[hs][None, :, None, :]  # each pair's head's bonus, [1, h, 1, N]
     for sl in _chunks(k.shape[1], chunk):
-        rc, kc, vc = _tok(rd, sl), _tok(k, sl), _tok(v, sl)
-        dec = ChunkDecay(_tok(c, sl))
-        M, (read,), (ktail,) = dec.scores([(rc, inclusive)], [kc])
+        rc, kc = chunk_view(rd, bs, sl, hs), chunk_view(k, bs, sl, hs)
+        vc = token_major(rc.shape)
+        vc[...] = chunk_view(v, bs, sl, hs)  # read twice below: once from memory, in its order
+        dec = ChunkDecay.of(chunk_view(lw, bs, sl, hs))
+        M, X, tail = dec.scores([(rc, inclusive)], [kc])
         if u is not None:
             idx = np.arange(dec.L)
-            M[..., idx, idx] += np.einsum("bhtj,hj,bhtj->bht", rc, u, kc)
-        Y = read @ _mT(S)
-        Y += tril_matmul(M, vc)
-        y[:, sl] = Y.transpose(0, 2, 1, 3)
-        S = S * dec.EL + _mT(vc) @ ktail
-    return S
+            bonus = token_major(M.shape[:-1] + (kc.shape[-1],))
+            np.multiply(rc, u, out=bonus)
+            bonus *= kc
+            M[..., idx, idx] += bonus.sum(axis=-1)  # summed in a float64 block: the same for any input layout
+        Y = X @ _mT(S)
+        Y += M @ vc
+        if scale != 1.0:
+            Y *= scale
+        chunk_view(y, bs, sl, hs)[...] = Y
+        S *= dec.EL
+        S += _mT(vc) @ tail

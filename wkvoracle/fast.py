@@ -3,9 +3,12 @@
 ``FAST[op](**inputs)`` takes the arguments of ``ORACLES[op]`` (plus keyword-only ``chunk`` and
 ``workers``) and returns the same dict: ``y`` and the final ``state`` (``y aa bb pp`` for wkv4).
 It computes the same math as the per-step recurrences, reordered so that the work is batched
-matrix products over all batches and heads of one chunk of ``chunk`` tokens; the Python loop runs
-over the ``T / chunk`` chunks only, never over tokens. Heads (wkv4: channels) are independent, so
-they are split into ``workers`` contiguous groups run in threads (NumPy releases the GIL).
+matrix products over a group of heads of one chunk of ``chunk`` tokens; the Python loop runs over
+the ``T / chunk`` chunks only, never over tokens. Heads (wkv4: channels) are independent, so they
+are split into groups run in ``workers`` threads (NumPy releases the GIL); a group's result does
+not depend on the number of threads. The inputs are read in place in their own dtype and layout.
+For full speed give each thread one BLAS thread (``OPENBLAS_NUM_THREADS=1``, as the at-size judge
+does): the matrices are small, and BLAS's own threads only contend with the oracle's.
 It is tested against the recurrences to ≤ 1e-12 relative (``suites/oracle/test_fast_oracle.py``).
 
 Notation inside one chunk of ``L`` tokens ``t = 1 … L`` (per batch and head), ``S0`` the state at
@@ -21,8 +24,9 @@ masked ones above the diagonal, stay far inside float64's range, and nothing is 
 Otherwise the chunk's score block is split in halves recursively: the lower-left block uses
 the reference ``r = c`` at the split point, where both factors are ``≤ 1`` for any decay
 (``lw ≤ 0``), and each diagonal half is tested again (a single token needs no exponential).
-Every other exponential is of a non-positive number (``e^{c_t}``, ``e^{c_L - c_s}``), and
-wkv4 and gdn form their decays as masked exponentials of differences. So no exponential
+Every other exponential is of a non-positive number (``e^{c_t}``, ``e^{c_L - c_s}``); gdn's one
+decay per token takes the same factorization (a decay shared by all keys, ``N = 1``), and wkv4
+forms its decays as masked exponentials of differences. So no exponential
 overflows for any ``lw ≤ 0``, and an underflow only ever drops a term below ``e^{-700}`` of
 one that is kept.
 """
@@ -33,20 +37,35 @@ import numpy as np
 
 from ._chunked import (
     CHUNK,
+    CHUNK_WKV4,
     GROUP_CHANNELS,
     GROUP_HEADS,
     ChunkDecay,
     _chunks,
-    _diagonal_chunks,
-    _f64,
     _mT,
     _over_groups,
-    _tok,
-    chunk_cumsum,
-    tril_matmul,
+    chunk_view,
+    diagonal_chunks,
+    token_major,
     unit_lower_inverse,
 )
 from ._common import initial_state
+
+
+def _f64(*xs):
+    return tuple(np.asarray(x, np.float64) for x in xs)
+
+
+def _run_groups(chunks_fn, inputs, state, k, v, workers, **kw) -> dict:
+    """Run ``chunks_fn(*inputs, S, y, bs, hs, **kw)`` over groups of (batch, head) pairs in threads
+    (it writes their outputs into ``y`` and their states into ``S`` in place); the inputs stay as
+    given, in their own dtype and strides (``chunk_view``)."""
+    S = initial_state(state, k, v)
+    y = np.empty(v.shape)
+    B, _, H, N = v.shape
+
+    _over_groups(lambda bs, hs: chunks_fn(*inputs, S, y, bs, hs, **kw), B, H, workers, GROUP_HEADS)
+    return {"y": y, "state": S}
 
 
 def fast_wkv6(r, k, v, lw, u, state=None, *, chunk: int = CHUNK, workers: int | None = None) -> dict:
@@ -55,17 +74,9 @@ def fast_wkv6(r, k, v, lw, u, state=None, *, chunk: int = CHUNK, workers: int | 
     Chunked: ``Y = (R ⊙ e^{c_{t-1}}) S0ᵀ + (tril₋₁(R̃ K̃ᵀ) + diag(r_t·(u⊙k_t))) V`` with the
     factored scores ``R̃ K̃ᵀ[t, s] = Σ_j r_t[j] k_s[j] e^{c_{t-1}[j] - c_s[j]}`` (see ChunkDecay).
     """
-    r, k, v, lw, u = _f64(r, k, v, lw, u)
-    S = initial_state(state, k, v)
-    y = np.empty(v.shape)
-    c = chunk_cumsum(lw, chunk)
-
-    def work(bs, hs):
-        S[bs, hs] = _diagonal_chunks(r[bs, :, hs], k[bs, :, hs], v[bs, :, hs], c[bs, :, hs], S[bs, hs],
-                                     y[bs, :, hs], chunk, inclusive=False, u=u[hs])
-
-    _over_groups(work, k.shape[0], k.shape[2], workers, GROUP_HEADS)
-    return {"y": y, "state": S}
+    r, k, v, lw = (np.asarray(x) for x in (r, k, v, lw))
+    return _run_groups(diagonal_chunks, (r, k, v, lw), state, k, v, workers, chunk=chunk, inclusive=False,
+                       u=np.asarray(u, np.float64))
 
 
 def fast_gla(q, k, v, lw, scale, state=None, *, chunk: int = CHUNK, workers: int | None = None) -> dict:
@@ -74,40 +85,33 @@ def fast_gla(q, k, v, lw, scale, state=None, *, chunk: int = CHUNK, workers: int
     Chunked: ``Y = scale · ((Q ⊙ e^{c}) S0ᵀ + tril(Q̃ K̃ᵀ) V)``, with
     ``Q̃ K̃ᵀ[t, s] = Σ_j q_t[j] k_s[j] e^{c_t[j] - c_s[j]}``.
     """
-    q, k, v, lw = _f64(q, k, v, lw)
-    S = initial_state(state, k, v)
-    y = np.empty(v.shape)
-    c = chunk_cumsum(lw, chunk)
-
-    def work(bs, hs):
-        S[bs, hs] = _diagonal_chunks(q[bs, :, hs], k[bs, :, hs], v[bs, :, hs], c[bs, :, hs], S[bs, hs],
-                                     y[bs, :, hs], chunk, inclusive=True)
-
-    _over_groups(work, k.shape[0], k.shape[2], workers, GROUP_HEADS)
-    y *= scale
-    return {"y": y, "state": S}
+    q, k, v, lw = (np.asarray(x) for x in (q, k, v, lw))
+    return _run_groups(diagonal_chunks, (q, k, v, lw), state, k, v, workers, chunk=chunk, inclusive=True,
+                       scale=float(scale))
 
 
 # ---- delta rules: wkv7 and gdn (WY / UT transform) ---------------------------------------------
 
-def _wkv7_chunks(r, k, v, a, b, c, S, y, chunk: int) -> np.ndarray:
-    """The chunks of :func:`fast_wkv7` for one group of heads (writes ``y``, returns the state)."""
+def _wkv7_chunks(r, k, v, a, b, lw, S, y, bs, hs, chunk: int) -> None:
+    """The chunks of :func:`fast_wkv7` for the (batch, head) pairs ``bs × hs`` (writes ``y`` and ``S``)."""
+    S = S[bs, hs]  # a view: updated in place
     for sl in _chunks(k.shape[1], chunk):
-        rc, kc, vc, ac, bc = (_tok(x, sl) for x in (r, k, v, a, b))
-        dec = ChunkDecay(_tok(c, sl))
+        rc, kc, ac, bc = (chunk_view(x, bs, sl, hs) for x in (r, k, a, b))
+        dec = ChunkDecay.of(chunk_view(lw, bs, sl, hs))
         L = dec.L
-        M, (a_read, r_read), (btail, ktail) = dec.scores([(ac, False), (rc, True)], [bc, kc])
-        M_ab, M_ak, M_rb, M_rk = M[..., :L, :L], M[..., :L, L:], M[..., L:, :L], M[..., L:, L:]
-        St = _mT(S)
-        rhs = a_read @ St
-        rhs += tril_matmul(M_ak, vc)
-        SA = tril_matmul(unit_lower_inverse(-M_ab), rhs)  # rows sa_tᵀ = (S_{t-1} a_t)ᵀ
-        Y = r_read @ St
-        Y += tril_matmul(M_rb, SA)
-        Y += tril_matmul(M_rk, vc)
-        y[:, sl] = Y.transpose(0, 2, 1, 3)
-        S = S * dec.EL + _mT(SA) @ btail + _mT(vc) @ ktail
-    return S
+        M, X, tails = dec.scores([(ac, False), (rc, True)], [bc, kc])  # X = [A ⊙ e^{c_{t-1}}; R ⊙ e^{c}]
+        W = token_major(X.shape)  # [SA; V]: the two writes of the chunk, against tails = [B; K] ⊙ e^{c_L - c}
+        V = W[..., L:, :]
+        V[...] = chunk_view(v, bs, sl, hs)
+        P = np.matmul(X, _mT(S), out=token_major(X.shape))
+        P += M[..., L:] @ V  # [(A ⊙ e^{c_{t-1}}) S0ᵀ + M_ak V; (R ⊙ e^{c}) S0ᵀ + M_rk V]
+        Tinv = unit_lower_inverse(-M[..., :L, :L])
+        SA = np.matmul(Tinv, P[..., :L, :], out=W[..., :L, :])  # rows sa_tᵀ = (S_{t-1} a_t)ᵀ
+        Y = P[..., L:, :]
+        Y += M[..., L:, :L] @ SA
+        chunk_view(y, bs, sl, hs)[...] = Y
+        S *= dec.EL
+        S += _mT(W) @ tails
 
 
 def fast_wkv7(r, k, v, a, b, lw, state=None, *, chunk: int = CHUNK, workers: int | None = None) -> dict:
@@ -126,62 +130,50 @@ def fast_wkv7(r, k, v, a, b, lw, state=None, *, chunk: int = CHUNK, workers: int
     (the UT / WY transform; ``M_ab`` is strictly lower, so ``I - M_ab`` is unit lower-triangular
     and is inverted in float64 by :func:`unit_lower_inverse`).
     """
-    r, k, v, a, b, lw = _f64(r, k, v, a, b, lw)
-    S = initial_state(state, k, v)
-    y = np.empty(v.shape)
-
-    c = chunk_cumsum(lw, chunk)
-
-    def work(bs, hs):
-        S[bs, hs] = _wkv7_chunks(*(x[bs, :, hs] for x in (r, k, v, a, b, c)), S[bs, hs], y[bs, :, hs], chunk)
-
-    _over_groups(work, k.shape[0], k.shape[2], workers, GROUP_HEADS)
-    return {"y": y, "state": S}
+    r, k, v, a, b, lw = (np.asarray(x) for x in (r, k, v, a, b, lw))
+    return _run_groups(_wkv7_chunks, (r, k, v, a, b, lw), state, k, v, workers, chunk=chunk)
 
 
-def _gdn_chunks(q, k, v, g, beta, S, y, chunk: int) -> np.ndarray:
-    """The chunks of :func:`fast_gdn` for one group of heads (writes ``y`` unscaled, returns the state)."""
+def _gdn_chunks(q, k, v, g, beta, S, y, bs, hs, chunk: int, scale: float) -> None:
+    """The chunks of :func:`fast_gdn` for the (batch, head) pairs ``bs × hs`` (writes ``y`` and ``S``)."""
+    S = S[bs, hs]  # a view: updated in place
+    N = S.shape[-1]
     for sl in _chunks(k.shape[1], chunk):
-        qc, kc, vc = _tok(q, sl), _tok(k, sl), _tok(v, sl)
-        G = np.cumsum(g[:, sl].transpose(0, 2, 1), axis=-1)  # [B, H, L]
-        bt = beta[:, sl].transpose(0, 2, 1)[..., None]  # [B, H, L, 1]
-        L = G.shape[-1]
-        causal = np.tri(L, dtype=bool)
-        Gam = np.exp(np.where(causal, G[..., :, None] - G[..., None, :], -np.inf))  # e^{G_t - G_s}, s <= t
-        A = bt * (kc @ _mT(kc)) * Gam * np.tri(L, k=-1)
-        eG = np.exp(G)[..., None]
-        Tinv = unit_lower_inverse(A)
-        U = tril_matmul(Tinv, bt * vc)
-        U -= tril_matmul(Tinv, bt * eG * kc) @ _mT(S)  # u_t = β_t (v_t - e^{g_t} S_{t-1} k_t)
-        Y = (qc * eG) @ _mT(S)
-        Y += tril_matmul((qc @ _mT(kc)) * Gam, U)
-        y[:, sl] = Y.transpose(0, 2, 1, 3)
-        GL = G[..., -1:, None]
-        S = S * np.exp(GL) + _mT(U) @ (kc * np.exp(GL - G[..., None]))
-    return S
+        qc, kc, vc = (chunk_view(x, bs, sl, hs) for x in (q, k, v))
+        dec = ChunkDecay.of(chunk_view(g, bs, sl, hs)[..., None])  # one decay for every key: [b, h, L, 1]
+        bt = chunk_view(beta, bs, sl, hs)[..., None]
+        L = dec.L
+        # X = [K ⊙ e^{G}; Q ⊙ e^{G}], M = [K Kᵀ ⊙ Γ; Q Kᵀ ⊙ Γ] (causal), tails = K ⊙ e^{G_L - G}
+        M, X, tails = dec.scores([(kc, True), (qc, True)], [kc])
+        Tinv = unit_lower_inverse(bt * M[..., :L, :])  # (I + A)⁻¹; A's diagonal is not read
+        R = np.empty((*X.shape[:-2], L, 2 * N))
+        np.multiply(bt, vc, out=R[..., :N], dtype=np.float64)  # both may be float32 inputs
+        np.multiply(bt, X[..., :L, :], out=R[..., N:])
+        TR = Tinv @ R
+        U = TR[..., :N]
+        U -= TR[..., N:] @ _mT(S)  # u_t = β_t (v_t - e^{g_t} S_{t-1} k_t)
+        Y = X[..., L:, :] @ _mT(S)
+        Y += M[..., L:, :] @ U
+        Y *= scale
+        chunk_view(y, bs, sl, hs)[...] = Y
+        S *= dec.EL
+        S += _mT(U) @ tails
 
 
 def fast_gdn(q, k, v, g, beta, scale, state=None, *, chunk: int = CHUNK, workers: int | None = None) -> dict:
     """Gated DeltaNet: ``S' = e^{g_t} S``, ``u_t = β_t (v_t - S' k_t)``, ``S_t = S' + u_t k_tᵀ``,
     ``y_t = scale · S_t q_t``.
 
-    Inside a chunk, ``G`` the cumulative ``g`` and ``Γ[t, s] = e^{G_t - G_s}`` (``s ≤ t``)::
+    Inside a chunk, ``G`` the cumulative ``g`` and ``Γ[t, s] = e^{G_t - G_s}`` (``s ≤ t``, factored
+    like the per-key decays of ChunkDecay with one decay for all keys)::
 
         (I + A) U = diag(β) V - diag(β e^{G}) K S0ᵀ,   A = tril₋₁(diag(β) (K Kᵀ ⊙ Γ))
         Y = scale · ((Q ⊙ e^{G}) S0ᵀ + (Q Kᵀ ⊙ Γ) U),   S_L = e^{G_L} S0 + Uᵀ (K ⊙ e^{G_L - G})
 
-    (the WY form: ``T = (I + A)⁻¹`` is applied to ``[β e^G K, β V]`` once per chunk).
+    (the WY form: ``T = (I + A)⁻¹`` is applied to ``[β V, β e^G K]`` once per chunk).
     """
-    q, k, v, g, beta = _f64(q, k, v, g, beta)
-    S = initial_state(state, k, v)
-    y = np.empty(v.shape)
-
-    def work(bs, hs):
-        S[bs, hs] = _gdn_chunks(*(x[bs, :, hs] for x in (q, k, v, g, beta)), S[bs, hs], y[bs, :, hs], chunk)
-
-    _over_groups(work, k.shape[0], k.shape[2], workers, GROUP_HEADS)
-    y *= scale
-    return {"y": y, "state": S}
+    q, k, v, g, beta = (np.asarray(x) for x in (q, k, v, g, beta))
+    return _run_groups(_gdn_chunks, (q, k, v, g, beta), state, k, v, workers, chunk=chunk, scale=float(scale))
 
 
 # ---- wkv4: per-channel weighted averages ---------------------------------------------------------
@@ -213,7 +205,7 @@ def _wkv4_chunks(k, v, W, u, a, b, p, y, chunk: int):
     return a, b, p
 
 
-def fast_wkv4(k, v, w4, u, aa=None, bb=None, pp=None, *, chunk: int = CHUNK,
+def fast_wkv4(k, v, w4, u, aa=None, bb=None, pp=None, *, chunk: int = CHUNK_WKV4,
               workers: int | None = None) -> dict:
     """RWKV-4: ``y_t = (e^{p} a + e^{u+k_t} v_t) / (e^{p} b + e^{u+k_t})`` over the state before ``t``.
 

@@ -15,7 +15,7 @@ from wkvoracle._chunked import ChunkDecay, unit_lower_inverse
 EDGE = {"wkv4": ("lw0", "lwneg"), "wkv6": ("lw0", "lwneg", "const"), "gla": ("lw0", "lwneg"),
         "wkv7": ("lw0", "lwneg", "beta0", "beta1"), "gdn": ("lw0", "lwneg", "beta0", "beta1")}
 CASES = [(op, d) for op in ("wkv4", "wkv6", "wkv7", "gla", "gdn") for d in (*DOMAINS, *EDGE[op])]
-CHUNKS = (1, 7, 16, 64)
+CHUNKS = (1, 7, 16, 32, 64)
 
 
 def _run_inputs(op, domain, T, h0, seed=0):
@@ -43,7 +43,7 @@ def test_fast_matches_recurrence(op, domain):
 
 @pytest.mark.parametrize("op", ("wkv6", "wkv7", "gla", "gdn"))
 def test_fast_matches_recurrence_at_head_size_64(op):
-    """The default chunk (64) at N = 64, strong decays included (the split path)."""
+    """The default chunk at N = 64, strong decays included (the split path)."""
     for domain in ("model", "stress", "lwneg"):
         x = _inputs(op, domain, T=150, N=64)
         assert _worst(ORACLES[op](**x), FAST[op](**x)) <= TOL, domain
@@ -86,11 +86,29 @@ def test_reading_the_wrong_state_fails(op):
 
 def test_unit_lower_inverse():
     rng = np.random.default_rng(0)
-    for n in (1, 5, 16, 37, 64):
+    for n in (1, 2, 5, 16, 37, 64):
         A = np.tril(0.3 * rng.standard_normal((3, 2, n, n)), -1)
         X = unit_lower_inverse(A)
         assert rel(X, np.linalg.inv(np.eye(n) + A)) <= TOL
         assert np.array_equal(X, np.tril(X))
+        # the diagonal and the upper triangle of A are never read (the delta rules pass whole score blocks)
+        assert np.array_equal(unit_lower_inverse(A + np.triu(rng.standard_normal(A.shape))), X)
+
+
+@pytest.mark.parametrize("op", ("wkv6", "wkv7", "gla", "gdn"))
+def test_inputs_in_any_float_dtype_give_the_same_result(op):
+    """Chunks are gathered into float64 blocks from the inputs' own dtype: float32 inputs give exactly
+    what their float64 conversion gives, and a non-contiguous input what its contiguous copy gives."""
+    x = _run_inputs(op, "model", 37, True)
+    f32 = {n: (a.astype(np.float32) if isinstance(a, np.ndarray) and n != "state" else a)
+           for n, a in x.items()}
+    f64 = {n: (a.astype(np.float64) if isinstance(a, np.ndarray) else a) for n, a in f32.items()}
+    strided = {n: (np.asfortranarray(a) if isinstance(a, np.ndarray) else a) for n, a in f64.items()}
+    want = FAST[op](**f64)
+    for other in (f32, strided):
+        got = FAST[op](**other)
+        for n in want:
+            assert np.array_equal(got[n], want[n]), n
 
 
 @pytest.mark.parametrize("op", ("wkv4", "wkv7", "gdn"))

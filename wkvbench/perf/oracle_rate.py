@@ -1,0 +1,134 @@
+"""The fast float64 oracle's speed at the prefill shape, against NumPy's own float64 matmul rate.
+
+``python -m wkvbench.perf.oracle_rate [--output FILE] [--op OP ...] [--chunk C]`` measures, on this
+machine:
+
+- **NumPy's float64 matmul rate**: a 2048³ product, best of three, with NumPy's default threads (what
+  "the machine's matmul rate" means);
+- **each operator's oracle** (``wkvoracle.FAST``) on the prefill benchmark shape's inputs
+  (``bench_inputs``, bf16, seed 0: B8-T4096-H32-N64, wkv4 B8-T4096-C2048), its first call and a
+  second one, in a child process configured as the at-size judge runs it (``wkvbench.perf.at_size``):
+  one BLAS thread, the oracle's own threads over every core.
+
+The rate of an oracle call is ``roofline.flops(op, "chunk", B, T, H, N, C=64)`` (the chunked form's
+FLOP count, the same for every chunk length the oracle may use) over its time, and the goal is a
+third of the matmul rate (the ``goal`` column; ``wkv4`` is elementwise and has no such goal). The JSON
+keeps every figure with the machine's provenance; ``docs/verification.md`` quotes the committed one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+OPS = ("wkv4", "wkv6", "wkv7", "gla", "gdn")
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def matmul_gflops(n: int = 2048, reps: int = 3) -> float:
+    """NumPy's float64 ``n³`` matmul rate in this process (best of ``reps``), GFLOP/s."""
+    import numpy as np
+
+    a = np.random.default_rng(0).standard_normal((n, n))
+    a @ a
+    best = min(_seconds(lambda: a @ a) for _ in range(reps))
+    return 2 * n**3 / best / 1e9
+
+
+def _seconds(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def measure_op(op: str, chunk: int | None = None, shape_set: str = "prefill") -> dict:
+    """One operator's oracle at a benchmark shape (the prefill set's by default): the first and the
+    second call, seconds and GFLOP/s."""
+    from wkvkernels.cases import Case
+    from wkvkernels.ops import default_state, round_inputs
+    from wkvoracle import FAST
+
+    from .roofline import flops
+    from .shapes import bench_inputs, set_shape
+
+    shape = set_shape(shape_set, op)
+    case = Case(op, "model", shape, "bf16", 0)
+    x = round_inputs(op, bench_inputs(case), "bf16")
+    x = {**default_state(op, x), **x}
+    kw = {} if chunk is None else {"chunk": chunk}
+    first = _seconds(lambda: FAST[op](**x, **kw))
+    second = _seconds(lambda: FAST[op](**x, **kw))
+    nflops = flops(op, "chunk", shape.B, shape.T, shape.H, shape.N)
+    return {"case": case.id, "first_s": round(first, 3), "second_s": round(second, 3),
+            "gflops": round(nflops / first / 1e9, 2), "gflops_second": round(nflops / second / 1e9, 2),
+            "flops": nflops}
+
+
+def _child(ops: list[str], chunk: int | None, shape_set: str) -> None:
+    for op in ops:
+        print(json.dumps({op: measure_op(op, chunk, shape_set)}), flush=True)
+
+
+def run(ops=OPS, chunk: int | None = None, shape_set: str = "prefill") -> dict:
+    """Measure the matmul rate here and every oracle in a child process (one BLAS thread)."""
+    from ..results.provenance import provenance
+
+    rate = matmul_gflops()
+    env = {**os.environ, **dict.fromkeys(THREAD_VARS, "1")}
+    cmd = [sys.executable, "-m", "wkvbench.perf.oracle_rate", "--child", "--set", shape_set, *ops]
+    if chunk is not None:
+        cmd += ["--chunk", str(chunk)]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+    rows = {}
+    for line in out.splitlines():
+        rows.update(json.loads(line))
+    for op, row in rows.items():
+        row["of_goal"] = None if op == "wkv4" else round(row["gflops"] / (rate / 3), 3)
+    return {"shape_set": shape_set, "chunk": chunk, "matmul_gflops": round(rate, 1),
+            "goal_gflops": round(rate / 3, 1), "ops": rows, "provenance": provenance()}
+
+
+def table(doc: dict) -> str:
+    lines = [f"NumPy float64 matmul {doc['matmul_gflops']} GFLOP/s; "
+             f"goal a third: {doc['goal_gflops']} GFLOP/s",
+             f"{'case':38s} {'first s':>8s} {'second s':>9s} {'GFLOP/s':>8s} {'of goal':>8s}"]
+    for r in doc["ops"].values():
+        goal = "-" if r["of_goal"] is None else f"{100 * r['of_goal']:.0f} %"
+        lines.append(f"{r['case']:38s} {r['first_s']:8.2f} {r['second_s']:9.2f} {r['gflops']:8.1f} "
+                     f"{goal:>8s}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m wkvbench.perf.oracle_rate",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("ops", nargs="*", metavar="OP",
+                   help=f"operators among {', '.join(OPS)} (default: all)")
+    p.add_argument("--chunk", type=int, help="the oracle's chunk length (default: its own)")
+    p.add_argument("--set", dest="shape_set", default="prefill",
+                   help="benchmark shape set (default: prefill)")
+    p.add_argument("--output", help="write the JSON here")
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    unknown = sorted(set(a.ops) - set(OPS))
+    if unknown:
+        p.error(f"unknown operator {', '.join(unknown)}; known: {', '.join(OPS)}")
+    ops = a.ops or list(OPS)
+    if a.child:
+        _child(ops, a.chunk, a.shape_set)
+        return 0
+    doc = run(ops, a.chunk, a.shape_set)
+    print(table(doc))
+    if a.output:
+        with open(a.output, "w") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
