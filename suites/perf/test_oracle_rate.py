@@ -8,12 +8,14 @@ import json
 import pytest
 
 from wkvbench.perf import oracle_rate
+from wkvbench.results.model import read
 
 
 def test_the_rate_of_each_oracle_and_its_goal(tmp_path, capsys):
     out = tmp_path / "rate.json"
     assert oracle_rate.main(["wkv4", "wkv7", "--set", "quick", "--output", str(out)]) == 0
     doc = json.loads(out.read_text())
+    assert doc["schema"] == "wkvbench.oracle-rate/1"
     assert doc["matmul_gflops"] > 0 and doc["goal_gflops"] == pytest.approx(doc["matmul_gflops"] / 3, abs=0.1)
     assert set(doc["ops"]) == {"wkv4", "wkv7"}
     w7 = doc["ops"]["wkv7"]
@@ -25,6 +27,7 @@ def test_the_rate_of_each_oracle_and_its_goal(tmp_path, capsys):
     assert doc["ops"]["wkv4"]["of_goal"] is None  # elementwise: no matmul goal
     assert doc["provenance"]["machine"]
     assert "of goal" in capsys.readouterr().out
+    assert read(out).schema == doc["schema"]  # a results file of the one typed model
 
 
 def test_an_unknown_operator_is_refused(capsys):

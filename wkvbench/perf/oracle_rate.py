@@ -76,6 +76,7 @@ def _child(ops: list[str], chunk: int | None, shape_set: str) -> None:
 def run(ops=OPS, chunk: int | None = None, shape_set: str = "prefill") -> dict:
     """Measure the matmul rate here and every oracle in a child process (one BLAS thread)."""
     from ..results.provenance import provenance
+    from ..results.schemas import ORACLE_RATE
 
     rate = matmul_gflops()
     env = {**os.environ, **dict.fromkeys(THREAD_VARS, "1")}
@@ -88,7 +89,7 @@ def run(ops=OPS, chunk: int | None = None, shape_set: str = "prefill") -> dict:
         rows.update(json.loads(line))
     for op, row in rows.items():
         row["of_goal"] = None if op == "wkv4" else round(row["gflops"] / (rate / 3), 3)
-    return {"shape_set": shape_set, "chunk": chunk, "matmul_gflops": round(rate, 1),
+    return {"schema": ORACLE_RATE, "shape_set": shape_set, "chunk": chunk, "matmul_gflops": round(rate, 1),
             "goal_gflops": round(rate / 3, 1), "ops": rows, "provenance": provenance()}
 
 
@@ -124,9 +125,11 @@ def main(argv=None) -> int:
     doc = run(ops, a.chunk, a.shape_set)
     print(table(doc))
     if a.output:
-        with open(a.output, "w") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
+        from pathlib import Path
+
+        from ..results.schemas import atomic_write
+
+        atomic_write(Path(a.output), json.dumps(doc, indent=1) + "\n")
     return 0
 
 

@@ -17,7 +17,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypedDict
 
-from .schemas import BENCH, GATE, NOISE, PROPERTIES, RUN, SANITIZE, STABILITY, VERIFY, partial_rows, read_text
+from .schemas import (
+    BENCH,
+    GATE,
+    NOISE,
+    ORACLE_RATE,
+    PROPERTIES,
+    RUN,
+    SANITIZE,
+    STABILITY,
+    VERIFY,
+    partial_rows,
+    read_text,
+)
 
 
 class Provenance(TypedDict, total=False):
@@ -172,6 +184,7 @@ KINDS: dict[str, Kind] = {k.schema: k for k in (
     Kind(GATE, "decisions", frozenset({"category", "variant", "verdict"})),
     Kind(NOISE, "rows", frozenset({"variant", "case"})),
     Kind(SANITIZE, "runs", frozenset({"variant", "tool"})),
+    Kind(ORACLE_RATE, None),  # python -m wkvbench.perf.oracle_rate: one dict per operator under "ops"
 )}
 
 
