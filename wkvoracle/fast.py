@@ -56,6 +56,13 @@ def _f64(*xs):
     return tuple(np.asarray(x, np.float64) for x in xs)
 
 
+def _as_read(*xs) -> tuple[np.ndarray, ...]:
+    """The inputs as arrays read in place: float16/32/64 as they are (every chunk is read into float64
+    work arrays), any other dtype (integers, bfloat16 extension types) converted to float64 once."""
+    out = tuple(np.asarray(x) for x in xs)
+    return tuple(x if x.dtype in (np.float16, np.float32, np.float64) else x.astype(np.float64) for x in out)
+
+
 def _run_groups(chunks_fn, inputs, state, k, v, workers, **kw) -> dict:
     """Run ``chunks_fn(*inputs, S, y, bs, hs, **kw)`` over groups of (batch, head) pairs in threads
     (it writes their outputs into ``y`` and their states into ``S`` in place); the inputs stay as
@@ -74,7 +81,7 @@ def fast_wkv6(r, k, v, lw, u, state=None, *, chunk: int = CHUNK, workers: int | 
     Chunked: ``Y = (R ⊙ e^{c_{t-1}}) S0ᵀ + (tril₋₁(R̃ K̃ᵀ) + diag(r_t·(u⊙k_t))) V`` with the
     factored scores ``R̃ K̃ᵀ[t, s] = Σ_j r_t[j] k_s[j] e^{c_{t-1}[j] - c_s[j]}`` (see ChunkDecay).
     """
-    r, k, v, lw = (np.asarray(x) for x in (r, k, v, lw))
+    r, k, v, lw = _as_read(r, k, v, lw)
     return _run_groups(diagonal_chunks, (r, k, v, lw), state, k, v, workers, chunk=chunk, inclusive=False,
                        u=np.asarray(u, np.float64))
 
@@ -85,7 +92,7 @@ def fast_gla(q, k, v, lw, scale, state=None, *, chunk: int = CHUNK, workers: int
     Chunked: ``Y = scale · ((Q ⊙ e^{c}) S0ᵀ + tril(Q̃ K̃ᵀ) V)``, with
     ``Q̃ K̃ᵀ[t, s] = Σ_j q_t[j] k_s[j] e^{c_t[j] - c_s[j]}``.
     """
-    q, k, v, lw = (np.asarray(x) for x in (q, k, v, lw))
+    q, k, v, lw = _as_read(q, k, v, lw)
     return _run_groups(diagonal_chunks, (q, k, v, lw), state, k, v, workers, chunk=chunk, inclusive=True,
                        scale=float(scale))
 
@@ -130,7 +137,7 @@ def fast_wkv7(r, k, v, a, b, lw, state=None, *, chunk: int = CHUNK, workers: int
     (the UT / WY transform; ``M_ab`` is strictly lower, so ``I - M_ab`` is unit lower-triangular
     and is inverted in float64 by :func:`unit_lower_inverse`).
     """
-    r, k, v, a, b, lw = (np.asarray(x) for x in (r, k, v, a, b, lw))
+    r, k, v, a, b, lw = _as_read(r, k, v, a, b, lw)
     return _run_groups(_wkv7_chunks, (r, k, v, a, b, lw), state, k, v, workers, chunk=chunk)
 
 
@@ -172,7 +179,7 @@ def fast_gdn(q, k, v, g, beta, scale, state=None, *, chunk: int = CHUNK, workers
 
     (the WY form: ``T = (I + A)⁻¹`` is applied to ``[β V, β e^G K]`` once per chunk).
     """
-    q, k, v, g, beta = (np.asarray(x) for x in (q, k, v, g, beta))
+    q, k, v, g, beta = _as_read(q, k, v, g, beta)
     return _run_groups(_gdn_chunks, (q, k, v, g, beta), state, k, v, workers, chunk=chunk, scale=float(scale))
 
 

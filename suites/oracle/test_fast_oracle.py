@@ -97,18 +97,19 @@ def test_unit_lower_inverse():
 
 @pytest.mark.parametrize("op", ("wkv6", "wkv7", "gla", "gdn"))
 def test_inputs_in_any_float_dtype_give_the_same_result(op):
-    """Chunks are gathered into float64 blocks from the inputs' own dtype: float32 inputs give exactly
-    what their float64 conversion gives, and a non-contiguous input what its contiguous copy gives."""
+    """Chunks are read in place into float64 work arrays from the inputs' own dtype: float16 and float32
+    inputs give exactly what their float64 conversion gives, and a non-contiguous input what its
+    contiguous copy gives."""
     x = _run_inputs(op, "model", 37, True)
-    f32 = {n: (a.astype(np.float32) if isinstance(a, np.ndarray) and n != "state" else a)
-           for n, a in x.items()}
-    f64 = {n: (a.astype(np.float64) if isinstance(a, np.ndarray) else a) for n, a in f32.items()}
-    strided = {n: (np.asfortranarray(a) if isinstance(a, np.ndarray) else a) for n, a in f64.items()}
-    want = FAST[op](**f64)
-    for other in (f32, strided):
-        got = FAST[op](**other)
-        for n in want:
-            assert np.array_equal(got[n], want[n]), n
+    for low in (np.float16, np.float32):
+        lowx = {n: (a.astype(low) if isinstance(a, np.ndarray) and n != "state" else a) for n, a in x.items()}
+        f64 = {n: (a.astype(np.float64) if isinstance(a, np.ndarray) else a) for n, a in lowx.items()}
+        strided = {n: (np.asfortranarray(a) if isinstance(a, np.ndarray) else a) for n, a in f64.items()}
+        want = FAST[op](**f64)
+        for other in (lowx, strided):
+            got = FAST[op](**other)
+            for n in want:
+                assert np.array_equal(got[n], want[n]), (low, n)
 
 
 @pytest.mark.parametrize("op", ("wkv4", "wkv7", "gdn"))
