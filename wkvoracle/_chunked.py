@@ -21,7 +21,7 @@ import numpy as np
 CHUNK = 32  # tokens per chunk: at the prefill shape wkv6/gla run alike at 32 and 64, wkv7/gdn faster at 32
 CHUNK_WKV4 = 16  # wkv4's elementwise form: 16 is fastest (docs/verification.md)
 SAFE_LOG_RANGE = 300.0  # largest |cumulative log decay| factored as e^{c_t} e^{-c_s} (module docstring)
-GROUP_HEADS = 32  # (batch, head) pairs per thread task: one chunk's blocks stay in cache
+GROUP_HEADS = 32  # (batch, head) pairs per thread task: smaller ones fit the cache but cost more NumPy calls
 GROUP_CHANNELS = 1024  # (batch, channel) pairs per wkv4 task
 
 
@@ -62,9 +62,9 @@ def _mT(x):
 
 def chunk_view(x: np.ndarray, bs: slice, sl: slice, hs: slice) -> np.ndarray:
     """Tokens ``sl`` of the (batch, head) pairs ``bs × hs`` of a per-token tensor `[B, T, H, ...]`
-    as a view `[b, h, L, ...]`, no copy: the first elementwise operation on it writes a contiguous
-    float64 block, and NumPy's matrix products read its `[L, N]` matrices in place (their rows are
-    ``H·N`` apart)."""
+    as a view `[b, h, L, ...]`, no copy: the first elementwise operation on it writes a float64 work
+    array (:func:`token_major`), and NumPy's matrix products read its `[L, N]` matrices in place (their
+    rows are ``H·N`` apart)."""
     return x[bs, sl, hs].swapaxes(1, 2)
 
 
@@ -84,7 +84,7 @@ def unit_lower_inverse(A: np.ndarray) -> np.ndarray:
     X = np.zeros((*lead, m, m))
     d = np.arange(m)
     X[..., d, d] = 1.0
-    Ap = A if m == n else np.zeros((*lead, m, m))
+    Ap = np.ascontiguousarray(A) if m == n else np.zeros((*lead, m, m))  # its blocks are views
     if m != n:
         Ap[..., :n, :n] = A
     s = 1
@@ -101,7 +101,7 @@ def unit_lower_inverse(A: np.ndarray) -> np.ndarray:
 
 def _diagonal_blocks(X: np.ndarray, nb: int, size: int) -> np.ndarray:
     """A writeable view `[..., nb, size, size]` of the ``nb`` diagonal blocks of a C-contiguous ``X``."""
-    X = X if X.flags.c_contiguous else np.ascontiguousarray(X)
+    assert X.flags.c_contiguous
     m, it = X.shape[-1], X.itemsize
     return np.ndarray((*X.shape[:-2], nb, size, size), X.dtype, X, 0,
                       (*X.strides[:-2], size * (m + 1) * it, m * it, it))

@@ -69,9 +69,8 @@ def _run_groups(chunks_fn, inputs, state, k, v, workers, **kw) -> dict:
     given, in their own dtype and strides (``chunk_view``)."""
     S = initial_state(state, k, v)
     y = np.empty(v.shape)
-    B, _, H, N = v.shape
-
-    _over_groups(lambda bs, hs: chunks_fn(*inputs, S, y, bs, hs, **kw), B, H, workers, GROUP_HEADS)
+    _over_groups(lambda bs, hs: chunks_fn(*inputs, S, y, bs, hs, **kw), v.shape[0], v.shape[2], workers,
+                 GROUP_HEADS)
     return {"y": y, "state": S}
 
 
@@ -153,7 +152,7 @@ def _gdn_chunks(q, k, v, g, beta, S, y, bs, hs, chunk: int, scale: float) -> Non
         # X = [K ⊙ e^{G}; Q ⊙ e^{G}], M = [K Kᵀ ⊙ Γ; Q Kᵀ ⊙ Γ] (causal), tails = K ⊙ e^{G_L - G}
         M, X, tails = dec.scores([(kc, True), (qc, True)], [kc])
         Tinv = unit_lower_inverse(bt * M[..., :L, :])  # (I + A)⁻¹; A's diagonal is not read
-        R = np.empty((*X.shape[:-2], L, 2 * N))
+        R = token_major((*X.shape[:-2], L, 2 * N))
         np.multiply(bt, vc, out=R[..., :N], dtype=np.float64)  # both may be float32 inputs
         np.multiply(bt, X[..., :L, :], out=R[..., N:])
         TR = Tinv @ R
