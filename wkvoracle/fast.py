@@ -6,7 +6,8 @@ It computes the same math as the per-step recurrences, reordered so that the wor
 matrix products over a group of heads of one chunk of ``chunk`` tokens; the Python loop runs over
 the ``T / chunk`` chunks only, never over tokens. Heads (wkv4: channels) are independent, so they
 are split into groups run in ``workers`` threads (NumPy releases the GIL); a group's result does
-not depend on the number of threads. The inputs are read in place in their own dtype and layout.
+not depend on the number of threads. The inputs are read in place in their own dtype and layout
+(wkv4's: converted to float64 once).
 For full speed give each thread one BLAS thread (``OPENBLAS_NUM_THREADS=1``, as the at-size judge
 does): the matrices are small, and BLAS's own threads only contend with the oracle's.
 It is tested against the recurrences to ≤ 1e-12 relative (``suites/oracle/test_fast_oracle.py``).

@@ -1,7 +1,7 @@
 """The fast float64 oracle's speed at the prefill shape, against NumPy's own float64 matmul rate.
 
-``python -m wkvbench.perf.oracle_rate [--output FILE] [--op OP ...] [--chunk C]`` measures, on this
-machine:
+``python -m wkvbench.perf.oracle_rate [OP ...] [--output FILE] [--chunk C] [--set SET]`` measures, on
+this machine:
 
 - **NumPy's float64 matmul rate**: a 2048³ product, best of five, with NumPy's default threads (what
   "the machine's matmul rate" means), before and after the oracles; the goal uses the higher of the
@@ -14,7 +14,8 @@ machine:
 
 The rate of an oracle call is ``roofline.flops(op, "chunk", B, T, H, N, C=64)`` (the chunked form's
 FLOP count, the same for every chunk length the oracle may use) over its time, and the goal is a
-third of the matmul rate (the ``goal`` column; ``wkv4`` is elementwise and has no such goal). The JSON
+third of the matmul rate (the ``of goal`` column; an operator without a chunked matrix form in its
+``OpSpec``, ``wkv4``, is elementwise and has no such goal). The JSON
 keeps every figure with the machine's provenance; ``docs/verification.md`` quotes the committed one.
 """
 
@@ -27,8 +28,12 @@ import subprocess
 import sys
 import time
 
-OPS = ("wkv4", "wkv6", "wkv7", "gla", "gdn")
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+from wkvkernels.ops import op_spec
+from wkvoracle import FAST
+
+from .at_size import THREAD_VARS
+
+OPS = tuple(FAST)
 
 
 def matmul_gflops(n: int = 2048, reps: int = 5) -> float:
@@ -52,7 +57,6 @@ def measure_op(op: str, chunk: int | None = None, shape_set: str = "prefill") ->
     second call, seconds and GFLOP/s."""
     from wkvkernels.cases import Case
     from wkvkernels.ops import default_state, round_inputs
-    from wkvoracle import FAST
 
     from .roofline import flops
     from .shapes import bench_inputs, set_shape
@@ -92,7 +96,8 @@ def run(ops=OPS, chunk: int | None = None, shape_set: str = "prefill") -> dict:
     after = matmul_gflops()
     rate = max(before, after)
     for op, row in rows.items():
-        row["of_goal"] = None if op == "wkv4" else round(row["gflops"] / (rate / 3), 3)
+        matrix_form = op_spec(op).chunk_flops is not None
+        row["of_goal"] = round(row["gflops"] / (rate / 3), 3) if matrix_form else None
     return {"schema": ORACLE_RATE, "shape_set": shape_set, "chunk": chunk, "matmul_gflops": round(rate, 1),
             "matmul_gflops_before_after": [round(before, 1), round(after, 1)],
             "goal_gflops": round(rate / 3, 1), "ops": rows, "provenance": provenance()}
