@@ -117,6 +117,25 @@ def test_merge_joins_shards_of_one_machine_only(tmp_path):
         merge([a, b], tmp_path / "m.json")
 
 
+def test_merged_rows_name_the_gpu_each_shard_ran_on(tmp_path):
+    """A box of several GPUs: every row says which GPU timed it, and the merged provenance lists each
+    GPU's identity (index, UUID, PCI address)."""
+    paths = []
+    for i in (0, 1):
+        doc = _bench_doc("H100", [{"variant": f"v{i}", "shape_set": "quick", "dtype": "bf16", "status": "OK"}])
+        doc["provenance"]["gpu"] = {"name": "H100", "count": 1, "visible": str(i),
+                                    "devices": [{"index": str(i), "uuid": f"GPU-{i}", "pci": f"0000:{i}:00"}]}
+        paths.append(tmp_path / f"s{i}.json")
+        paths[-1].write_text(json.dumps(doc))
+    doc = merge(paths, tmp_path / "m.json")
+    assert [(r["variant"], r["gpu"]) for r in doc["rows"]] == [("v0", "0"), ("v1", "1")]
+    gpu = doc["provenance"]["gpu"]
+    assert gpu["count"] == 2 and gpu["visible"] == "0,1" and [d["uuid"] for d in gpu["devices"]] == ["GPU-0", "GPU-1"]
+    # merged again with a later pass (ggml's rows): the rows keep their GPU
+    doc = merge([tmp_path / "m.json", paths[1]], tmp_path / "m.json")
+    assert [(r["variant"], r["gpu"]) for r in doc["rows"]] == [("v0", "0"), ("v1", "1")]
+
+
 @pytest.mark.parametrize("argv,msg", [
     (["--set", "huge"], "unknown shape set"),
     (["--shard", "2/2"], "--shard must read i/n"),

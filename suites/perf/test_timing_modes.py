@@ -6,6 +6,8 @@ cannot be captured, and the forced settings honoured."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("torch")
@@ -136,8 +138,9 @@ def test_the_stability_phase_times_ggml_in_a_process_of_its_own(tmp_path):
         def __init__(self, codes):
             self.codes, self.started = codes, []
 
-        def start(self, name, cmd):
+        def start(self, name, cmd, env=None):
             self.started.append((name, cmd))
+            self.envs = [*getattr(self, "envs", []), env]
             return name
 
         def wait(self, name):
@@ -150,6 +153,52 @@ def test_the_stability_phase_times_ggml_in_a_process_of_its_own(tmp_path):
     assert (first, second) == ("stability", "stability-ggml")
     assert a[-2:] == ["--exclude", "*.ggml.*"] and b[-2:] == ["--variant", "*.ggml.*"]
     assert run_checks(FakeProcs({"stability": 0, "stability-ggml": 1}), tmp_path / "b.json", out, 5)[0]
+
+
+def test_the_stability_phase_gives_each_gpu_a_share_of_the_rows_and_joins_them(tmp_path, monkeypatch):
+    """A box of several GPUs: one process per GPU at a time (CUDA_VISIBLE_DEVICES, ``--shard i/n``), ggml's
+    after the others on each; the GPUs' files are joined into one with every row and every GPU's identity."""
+    import json
+
+    from wkvbench.perf.stability import run_checks
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    out = tmp_path / "stability.json"
+
+    def part(i, rows):
+        dev = {"index": str(i), "uuid": f"GPU-{i}", "pci": None}
+        return {"schema": "wkvbench.stability/1", "bench": "bench.json", "repeats": 5,
+                "provenance": {"gpu": {"name": "H100", "count": 1, "visible": str(i), "devices": [dev]}},
+                "rows": [{"variant": v, "shape_set": "decode", "dtype": "bf16", "ok": ok, "gpu": str(i)}
+                         for v, ok in rows]}
+
+    class FakeProcs:
+        logs = tmp_path
+
+        def __init__(self):
+            self.started = []
+
+        def start(self, name, cmd, env=None):
+            self.started.append((name, cmd, env))
+            i = int(cmd[cmd.index("--shard") + 1].split("/")[0])
+            if "--exclude" in cmd:  # the worker writes its own file
+                Path(cmd[cmd.index("--output") + 1]).write_text(json.dumps(part(i, [(f"v{i}", i == 0)])))
+            return name
+
+        def wait(self, name):
+            return 0
+
+    procs = FakeProcs()
+    ok, detail = run_checks(procs, tmp_path / "bench.json", out, 5, ngpu=2)
+    assert ok and "1/2 rows within the targets" in detail and "on 2 GPUs" in detail
+    assert [n for n, _, _ in procs.started] == ["stability-gpu0", "stability-gpu1",
+                                               "stability-ggml-gpu0", "stability-ggml-gpu1"]
+    assert [e["CUDA_VISIBLE_DEVICES"] for _, _, e in procs.started] == ["0", "1", "0", "1"]
+    assert [c[c.index("--shard") + 1] for _, c, _ in procs.started] == ["0/2", "1/2", "0/2", "1/2"]
+    doc = json.loads(out.read_text())
+    assert [(r["variant"], r["gpu"]) for r in doc["rows"]] == [("v0", "0"), ("v1", "1")]
+    assert [d["uuid"] for d in doc["provenance"]["gpu"]["devices"]] == ["GPU-0", "GPU-1"]
+    assert not list(tmp_path.glob("stability.gpu*.json"))  # joined, then removed
 
 
 def test_captures_stop_where_the_gpu_memory_runs_out(monkeypatch):

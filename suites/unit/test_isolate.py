@@ -110,6 +110,20 @@ def test_in_process_mode_gives_the_same_rows_as_workers(tmp_path):
     assert any(r["baseline_rel"] for r in ra.values())  # the non-baseline variant was judged against it
 
 
+def test_rows_of_a_run_over_several_gpus_name_their_workers_gpu(tmp_path, monkeypatch):
+    """``--gpus 2``: the workers are spread over the GPUs, and each row says which one it ran on (the
+    index of provenance's gpu.devices); a run on one GPU or none writes no such field."""
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    args = ("--variant", "wkv7.torch.*", "--dtype", "fp32", "--domain", "model", "--jobs", "2")
+    pa = _verify(*args, "--gpus", "2", "--output", str(a))
+    pb = _verify(*args, "--output", str(b))
+    assert pa.returncode == pb.returncode == 0, pa.stdout + pb.stdout
+    rows = json.loads(a.read_text())["results"]
+    assert rows and {r["gpu"] for r in rows} <= {"0", "1"} and all("gpu" not in r
+                                                                  for r in json.loads(b.read_text())["results"])
+
+
 def _rows(path: Path) -> dict:
     return {row_key(r["variant"], r["case"], r["kind"]): r for r in json.loads(path.read_text())["results"]}
 

@@ -323,7 +323,7 @@ class GpuRun:
         a stopped run keeps the rows it measured)."""
         from ..perf.stability import run_checks
 
-        return run_checks(self.procs, self.bench, self.opt.out / "stability.json", self.opt.stability)
+        return run_checks(self.procs, self.bench, self.opt.out / "stability.json", self.opt.stability, self.ngpu)
 
     def _asv(self) -> tuple[bool, str]:
         from ..perf.asv_record import record

@@ -52,6 +52,7 @@ class CheckResult:
     kind: str = "forward"  # or "backward"; "forward-configs"/"backward-configs": every autotune config
     shrunk: dict | None = None  # a smaller failing slice, saved for replay (see wkvbench.checks.shrink)
     stderr_tail: str | None = None  # CRASH/TIMEOUT: the last lines the dead worker wrote to stderr
+    gpu: str | None = None  # on a box of several GPUs: the worker's GPU (an index of provenance's gpu.devices)
 
     @property
     def reproduce(self) -> str:
@@ -68,6 +69,7 @@ class CheckResult:
             "limits": self.limits, "baseline_rel": self.baseline,
             "reproduce": self.reproduce if self.status in (*BAD, XFAIL) else None,
             "shrunk": self.shrunk, "stderr_tail": self.stderr_tail,
+            **({"gpu": self.gpu} if self.gpu is not None else {}),
         }
 
     @classmethod
@@ -81,7 +83,7 @@ class CheckResult:
         return cls(d["variant"], Case.parse(d["case"]), d["status"], d.get("reason", ""), errors,
                    dict(d.get("limits") or {}), dict(d.get("baseline_rel") or {}),
                    float(d.get("seconds", 0.0)),
-                   d.get("kind", "forward"), d.get("shrunk"), d.get("stderr_tail"))
+                   d.get("kind", "forward"), d.get("shrunk"), d.get("stderr_tail"), d.get("gpu"))
 
 
 def _digest(inputs: dict) -> str:

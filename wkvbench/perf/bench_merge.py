@@ -28,12 +28,29 @@ def merge(paths: list[Path], out: Path) -> dict:
     if len(ids) != 1:
         raise ValueError(f"shards come from different machines/stacks: {sorted(map(str, ids))}")
     doc = dict(docs[0])
+    if len(docs) > 1:
+        doc["provenance"] = _with_devices(doc["provenance"], docs)
+        for d in docs:  # each row names the GPU its worker saw (CUDA_VISIBLE_DEVICES), when it saw one
+            gpu = ((d["provenance"].get("gpu") or {}).get("visible") or "").strip()
+            for r in d["rows"]:
+                if gpu and "," not in gpu:
+                    r.setdefault("gpu", gpu)
     rows = {(r["variant"], r["shape_set"], r["dtype"]): r for d in docs for r in d["rows"]}  # a later file wins
     doc["rows"] = [rows[k] for k in sorted(rows)]
     doc["complete"] = all(d.get("complete") for d in docs)
     doc["settings"] = {**doc["settings"], "shard": None, "shards": len(docs)}
     out.write_text(json.dumps(doc, indent=1))
     return doc
+
+
+def _with_devices(prov: dict, docs: list[dict]) -> dict:
+    """``prov`` with ``gpu.devices`` the union of the GPUs the shards' workers saw, one each."""
+    gpu = dict(prov.get("gpu") or {})
+    devices = {dev["index"]: dev for d in docs for dev in ((d["provenance"].get("gpu") or {}).get("devices") or [])}
+    if devices:
+        gpu["devices"] = [devices[k] for k in sorted(devices)]
+        gpu["count"], gpu["visible"] = len(devices), ",".join(sorted(devices))
+    return {**prov, "gpu": gpu}
 
 
 APART = ("ggml",)  # backends timed in processes of their own (FINDINGS.md: ggml's CUDA init beside others)

@@ -111,28 +111,62 @@ def _kept(path: Path, bench_name: str, repeats: int) -> list[dict]:
     return [r for r in f.rows if "error" not in r]
 
 
-def run_checks(procs, bench: Path, out: Path, repeats: int) -> tuple[bool, str]:
-    """``wkvbench gpu``'s stability phase: this command on ``bench`` in processes of ``procs`` (``Procs``),
-    ggml's rows in a process of their own after the others: a process that had loaded ggml's CUDA build
-    and torch's CUDA extensions died of SIGSEGV (H100, 2026-11-25; FINDINGS.md). The second process
-    keeps the rows of the first (``out``) and adds its own. (ok, detail)."""
+def run_checks(procs, bench: Path, out: Path, repeats: int, ngpu: int = 1) -> tuple[bool, str]:
+    """``wkvbench gpu``'s stability phase: this command on ``bench``, one process per GPU at a time (every
+    ``ngpu``-th row each, ``--shard``; never two timed processes on one GPU), in processes of ``procs``
+    (``Procs``). ggml's rows go in processes of their own after the others: a process that had loaded
+    ggml's CUDA build and torch's CUDA extensions died of SIGSEGV (H100, 2026-11-25; FINDINGS.md). Each
+    GPU's rows go to a file of its own (kept by a stopped run and resumed), joined into ``out`` at the
+    end. (ok, detail)."""
+    from ..run.isolate import gpu_of
     from ..run.procs import py, tail
 
-    base = py("stability", str(bench), "--repeats", str(repeats), "--rep-ms", "50", "--output", str(out))
-    rcs = {}
-    groups = {"stability": ("--exclude", "*.ggml.*"), "stability-ggml": ("--variant", "*.ggml.*")}
-    for name, sel in groups.items():
-        rcs[name] = procs.wait(procs.start(name, [*base, *sel]))
+    ngpu = max(1, ngpu)
+    parts = [out] if ngpu == 1 else [out.with_name(f"{out.stem}.gpu{i}{out.suffix}") for i in range(ngpu)]
+    rcs: dict[str, int] = {}
+    for name, sel in {"stability": ("--exclude", "*.ggml.*"), "stability-ggml": ("--variant", "*.ggml.*")}.items():
+        live = {}
+        for i, part in enumerate(parts):  # one process per GPU, side by side
+            cmd = py("stability", str(bench), "--repeats", str(repeats), "--rep-ms", "50", "--output", str(part),
+                     "--shard", f"{i}/{ngpu}", *sel)
+            env = {"CUDA_VISIBLE_DEVICES": gpu_of(i, ngpu)} if ngpu > 1 else None
+            label = f"{name}-gpu{i}" if ngpu > 1 else name
+            live[label] = procs.start(label, cmd, env=env)
+        for n, p in live.items():
+            rcs[n] = procs.wait(p)
     crashed = {n: rc for n, rc in rcs.items() if rc not in (0, 1)}  # 1: rows outside the targets
+    if ngpu > 1 and _join(parts, out) and not crashed:
+        for p in parts:  # joined; a stopped or crashed run keeps them to resume from
+            p.unlink(missing_ok=True)
     try:
         rows = read(out, SCHEMA).rows
     except ResultsError:
+        log = procs.logs / ("stability-gpu0.log" if ngpu > 1 else "stability.log")
         return False, (f"stability exited with {next(iter(crashed.values()), 0)} and wrote no results: "
-                       + tail(procs.logs / "stability.log", 3))
+                       + tail(log, 3))
     ok = sum(1 for r in rows if r.get("ok"))
     return not crashed, (f"{ok}/{len(rows)} rows within the targets (spread <= {SPREAD_MAX:.0%}, "
-                         f"|ratio - 1| <= {RATIO_MAX:.0%})"
+                         f"|ratio - 1| <= {RATIO_MAX:.0%})" + (f" on {ngpu} GPUs" if ngpu > 1 else "")
                          + "".join(f"; {n} exited with {c}" for n, c in crashed.items()))
+
+
+def _join(parts: list[Path], out: Path) -> bool:
+    """One stability file from the GPUs' files: their rows, the first file's header, every GPU's identity
+    in ``provenance.gpu.devices``."""
+    from .bench_merge import _with_devices
+
+    docs = []
+    for p in parts:
+        try:
+            docs.append(read(p, SCHEMA).doc)
+        except ResultsError:
+            continue
+    if not docs:
+        return False
+    doc = {**docs[0], "provenance": _with_devices(docs[0]["provenance"], docs),
+           "rows": [r for d in docs for r in d["rows"]]}
+    atomic_write(out, json.dumps(doc, indent=1))
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,7 +187,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dtype", action="append", default=[])
     ap.add_argument("--rep-ms", type=int, default=100, help="do_bench's rep (ms) per round")
     ap.add_argument("--output", type=Path, default=None, help="JSON (default: stability.json beside the bench file)")
+    ap.add_argument("--shard", default="0/1", metavar="I/N",
+                    help="every N-th row from the I-th: one process per GPU of a box (``nox -s gpu`` does it)")
     a = ap.parse_args(argv)
+    try:
+        shard_i, shard_n = (int(x) for x in a.shard.split("/"))
+        if not 0 <= shard_i < shard_n:
+            raise ValueError
+    except ValueError:
+        ap.error(f"--shard must read I/N with 0 <= I < N, got {a.shard!r}")
     # the autotune results the bench left in Triton's cache (nox -s gpu sets this for its own runs):
     # without them every FLA row autotuned again at its first round, for minutes
     os.environ.setdefault("TRITON_CACHE_AUTOTUNING", "1")
@@ -174,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
             and (not a.sets or r["shape_set"] in a.sets) and (not a.dtype or r["dtype"] in a.dtype)]
     order = {"decode": 0, "quick": 1}  # the launch-bound sets first: where eager timing goes wrong
     rows.sort(key=lambda r: (order.get(r["shape_set"], 2), r["shape_set"], r["variant"], r["dtype"]))
+    rows = rows[shard_i::shard_n]
+    gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip() if shard_n > 1 else ""
     out_path = a.output or a.bench.with_name("stability.json")
     results, t0 = _kept(out_path, a.bench.name, a.repeats), time.time()
     have = {_key(r) for r in results}
@@ -189,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     for i, r in enumerate(todo):
         try:
             results.append(measure(r, a.repeats, doc.get("settings", {}), a.rep_ms))
+            if gpu:
+                results[-1]["gpu"] = gpu  # which GPU of the box (provenance's gpu.devices)
         except Exception as exc:  # noqa: BLE001 - one row failing must not lose the others
             results.append({"variant": r["variant"], "shape_set": r["shape_set"], "dtype": r["dtype"],
                             "error": f"{type(exc).__name__}: {exc}"[:300], "ok": False})

@@ -69,6 +69,7 @@ class VerifyRow(_VerifyKey, total=False):
     reproduce: str | None
     shrunk: dict | None
     stderr_tail: str | None
+    gpu: str  # a box of several GPUs: the GPU it ran on (an index of provenance's gpu.devices)
 
 
 # a bench row's ``mode`` when no device events exist (MLX, ggml's Metal back-end): the host time around
@@ -116,6 +117,7 @@ class BenchRow(_BenchKey, total=False):
     clock_mhz: list[float | None]
     temp_c: list[float | None]
     throttled: bool
+    gpu: str  # a box of several GPUs: the GPU it was timed on (an index of provenance's gpu.devices)
 
 
 class _StabilityKey(TypedDict):

@@ -43,6 +43,19 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def _device(torch, j: int) -> dict:
+    """One CUDA device's identity: its index as the box numbers it, UUID and PCI address."""
+    visible = [x.strip() for x in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if x.strip()]
+    index = visible[j] if j < len(visible) else str(j)
+    try:
+        p = torch.cuda.get_device_properties(j)
+        pci = (f"{getattr(p, 'pci_domain_id', 0):04x}:{p.pci_bus_id:02x}:{getattr(p, 'pci_device_id', 0):02x}"
+               if hasattr(p, "pci_bus_id") else None)
+        return {"index": index, "uuid": str(getattr(p, "uuid", "") or "") or None, "pci": pci}
+    except Exception as exc:  # noqa: BLE001 - an identity field missing must not lose the run's provenance
+        return {"index": index, "error": f"{type(exc).__name__}: {exc}"}
+
+
 def _gpu() -> dict | None:
     """The CUDA device torch sees, if any (never initialises CUDA when torch is absent)."""
     if "torch" not in sys.modules and _version("torch") is None:
@@ -60,8 +73,14 @@ def _gpu() -> dict | None:
                                  capture_output=True, text=True, timeout=10).stdout.strip().splitlines()[0]
         except (OSError, subprocess.SubprocessError, IndexError):
             pass
-        return {"name": p.name, "capability": f"{p.major}.{p.minor}", "memory_gib": round(p.total_memory / 2**30, 1),
-                "cuda": torch.version.cuda, "driver": drv, "count": torch.cuda.device_count()}
+        n = torch.cuda.device_count()
+        out = {"name": p.name, "capability": f"{p.major}.{p.minor}", "memory_gib": round(p.total_memory / 2**30, 1),
+               "cuda": torch.version.cuda, "driver": drv, "count": n,
+               "visible": os.environ.get("CUDA_VISIBLE_DEVICES")}
+        # every GPU this process sees, by its index in CUDA_VISIBLE_DEVICES' numbering: a results row of a
+        # box of several GPUs names the one it ran on (``gpu``), and this says which card that is
+        out["devices"] = [_device(torch, j) for j in range(n)]
+        return out
     except Exception as exc:  # a broken CUDA install must not stop a CPU run
         return {"error": f"{type(exc).__name__}: {exc}"}
 

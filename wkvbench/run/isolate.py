@@ -314,6 +314,14 @@ def run_variant(variant: str, cases: list[Case], cfg: WorkerConfig,
     """
     kind = kind or ("backward" if cfg.backward else "forward")
     key = (variant, gpu_of(slot, cfg.gpus) if cfg.gpus > 0 else "")
+    for res in _run_variant(variant, cases, cfg, kind, slot, key):
+        if cfg.gpus > 1:
+            res.gpu = key[1]  # which GPU of the box (provenance's gpu.devices)
+        yield res
+
+
+def _run_variant(variant: str, cases: list[Case], cfg: WorkerConfig, kind: str, slot: int,
+                 key: tuple[str, str]) -> Iterator[CheckResult]:
     todo = list(cases)
     while todo and not cfg.cancel.is_set():
         w = cfg.take(key)
