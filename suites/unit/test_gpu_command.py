@@ -251,3 +251,19 @@ def test_ggml_built_before_the_run_is_verified_beside_the_others(tmp_path):
     doc = json.loads((out / "verify.json").read_text())
     assert {r["variant"] for r in doc["results"]} == {"wkv7.torch.recurrent", "wkv7.ggml.cpu"}
     assert all(r["status"] in ("PASS", "XFAIL") for r in doc["results"])
+
+
+def test_a_named_commit_over_a_stale_git_folder_leaves_dirty_unknown(monkeypatch):
+    """A GPU box's copy of the tree can carry the .git of an older commit: WKVBENCH_GIT_COMMIT names the
+    tree's commit, and that folder's ``git status`` says nothing about this tree (it said ``dirty: true``
+    on the 2026-11-26 H200 run)."""
+    from wkvbench.results import provenance as prov
+
+    head = prov._git("rev-parse", "HEAD")
+    if not head:
+        pytest.skip("not a git checkout: there is no .git to be stale")
+    monkeypatch.setenv("WKVBENCH_GIT_COMMIT", "0" * 40)
+    git = prov.provenance()["git"]
+    assert git["commit"] == "0" * 40 and git["dirty"] is None
+    monkeypatch.setenv("WKVBENCH_GIT_COMMIT", head[:12])  # the folder's own commit: its status stands
+    assert prov.provenance()["git"]["dirty"] in (True, False)

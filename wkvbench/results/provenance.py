@@ -87,8 +87,10 @@ def _gpu() -> dict | None:
 
 def provenance() -> dict:
     # a copy of the tree (a GPU box) may carry no .git or a stale one: WKVBENCH_GIT_COMMIT names the commit
-    commit = config.git_commit() or _git("rev-parse", "HEAD")
-    dirty = _git("status", "--porcelain")
+    named, head = config.git_commit(), _git("rev-parse", "HEAD")
+    commit = named or head
+    # against a .git of another commit "git status" says nothing about this tree: unknown, not dirty
+    dirty = _git("status", "--porcelain") if not named or (head and head.startswith(named)) else None
     return {
         "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "host": platform.node(),
