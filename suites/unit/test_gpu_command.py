@@ -267,3 +267,54 @@ def test_a_named_commit_over_a_stale_git_folder_leaves_dirty_unknown(monkeypatch
     assert git["commit"] == "0" * 40 and git["dirty"] is None
     monkeypatch.setenv("WKVBENCH_GIT_COMMIT", head[:12])  # the folder's own commit: its status stands
     assert prov.provenance()["git"]["dirty"] in (True, False)
+
+
+def test_side_tasks_go_to_the_gpu_that_runs_the_fewest(monkeypatch, tmp_path):
+    """A box of two GPUs: warm-ups and properties are spread over both (each on the least busy one), never
+    all on GPU 0; with one GPU they see the machine's own CUDA_VISIBLE_DEVICES."""
+    import collections
+    import threading
+
+    from wkvbench.gpu import side
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+
+    class P:
+        def __init__(self, n):
+            self.n, self.cpu_s = n, 0.0
+
+    class FakeProcs:
+        def __init__(self):
+            self.started, self.live = [], {}
+
+        def start(self, name, cmd, env):
+            self.started.append((name, env.get("CUDA_VISIBLE_DEVICES")))
+            p = P(name)
+            self.live[name] = 0
+            return p
+
+        def poll(self, p):
+            self.live[p.n] += 1  # each task ends at its third poll
+            return 0 if self.live[p.n] >= (3 if p.n != "long" else 8) else None
+
+    class FakeState:
+        def add_variant(self, *a):
+            pass
+
+        def add_cpu(self, *a):
+            pass
+
+    class FakeRun:
+        procs, state, ngpu = FakeProcs(), FakeState(), 2
+
+    monkeypatch.setattr(side.time, "sleep", lambda s: None)
+    tasks = [(n, ["x"], "v") for n in ("long", "a", "b", "c", "d")]
+    run = FakeRun()
+    side.run_side(run, tasks, slots=2, stop=threading.Event(), counts=collections.Counter())
+    gpus = dict(run.procs.started)
+    assert gpus["long"] == "0" and gpus["a"] == "1"  # the first two: one per GPU
+    assert set(gpus.values()) == {"0", "1"} and collections.Counter(gpus.values())["1"] >= 3  # GPU 0 stays busy
+    one = FakeRun()
+    one.procs, one.ngpu = FakeProcs(), 1
+    side.run_side(one, tasks[:2], slots=2, stop=threading.Event(), counts=collections.Counter())
+    assert [g for _, g in one.procs.started] == [None, None]

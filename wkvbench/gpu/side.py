@@ -47,16 +47,26 @@ def side_tasks(run, ggml: bool) -> list[tuple[str, list[str], str]]:
 
 
 def run_side(run, tasks, slots: int, stop: threading.Event, counts: collections.Counter) -> None:
-    """Run the side tasks, ``slots`` at a time; per-variant seconds and CPU seconds into run.json."""
+    """Run the side tasks, ``slots`` at a time, each on the GPU that runs the fewest of them (a box of
+    several GPUs: on the first box of two H200s, 2026-11-26, every warm-up autotuned on GPU 0 while GPU 1
+    idled); per-variant seconds and CPU seconds into run.json."""
+    from ..run.isolate import gpu_of
+
+    ngpu = getattr(run, "ngpu", 0) or 0
     queue = list(tasks)
-    running: list[tuple[str, subprocess.Popen, float, str]] = []
+    running: list[tuple[str, subprocess.Popen, float, str, int]] = []
     while (queue or running) and not stop.is_set():
         while queue and len(running) < slots:
             name, cmd, variant = queue.pop(0)
             env = {"OMP_NUM_THREADS": "1", **untimed_env()}
-            running.append((name, run.procs.start(name, cmd, env), time.time(), variant))
+            gpu = 0
+            if ngpu > 1:
+                load = collections.Counter(g for *_, g in running)
+                gpu = min(range(ngpu), key=lambda i: (load[i], i))
+                env["CUDA_VISIBLE_DEVICES"] = gpu_of(gpu, ngpu)
+            running.append((name, run.procs.start(name, cmd, env), time.time(), variant, gpu))
         for item in list(running):
-            name, p, t0, variant = item
+            name, p, t0, variant, _ = item
             rc = run.procs.poll(p)
             if rc is None:
                 continue
