@@ -174,7 +174,8 @@ def test_superseded_runs_are_not_marked_current(fixture_page):
 def test_the_newest_committed_run_of_each_machine_comes_first(committed_page):
     """The committed H100 runs of 2026-11-22/23 (the ggml CRASH run among them) are superseded by the
     2026-11-25 run of the same machine and case set; the bench files likewise by the newest full bench
-    (the machine's results set, a fresh run; the earlier warm-cache run of that day is superseded)."""
+    (the machine's results set, a fresh run; the earlier warm-cache run of that day is superseded), and the
+    H200 run of 2026-11-22 by the results set of a box of two H200s (2026-11-26)."""
     _, text, tree = committed_page
     # newer runs of other machines (the MLX CPU runs of 2026-11-25) come before the H100's groups
     h100 = [h for h in tree.h3 if h.startswith("NVIDIA H100 80GB HBM3")]
@@ -188,12 +189,18 @@ def test_the_newest_committed_run_of_each_machine_comes_first(committed_page):
     current, earlier = correctness.split('<details class="earlier" id="earlier-runs">')
     assert "reports/gpu/h100-2026-11-22/verify-ggml.json" in earlier
     assert "reports/gpu/h100-2026-11-22/verify-ggml.json" not in current
-    assert "reports/gpu/h200-2026-11-22/verify-gpu.json.gz" in current  # the only H200 run stays current
+    # the H200 run of 2026-11-22 is superseded by the results set of the box of two H200s (2026-11-26)
+    assert "reports/gpu/h200-2026-11-22/verify-gpu.json.gz" in earlier
+    assert "NVIDIA-H200-drv580.159.04-cuda13.0-torch2.11.0-triton3.6.0/verify.json.gz" in current
     perf = text[text.index('<section id="performance"'):text.index('<section id="runs"')]
     now, before = perf.split('<details class="earlier" id="earlier-bench">')
     # the full sets of 2026-11-25 (ggml's rows in them) supersede the older ggml-only run of 2026-11-24
-    assert now.count("badge current") == 1 and "triton3.6.0/bench.json.gz" in now
+    # one current bench per machine, its newest full one: the H100's results set (its warm-cache run came
+    # first), and on the H200 box the warm-cache run, which came after the fresh run's results set
+    assert now.count("badge current") == 2 and now.count("triton3.6.0/bench.json.gz") == 1
     assert "h100-2026-11-25-warm-caches/bench.json.gz" in before
+    assert "h200x2-2026-11-26-warm-caches/bench.json.gz" in now
+    assert "NVIDIA-H200-drv580.159.04-cuda13.0-torch2.11.0-triton3.6.0/bench.json.gz" in before
     assert "reports/gpu/h100-2026-11-24-ggml/bench.json" not in now
     assert "reports/gpu/h100-2026-11-24-ggml/bench.json" in before
     assert "reports/gpu/h100-2026-11-23/bench-bf16.json.gz" in before
