@@ -29,7 +29,7 @@ def merge(paths: list[Path], out: Path) -> dict:
         raise ValueError(f"shards come from different machines/stacks: {sorted(map(str, ids))}")
     doc = dict(docs[0])
     if len(docs) > 1:
-        doc["provenance"] = _with_devices(doc["provenance"], docs)
+        doc["provenance"] = with_devices(doc["provenance"], docs)
         for d in docs:  # each row names the GPU its worker saw (CUDA_VISIBLE_DEVICES), when it saw one
             gpu = ((d["provenance"].get("gpu") or {}).get("visible") or "").strip()
             for r in d["rows"]:
@@ -43,7 +43,7 @@ def merge(paths: list[Path], out: Path) -> dict:
     return doc
 
 
-def _with_devices(prov: dict, docs: list[dict]) -> dict:
+def with_devices(prov: dict, docs: list[dict]) -> dict:
     """``prov`` with ``gpu.devices`` the union of the GPUs the shards' workers saw, one each."""
     gpu = dict(prov.get("gpu") or {})
     devices = {dev["index"]: dev for d in docs for dev in ((d["provenance"].get("gpu") or {}).get("devices") or [])}

@@ -153,7 +153,7 @@ def run_checks(procs, bench: Path, out: Path, repeats: int, ngpu: int = 1) -> tu
 def _join(parts: list[Path], out: Path) -> bool:
     """One stability file from the GPUs' files: their rows, the first file's header, every GPU's identity
     in ``provenance.gpu.devices``."""
-    from .bench_merge import _with_devices
+    from .bench_merge import with_devices
 
     docs = []
     for p in parts:
@@ -163,7 +163,7 @@ def _join(parts: list[Path], out: Path) -> bool:
             continue
     if not docs:
         return False
-    doc = {**docs[0], "provenance": _with_devices(docs[0]["provenance"], docs),
+    doc = {**docs[0], "provenance": with_devices(docs[0]["provenance"], docs),
            "rows": [r for d in docs for r in d["rows"]]}
     atomic_write(out, json.dumps(doc, indent=1))
     return True
