@@ -102,6 +102,7 @@ class GpuRun:
         self.warmed_before = 0  # warm-up tasks an earlier run did into the caches kept here
         self.load = Load(t0=self.state.started_at)  # the time line counts from the run's first start
         self.ggml_beside = None  # ggml's verification started beside the others (ggml built before)
+        self.ngpu = 0  # the GPUs the run uses (set by ``run``)
 
     # -- plan --------------------------------------------------------------------------------
     def _filters(self) -> list[str]:

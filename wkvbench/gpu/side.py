@@ -52,7 +52,7 @@ def run_side(run, tasks, slots: int, stop: threading.Event, counts: collections.
     idled); per-variant seconds and CPU seconds into run.json."""
     from ..run.isolate import gpu_of
 
-    ngpu = getattr(run, "ngpu", 0) or 0
+    ngpu = run.ngpu
     queue = list(tasks)
     running: list[tuple[str, subprocess.Popen, float, str, int]] = []
     while (queue or running) and not stop.is_set():
