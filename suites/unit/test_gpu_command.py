@@ -269,6 +269,36 @@ def test_a_named_commit_over_a_stale_git_folder_leaves_dirty_unknown(monkeypatch
     assert prov.provenance()["git"]["dirty"] in (True, False)
 
 
+def test_a_runs_own_results_do_not_make_the_tree_dirty(tmp_path):
+    """A GPU run replaces its machine's committed results under reports/: the tree that ran is still the
+    commit's (the H200 run of db2085c recorded ``dirty: true`` for that alone). A change elsewhere is."""
+    import shutil
+    import subprocess
+
+    from wkvbench.results import provenance as prov
+
+    if not shutil.which("git"):
+        pytest.skip("git is not installed")
+    root = str(tmp_path)
+
+    def git(*a):
+        subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *a], cwd=root, check=True,
+                       capture_output=True)
+
+    (tmp_path / "reports" / "gpu").mkdir(parents=True)
+    (tmp_path / "reports" / "gpu" / "run.json").write_text("{}")
+    (tmp_path / "kernel.py").write_text("x = 1\n")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "c")
+    assert prov.tree_changes(root) == ""
+    (tmp_path / "reports" / "gpu" / "run.json").write_text('{"rows": []}')
+    (tmp_path / "reports" / "gpu" / "bench.json").write_text("{}")
+    assert prov.tree_changes(root) == ""
+    (tmp_path / "kernel.py").write_text("x = 2\n")
+    assert "kernel.py" in prov.tree_changes(root)
+
+
 def test_side_tasks_go_to_the_gpu_that_runs_the_fewest(monkeypatch, tmp_path):
     """A box of two GPUs: warm-ups and properties are spread over both (each on the least busy one), never
     all on GPU 0; with one GPU they see the machine's own CUDA_VISIBLE_DEVICES."""

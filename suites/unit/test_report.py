@@ -195,12 +195,13 @@ def test_the_newest_committed_run_of_each_machine_comes_first(committed_page):
     perf = text[text.index('<section id="performance"'):text.index('<section id="runs"')]
     now, before = perf.split('<details class="earlier" id="earlier-bench">')
     # the full sets of 2026-11-25 (ggml's rows in them) supersede the older ggml-only run of 2026-11-24
-    # one current bench per machine, its newest full one: the H100's results set (its warm-cache run came
-    # first), and on the H200 box the warm-cache run, which came after the fresh run's results set
-    assert now.count("badge current") == 2 and now.count("triton3.6.0/bench.json.gz") == 1
+    # one current bench per machine, its newest full one: each machine's results set (the H100's
+    # warm-cache run came before it; on the H200s, the results set of db2085c came after the warm-cache
+    # run of 3e06d08)
+    assert now.count("badge current") == 2 and now.count("triton3.6.0/bench.json.gz") == 2
     assert "h100-2026-11-25-warm-caches/bench.json.gz" in before
-    assert "h200x2-2026-11-26-warm-caches/bench.json.gz" in now
-    assert "NVIDIA-H200-drv580.159.04-cuda13.0-torch2.11.0-triton3.6.0/bench.json.gz" in before
+    assert "h200x2-2026-11-26-warm-caches/bench.json.gz" in before
+    assert "NVIDIA-H200-drv580.159.04-cuda13.0-torch2.11.0-triton3.6.0/bench.json.gz" in now
     assert "reports/gpu/h100-2026-11-24-ggml/bench.json" not in now
     assert "reports/gpu/h100-2026-11-24-ggml/bench.json" in before
     assert "reports/gpu/h100-2026-11-23/bench-bf16.json.gz" in before

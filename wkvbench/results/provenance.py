@@ -23,8 +23,13 @@ def _version(dist: str) -> str | None:
         return None
 
 
-def _git(*args: str) -> str | None:
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# what a run writes into the tree: its own results do not make the tree that produced them "dirty" (a GPU
+# run replaces the committed results set of its machine; the H200 run of db2085c read dirty: true for that)
+RESULTS_DIRS = ("reports",)
+
+
+def _git(*args: str, root: str = ROOT) -> str | None:
     try:
         return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10,
                               check=True).stdout.strip()
@@ -85,12 +90,18 @@ def _gpu() -> dict | None:
         return {"error": f"{type(exc).__name__}: {exc}"}
 
 
+def tree_changes(root: str = ROOT) -> str | None:
+    """``git status --porcelain`` of the tree at ``root``, less the results folders a run writes
+    (``RESULTS_DIRS``); None where git does not answer."""
+    return _git("status", "--porcelain", "--", ".", *(f":(exclude){d}" for d in RESULTS_DIRS), root=root)
+
+
 def provenance() -> dict:
     # a copy of the tree (a GPU box) may carry no .git or a stale one: WKVBENCH_GIT_COMMIT names the commit
     named, head = config.git_commit(), _git("rev-parse", "HEAD")
     commit = named or head
     # against a .git of another commit "git status" says nothing about this tree: unknown, not dirty
-    dirty = _git("status", "--porcelain") if not named or (head and head.startswith(named)) else None
+    dirty = tree_changes() if not named or (head and head.startswith(named)) else None
     return {
         "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "host": platform.node(),
