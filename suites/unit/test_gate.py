@@ -315,3 +315,23 @@ def test_asv_results_from_another_machine_are_not_compared(tmp_path):
     doc["params"]["machine"] = "otherbox"
     with pytest.raises(NotComparable, match="asv machine otherbox"):
         gate(load_side([src]), _side_from(doc, tmp_path / "other.json"))
+
+
+def test_a_verdict_says_when_the_autotune_configuration_changed():
+    """The same row timed under two autotune choices (FLA's fused_recurrent_rwkv6 took 7.56 and 15.05 ms
+    at one shape on two H200 boxes, FINDINGS.md): the decision names the kernels whose configuration
+    changed; rows that agree, or did not record one, say nothing of it."""
+    base, cand = load_side([D / "bench-base.json"]), load_side([D / "bench-slow.json"])
+    slow = ("wkv7.fla.chunk", next(c for v, c in cand.bench if v == "wkv7.fla.chunk"))
+    same = next(k for k in cand.bench if k[0] != "wkv7.fla.chunk" and k in base.bench
+                and cand.bench[k]["status"] == "OK")
+    for side, warps in ((base, 1), (cand, 4)):
+        side.bench[slow]["autotune"] = {"chunk_fwd_kernel_o": f"num_warps: {warps}", "other_kernel": "BK: 64"}
+        side.bench[same]["autotune"] = {"chunk_fwd_kernel_o": "num_warps: 2"}
+    perf = _perf(gate(base, cand))
+    assert perf[slow].verdict == FAIL_
+    changed = "autotune configuration differs (chunk_fwd_kernel_o: num_warps: 1 -> num_warps: 4)"
+    assert changed in perf[slow].note
+    assert "autotune" not in perf[same].note
+    del cand.bench[same]["autotune"]
+    assert "autotune" not in _perf(gate(base, cand))[same].note

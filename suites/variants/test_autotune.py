@@ -186,3 +186,60 @@ def test_verify_sweeps_a_real_fla_kernel_under_the_triton_interpreter(tmp_path):
     m = re.search(r"fused_recurrent_\w+_fwd_kernel (\d+)/(\d+)", sweep["reason"])
     assert m and m.group(1) == m.group(2) and int(m.group(2)) > 1, sweep["reason"]
     assert sweep["errors"]["y"]["rel"] < 1e-5
+
+
+def _timed_tuner(kernel, ms_by_block, key=("n",)):
+    """An autotuner that benchmarks as Triton does, with a stand-in clock: BLOCK -> ms at autotune key n."""
+
+    def bench(kernel_call, quantiles=None, **_):
+        kernel_call()
+        t = ms_by_block(kernel.calls[-1], kernel.last_n)
+        return [t, t, t] if quantiles else t
+
+    configs = [triton.Config({"BLOCK": b}) for b in (16, 32, 64)]
+    return Autotuner(kernel, kernel.arg_names, configs, list(key), None, None, do_bench=bench)
+
+
+class _KeyedKernel(_Kernel):
+    def run(self, *args, **kwargs):
+        self.last_n = args[1]
+        super().run(*args, **kwargs)
+
+
+def test_recording_names_the_configuration_each_autotuned_kernel_ran():
+    """A bench row records what autotuning chose (``autotune``): the fastest configuration of the stand-in
+    clock, per kernel, and both where one call met two autotune keys that chose differently."""
+    k = _KeyedKernel()
+    t = _timed_tuner(k, lambda block, n: {16: 3.0, 32: 1.0, 64: 2.0}[block] if n < 100 else 64.0 / block)
+    before = Autotuner.run
+    with autotune.recording() as picks:
+        t.run(None, 7)
+    assert Autotuner.run is before  # only for the duration
+    assert list(picks) == ["_body"] and picks["_body"].startswith("BLOCK: 32")
+    with autotune.recording() as picks:
+        t.run(None, 7)  # cached key: the same choice, recorded again
+        t.run(None, 1000)  # a second key, where BLOCK 64 is the fastest
+    assert picks["_body"].split(" | ")[0].startswith("BLOCK: 32")
+    assert picks["_body"].split(" | ")[1].startswith("BLOCK: 64")
+    t.run(None, 7)  # outside: nothing recorded
+    assert len(picks["_body"].split(" | ")) == 2
+
+
+def test_recording_sees_the_pinned_configuration_too(pinned):
+    k = _Kernel(too_big={16})
+    t = _tuner(k)
+    with autotune.recording() as picks:
+        t.run(None, 7)
+    assert picks["_body"].startswith("BLOCK: 32")  # 16 does not fit: the pin passes over it
+    assert autotune.installed()  # the pin outlives the recording
+
+
+def test_a_bench_row_takes_the_picks_of_one_more_untimed_call():
+    from wkvbench.perf.bench import Bench
+
+    k = _KeyedKernel()
+    t = _timed_tuner(k, lambda block, n: {16: 3.0, 32: 1.0, 64: 2.0}[block])
+    synced = []
+    picks = Bench._autotune_picks(lambda: t.run(None, 7), lambda: synced.append(True))
+    assert picks["_body"].startswith("BLOCK: 32") and synced == [True]
+    assert Bench._autotune_picks(lambda: None) == {}  # nothing autotuned: the row records nothing

@@ -286,6 +286,18 @@ def compare_samples(b: list[float], c: list[float], noise: dict | None, s: Setti
     return PASS_, nums, f"{100 * change:+.1f}%, {why} [{src}]"
 
 
+def autotune_change(b: dict, c: dict) -> str:
+    """What differs between the autotune configurations two bench rows ran (their ``autotune``), in
+    one line; empty when they agree or either row did not record them. A row's time can halve or
+    double with the configuration alone (FINDINGS.md, FLA's autotune cache), so a verdict says so."""
+    old, new = b.get("autotune") or {}, c.get("autotune") or {}
+    if not old or not new:
+        return ""
+    diffs = [f"{k}: {old.get(k, '-')} -> {new.get(k, '-')}" for k in sorted(set(old) | set(new))
+             if old.get(k) != new.get(k)]
+    return "autotune configuration differs (" + "; ".join(diffs) + ")" if diffs else ""
+
+
 def _performance(base: Side, cand: Side, out: GateReport, noise: NoiseTable | None) -> None:
     n = 0
     for key in sorted(set(base.bench) | set(cand.bench)):
@@ -318,6 +330,8 @@ def _performance(base: Side, cand: Side, out: GateReport, noise: NoiseTable | No
         row_noise = noise.lookup(cand.identity, variant, case) if noise else None
         verdict, nums, note = compare_samples(b["samples_ms"], c["samples_ms"], row_noise, out.settings)
         nums["shape"], nums["dtype"] = c.get("shape", ""), c.get("dtype", "")
+        if changed := autotune_change(b, c):
+            note = f"{note}; {changed}" if note else changed
         out.decisions.append(Decision("performance", variant, case, verdict, numbers=nums, note=note))
     out.counts_checked["performance"] = n
 

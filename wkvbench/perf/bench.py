@@ -249,6 +249,9 @@ class Bench:
                               sem_bound=self.sel.sem_bound, min_reps=self.sel.min_reps,
                               max_reps=self.sel.max_reps, time_cap_s=self.sel.time_cap_s, sync=sync)
             phase["timing"] = round(time.perf_counter() - t0, 3)
+            picks = None
+            if self.judge is None and clock in ("events", "profiler"):  # else the call at size records them
+                picks = self._autotune_picks(lambda: v.run(native), sync)
         except Exception as exc:
             tb = traceback.extract_tb(exc.__traceback__)[-1]
             return {**row, "status": "ERROR",
@@ -265,16 +268,38 @@ class Bench:
                 "pct_of_floor": 100 * floor / st["median_ms"] if floor else None,
                 "x_floor": st["median_ms"] / floor if floor else None,
                 "clock_mhz": t.clock_mhz, "temp_c": t.temp_c, "throttled": t.throttled}
+        if picks:
+            done["autotune"] = picks
         if self.judge is not None:
             self._judge_at_size(v, case, done)
         return done
 
+    @staticmethod
+    def _autotune_picks(call, sync=None) -> dict[str, str]:
+        """The configurations the autotuned Triton kernels of one more (untimed) call ran: the ones the
+        timed calls ran (same shape, so same autotune keys). Rows judged at size take them from that
+        call instead (``_judge_at_size``)."""
+        from ..run.autotune import recording
+
+        with recording() as picks:
+            call()
+            if sync is not None:
+                sync()
+        return picks
+
     def _judge_at_size(self, v: KernelVariant, case: Case, row: dict) -> None:
         """One more call on freshly prepared inputs of the row's shape (the timed calls may have changed
         an initial state in place), its outputs handed to the pool that judges them (``at_size``)."""
+        from ..run.autotune import recording
+
         t0 = time.perf_counter()
         try:
-            out = v.to_canonical(v.run(v.prepare(dict(self._canonical(case)), case)))
+            native = v.prepare(dict(self._canonical(case)), case)
+            with recording() as picks:  # the same autotune keys as the timed calls
+                raw = v.run(native)
+            if picks:
+                row["autotune"] = picks
+            out = v.to_canonical(raw)
         except Exception as exc:  # noqa: BLE001 - the row's ERROR at size, with where it raised
             tb = traceback.extract_tb(exc.__traceback__)[-1]
             self.judge.skip(row, v, case, "ERROR", f"the call at size raised {type(exc).__name__}: {exc} "

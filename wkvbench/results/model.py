@@ -118,6 +118,7 @@ class BenchRow(_BenchKey, total=False):
     temp_c: list[float | None]
     throttled: bool
     gpu: str  # a box of several GPUs: the GPU it was timed on (an index of provenance's gpu.devices)
+    autotune: dict  # autotuned Triton kernel -> the configuration it ran (wkvbench.run.autotune.recording)
 
 
 class _StabilityKey(TypedDict):

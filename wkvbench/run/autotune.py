@@ -17,12 +17,17 @@ configuration index ("round" r: every autotuned kernel runs its configuration r 
 round judged against the oracle like any case, so every configuration of every kernel the variant
 calls is checked once. ``WKVBENCH_AUTOTUNE_ROUND=r`` replays round r of a failing sweep.
 
-Benchmarks never install this: they time the kernel as its users run it, autotuned.
+Benchmarks never install this: they time the kernel as its users run it, autotuned. They record
+which configuration each autotuned kernel ran instead (``recording``, a bench row's ``autotune``): an
+autotuner's choice depends on more than the row (FLA keeps it on disk, keyed without the shape:
+FINDINGS.md), and a row's time can halve or double with it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from wkvkernels import config
@@ -216,3 +221,39 @@ def sweep(checker, variant, case, kind: str, alive=None):
 
 __all__ = ["MAX_ROUNDS", "STATE", "describe", "install", "installed", "kernel_name", "round_from_env",
            "rounds_needed", "sweep", "uninstall"]
+
+
+def short_name(tuner) -> str:
+    """The kernel's own name (``fused_recurrent_rwkv6_fwd_kernel``): what a bench row records."""
+    fn = getattr(tuner, "base_fn", None) or getattr(tuner, "fn", None)
+    return getattr(fn, "__name__", None) or type(tuner).__name__
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[dict[str, str]]:
+    """Which configuration each autotuned Triton kernel ran in the calls made inside: kernel name ->
+    the configuration as Triton prints it (several, joined by `` | ``, where one call ran a kernel under
+    several autotune keys). Filled as the calls run; empty where Triton is not importable or nothing
+    autotuned ran. Wraps ``Autotuner.run`` (the pinned one too) for the duration only, and only reads."""
+    picks: dict[str, str] = {}
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:
+        yield picks
+        return
+    inner = Autotuner.run
+
+    def run(self, *args, **kwargs):
+        out = inner(self, *args, **kwargs)
+        cfg = getattr(self, "best_config", None)
+        if cfg is not None:
+            name, text = short_name(self), str(cfg)
+            if text not in picks.get(name, "").split(" | "):
+                picks[name] = f"{picks[name]} | {text}" if name in picks else text
+        return out
+
+    Autotuner.run = run
+    try:
+        yield picks
+    finally:
+        Autotuner.run = inner
