@@ -347,3 +347,23 @@ def test_a_killed_bench_loses_no_row_and_resumes(tmp_path, monkeypatch):
     doc = json.loads(out.read_text())
     assert doc["complete"] and len(doc["rows"]) == len(rows) == len(plan)
     assert not out.with_suffix(".partial.jsonl").exists()
+
+
+def test_the_gate_checked_in_the_bench_process_runs_pinned(tmp_path, monkeypatch):
+    """A gate case checked by ``bench`` itself runs with autotuning pinned, as ``verify`` does: an
+    autotuner that benchmarked at the gate's small shape would decide the timed row's configuration
+    (FLA keeps one choice per dtype for every shape; a head128 row took 15.06 ms under the choice of
+    its gate case and 7.76 ms under its own, H200, FINDINGS.md). The pin ends with the check."""
+    pytest.importorskip("triton")
+    from wkvbench.perf.bench import Bench, BenchSelection
+    from wkvbench.run import autotune
+    from wkvkernels.base import get
+    from wkvkernels.cases import Case
+
+    b = Bench(BenchSelection(devices=("cpu",), dtypes=("fp32",)), tmp_path / "b.json")
+    seen = []
+    real = b.checker.check
+    monkeypatch.setattr(b.checker, "check", lambda v, c: (seen.append(autotune.installed()), real(v, c))[1])
+    v = get("wkv7.torch.recurrent")
+    gate = b._gate(v, Case.parse("wkv7/model/B2-T256-H4-N64/fp32/s0"))
+    assert gate["status"] == "PASS" and seen == [True] and not autotune.installed()
