@@ -193,14 +193,10 @@ class Bench:
             # pinned, as in verify: an autotuner that benchmarked here would make its choice at the
             # gate's small shape, and the timed row would run that choice (FLA keeps one per dtype for
             # every shape: FINDINGS.md); the row's own choice is then judged by its call at size
-            from ..run import autotune
+            from ..run.autotune import pinned
 
-            pinned_here = not autotune.installed() and autotune.install()
-            try:
+            with pinned():
                 r = self.checker.check(v, g)
-            finally:
-                if pinned_here:
-                    autotune.uninstall()
             self._gates[key] = {"case": g.id, "status": r.status, "reason": r.reason,
                                 "rel": {k: e.rel for k, e in r.errors.items()},
                                 "floor_x": {k: e.floor_x for k, e in r.errors.items()}}

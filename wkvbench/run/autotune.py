@@ -219,14 +219,17 @@ def sweep(checker, variant, case, kind: str, alive=None):
                        kind=label, seconds=seconds)
 
 
-__all__ = ["MAX_ROUNDS", "STATE", "describe", "install", "installed", "kernel_name", "round_from_env",
-           "rounds_needed", "sweep", "uninstall"]
 
-
-def short_name(tuner) -> str:
-    """The kernel's own name (``fused_recurrent_rwkv6_fwd_kernel``): what a bench row records."""
-    fn = getattr(tuner, "base_fn", None) or getattr(tuner, "fn", None)
-    return getattr(fn, "__name__", None) or type(tuner).__name__
+@contextlib.contextmanager
+def pinned(on: bool = True) -> Iterator[None]:
+    """Autotuning pinned (``install``) for the block, and not after it unless it was pinned before;
+    ``on=False`` leaves things as they are."""
+    here = on and not installed() and install()
+    try:
+        yield
+    finally:
+        if here:
+            uninstall()
 
 
 @contextlib.contextmanager
@@ -247,7 +250,7 @@ def recording() -> Iterator[dict[str, str]]:
         out = inner(self, *args, **kwargs)
         cfg = getattr(self, "best_config", None)
         if cfg is not None:
-            name, text = short_name(self), str(cfg)
+            name, text = kernel_name(self).rsplit(".", 1)[-1], str(cfg)
             if text not in picks.get(name, "").split(" | "):
                 picks[name] = f"{picks[name]} | {text}" if name in picks else text
         return out
@@ -257,3 +260,8 @@ def recording() -> Iterator[dict[str, str]]:
         yield picks
     finally:
         Autotuner.run = inner
+
+
+__all__ = ["MAX_ROUNDS", "STATE", "describe", "install", "installed", "kernel_name", "pinned", "recording",
+           "round_from_env", "rounds_needed", "sweep", "uninstall"]
+

@@ -187,7 +187,6 @@ def run(selection: Selection, console: Console | None = None, partial: Path | No
     report, checker = Report(results=list(prior or [])), Checker()
     from . import autotune
 
-    pinned_here = isolate is None and not autotune.installed() and autotune.install()
     done = {row_key(r.variant, r.case.id, r.kind) for r in report.results}
     jobs = [(v, c, k) for v, c, k in _jobs(selection) if row_key(v.name, c.id, k) not in done]
     t0 = time.perf_counter()
@@ -201,8 +200,8 @@ def run(selection: Selection, console: Console | None = None, partial: Path | No
             sink.write(json.dumps(res.as_dict()) + "\n")
             sink.flush()
 
-    try:
-        with track(console, "verify", len(jobs)) as bar:  # a live bar on terminals, 10% lines in logs
+    try:  # in this process, one pinned configuration per autotuned kernel while verifying, no longer
+        with autotune.pinned(isolate is None), track(console, "verify", len(jobs)) as bar:
             if isolate is None:
                 for v, c, k in jobs:
                     bar.update(f"{v.name} {c.id}")
@@ -214,8 +213,6 @@ def run(selection: Selection, console: Console | None = None, partial: Path | No
     finally:
         if sink:
             sink.close()
-        if pinned_here:  # one pinned configuration per autotuned kernel while verifying, no longer
-            autotune.uninstall()
     if shrink_dir is not None and "forward" in selection.kinds:
         _shrink_failures(report, checker, shrink_dir, console)
     report.seconds = time.perf_counter() - t0
@@ -342,9 +339,8 @@ def _shrink_failures(report: Report, checker: Checker, out_dir: Path, console: C
     todo = [r for r in report.failed if r.status in (FAIL, ERROR) and r.kind == "forward"][:MAX_SHRINK]
     if not todo:
         return
-    pinned_here = not autotune.installed() and autotune.install()
     t0 = time.perf_counter()
-    try:
+    with autotune.pinned():
         for i, r in enumerate(todo):
             if i and time.perf_counter() - t0 > SHRINK_BUDGET_S:  # the first always runs
                 r.shrunk = {"error": f"not shrunk: the run's {SHRINK_BUDGET_S:g} s for shrinking were spent"}
@@ -360,9 +356,6 @@ def _shrink_failures(report: Report, checker: Checker, out_dir: Path, console: C
             if found is not None:
                 r.shrunk = {"case": found.case.id, "npz": str(found.path), "reproduce": found.reproduce,
                             "reason": found.result.reason}
-    finally:
-        if pinned_here:
-            autotune.uninstall()
 
 
 __all__ = ["DOMAINS", "OPS", "Report", "ResultsWriter", "Selection", "run"]
