@@ -48,9 +48,9 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def _device(torch, j: int) -> dict:
-    """One CUDA device's identity: its index as the box numbers it, UUID and PCI address."""
-    visible = [x.strip() for x in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if x.strip()]
+def _device(torch, j: int, visible: list[str]) -> dict:
+    """One CUDA device's identity: its index as the box numbers it (``visible``: CUDA_VISIBLE_DEVICES'
+    entries), UUID and PCI address."""
     index = visible[j] if j < len(visible) else str(j)
     try:
         p = torch.cuda.get_device_properties(j)
@@ -84,7 +84,8 @@ def _gpu() -> dict | None:
                "visible": os.environ.get("CUDA_VISIBLE_DEVICES")}
         # every GPU this process sees, by its index in CUDA_VISIBLE_DEVICES' numbering: a results row of a
         # box of several GPUs names the one it ran on (``gpu``), and this says which card that is
-        out["devices"] = [_device(torch, j) for j in range(n)]
+        visible = [x.strip() for x in (out["visible"] or "").split(",") if x.strip()]
+        out["devices"] = [_device(torch, j, visible) for j in range(n)]
         return out
     except Exception as exc:  # a broken CUDA install must not stop a CPU run
         return {"error": f"{type(exc).__name__}: {exc}"}
