@@ -61,22 +61,34 @@ def test_a_launch_bound_call_is_timed_as_replays_of_a_graph_that_holds_its_kerne
     assert len(set(map(id, _Graph.replayed))) == k and _Graph.replayed[:k] == _Graph.replayed[k:]
 
 
-def test_a_graph_that_missed_the_work_is_refused_for_cupti_kernel_sums(monkeypatch):
+def test_a_graph_that_missed_the_work_is_refused_for_calls_queued_behind_a_spin(monkeypatch):
+    """ChatRWKV's decode loop launches on the legacy stream: the graph holds nothing, but events on torch's
+    current stream see the kernels (the launch profile's device time covers CUPTI's kernel time)."""
     _stub(monkeypatch, host_us=4000, device_us=4700, kernel_ms=4.6, replay_ms=0.0013)
+    fn, mode, why, launch = modes.choose_mode(call, None, "events")
+    assert fn is call and mode == "queued" and "missed work" in why and "replay 1.3 us" in why
+    assert "behind a GPU spin" in why and launch["kernel_us"] == 4600.0
+
+
+def test_a_graph_that_missed_work_the_events_cannot_see_either_is_timed_by_cupti(monkeypatch):
+    _stub(monkeypatch, host_us=4000, device_us=40, kernel_ms=4.6, replay_ms=0.0013)
     fn, mode, why, _ = modes.choose_mode(call, None, "events")
-    assert fn is call and mode == "profiler" and "missed work" in why and "replay 1.3 us" in why
+    assert fn is call and mode == "profiler" and "missed work" in why and "events see 40.0 us" in why
 
 
 def test_a_graph_whose_replay_runs_no_kernel_is_refused_though_its_events_look_right(monkeypatch):
     """Events around a replay can span unrelated pending work; CUPTI names the kernels the replay ran."""
     _stub(monkeypatch, host_us=19, device_us=13.4, kernel_ms=0.0113, replay_ms=0.0128, in_replay_ms=0.0)
     fn, mode, why, launch = modes.choose_mode(call, None, "events")
-    assert fn is call and mode == "profiler" and "kernels CUPTI saw in it 0.0 us" in why
+    assert fn is call and mode == "queued" and "kernels CUPTI saw in it 0.0 us" in why
     assert launch["replay_kernel_us"] == 0.0
 
 
-def test_a_call_that_cannot_be_captured_is_timed_by_cupti(monkeypatch):
+def test_a_call_that_cannot_be_captured_is_queued_or_timed_by_cupti(monkeypatch):
     _stub(monkeypatch, host_us=300, device_us=100, capture_error=RuntimeError("operation not permitted"))
+    fn, mode, why, _ = modes.choose_mode(call, None, "events")
+    assert fn is call and mode == "queued" and "capture failed (RuntimeError" in why
+    _stub(monkeypatch, host_us=300, device_us=10, capture_error=RuntimeError("operation not permitted"))
     fn, mode, why, _ = modes.choose_mode(call, None, "events")
     assert fn is call and mode == "profiler" and "capture failed (RuntimeError" in why
 
@@ -201,6 +213,43 @@ def test_the_stability_phase_gives_each_gpu_a_share_of_the_rows_and_joins_them(t
     assert not list(tmp_path.glob("stability.gpu*.json"))  # joined, then removed
 
 
+def test_ggml_stability_phase_after_the_others_keeps_their_joined_rows(tmp_path, monkeypatch):
+    """``nox -s gpu --stability N`` times every row but ggml's right after the bench (ggml may still be
+    building) and ggml's after their bench: the second join keeps the rows of the first."""
+    import json
+
+    from wkvbench.perf.stability import run_checks
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    out = tmp_path / "stability.json"
+
+    class FakeProcs:
+        logs = tmp_path
+
+        def __init__(self, tag):
+            self.tag, self.started = tag, []
+
+        def start(self, name, cmd, env=None):
+            self.started.append(name)
+            i = int(cmd[cmd.index("--shard") + 1].split("/")[0])
+            rows = [{"variant": f"{self.tag}{i}", "shape_set": "decode", "dtype": "bf16", "ok": True}]
+            Path(cmd[cmd.index("--output") + 1]).write_text(json.dumps(
+                {"schema": "wkvbench.stability/1", "bench": "bench.json", "repeats": 5,
+                 "provenance": {"gpu": {"devices": [{"index": str(i), "uuid": f"GPU-{i}"}]}}, "rows": rows}))
+            return name
+
+        def wait(self, name):
+            return 0
+
+    first, second = FakeProcs("fla"), FakeProcs("ggml")
+    assert run_checks(first, tmp_path / "bench.json", out, 5, ngpu=2, ggml=False)[0]
+    assert first.started == ["stability-gpu0", "stability-gpu1"]
+    ok, detail = run_checks(second, tmp_path / "bench.json", out, 5, ngpu=2, ggml=True)
+    assert ok and second.started == ["stability-ggml-gpu0", "stability-ggml-gpu1"]
+    assert "4/4 rows" in detail
+    assert sorted(r["variant"] for r in json.loads(out.read_text())["rows"]) == ["fla0", "fla1", "ggml0", "ggml1"]
+
+
 def test_captures_stop_where_the_gpu_memory_runs_out(monkeypatch):
     """Each further capture holds another set of the call's buffers: an out-of-memory capture ends the
     list, and the graphs captured so far are replayed."""
@@ -305,3 +354,27 @@ def test_an_eager_call_that_waits_for_the_host_keeps_its_host_time(monkeypatch):
     assert t.mode == "eager" and t.host_gaps == 0 and t.stats()["n"] >= 10
     # the launch's 30 us, less the 25 us flush it overlaps, plus the 50 us kernel and an event's 1 us
     assert t.stats()["median_ms"] == pytest.approx(0.057, rel=0.02)
+
+
+def test_a_queued_call_on_a_slow_host_is_timed_without_its_gaps(monkeypatch):
+    """A launch-bound call no graph holds: 256 launches of 10 us kernels, each launch costing the host
+    15 us (ChatRWKV's decode loop). Eager events would time the host (3.8 ms); queued behind a spin longer
+    than the host's enqueue, each sample holds the 256 kernels back to back: 2.56 ms, every sample."""
+
+    class Loop(_Sim):
+        def call(self) -> None:
+            for _ in range(256):
+                self.enqueue(self.kernel, self.host_call)
+
+    sim = Loop(kernel_us=10.0, flush_us=25.0, host_call_us=15.0)
+    sim.patch(monkeypatch)
+    monkeypatch.setattr(timing, "choose_mode", lambda fn, graph, clock: (fn, "queued", "launch-bound",
+                                                                          {"host_us": 1000.0, "device_us": 2560.0}))
+    monkeypatch.setattr(timing, "_warm_up", lambda *a, **k: 4e-3)
+    t = timing.time_call(sim.call, time_cap_s=1.0)
+    st = t.stats()
+    assert t.mode == "queued" and st["n"] >= 10
+    assert st["min_ms"] == pytest.approx(2.56, rel=1e-3) and st["max_ms"] == pytest.approx(2.56, rel=1e-3)
+    # the first spin (1.5x a 1 ms host estimate) was too short for 3.8 ms of launches: those samples were
+    # dropped and the spin doubled until the host kept ahead
+    assert t.host_gaps > 0

@@ -23,8 +23,10 @@ Phases, in the order they start::
                 build goes on beside it, on the cores the bench leaves)
     ggml-verify the ggml variants (verify and properties), once their build is in (beside verify when
                 it was in before the run)
-    ggml-bench  their bench rows, joined into bench.json
     stability   with ``--stability N``: the timing engine against do_bench, N rounds of every bench row
+                but ggml's, right after the bench (ggml's build goes on beside it)
+    ggml-bench  their bench rows, joined into bench.json
+    stability-ggml  the same on ggml's rows (``--stability N``)
     asv, report the bench samples into asv's results; the static HTML report (rebuilt on every run)
 
 The CPU is what a fresh run waits on: on a 16-core H100 box every core was busy from the first minute
@@ -158,11 +160,14 @@ class GpuRun:
                 ok &= self._phase("ggml-verify", lambda: ggml_build.verify_end(self, self.ggml_beside))
             if ngpu and "bench" in self.opt.phases:
                 ok &= self._phase("bench", lambda: self._bench(ngpu, ggml=False))
+            if ngpu and self.opt.stability and self.bench.is_file():  # while ggml may still be building
+                ok &= self._phase("stability", lambda: self._stability(ggml=False))
             ok &= ggml_build.build_and_verify(self, ggml)
             if ngpu and "bench" in self.opt.phases and any(v.backend == "ggml" for v in self._selected("cuda")):
                 ok &= self._phase("ggml-bench", lambda: self._bench(ngpu, ggml=True))
-            if ngpu and self.opt.stability and self.bench.is_file():
-                ok &= self._phase("stability", self._stability)
+            if ngpu and self.opt.stability and self.bench.is_file() and any(
+                    v.backend == "ggml" for v in self._selected("cuda")):
+                ok &= self._phase("stability-ggml", lambda: self._stability(ggml=True))
             if ngpu and "asv" in self.opt.phases:
                 ok &= self._phase("asv", self._asv)
             if "report" in self.opt.phases:  # rebuilt on every run: an added phase (stability) shows in it
@@ -319,12 +324,14 @@ class GpuRun:
             detail += f"; workers of GPUs {failed} failed"
         return not failed and bool(doc.get("complete")), detail
 
-    def _stability(self) -> tuple[bool, str]:
-        """The engine against triton's do_bench, ``--stability`` rounds on every timed row (stability.json;
-        a stopped run keeps the rows it measured)."""
+    def _stability(self, ggml: bool) -> tuple[bool, str]:
+        """The engine against triton's do_bench, ``--stability`` rounds on every timed row but ggml's (right
+        after the bench, while ggml may still be building), or on ggml's after their bench; both into
+        stability.json (a stopped run keeps the rows it measured)."""
         from ..perf.stability import run_checks
 
-        return run_checks(self.procs, self.bench, self.opt.out / "stability.json", self.opt.stability, self.ngpu)
+        return run_checks(self.procs, self.bench, self.opt.out / "stability.json", self.opt.stability, self.ngpu,
+                          ggml=ggml)
 
     def _asv(self) -> tuple[bool, str]:
         from ..perf.asv_record import record

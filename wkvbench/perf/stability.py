@@ -8,8 +8,9 @@ replayed in turn, as the engine's ``GRAPH_CAPTURES``). Per row it reports the
 engine's median over the rounds, its spread ((max - min) / median of the round medians), and the
 ratio to the reference's median. The targets (``SPREAD_MAX``, ``RATIO_MAX``): spread at most 1 %, the
 engine within 2 % of the reference. Rows timed by CUPTI kernel sums (ggml on its own CUDA stream;
-launch-bound calls that no CUDA graph holds) have no event-based reference and are reported as such,
-with the engine's spread.
+launch-bound calls that no CUDA graph holds and events cannot see) and rows timed ``queued`` (launch-bound
+calls no graph holds, each behind a GPU spin) have no event-based reference and are reported as such,
+with the engine's spread (``queued`` rows also with CUPTI's kernel sum, their floor, as ``kernels_ms``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,12 @@ from ..results.schemas import BENCH, STABILITY, atomic_write
 SCHEMA = STABILITY
 SPREAD_MAX = 0.01
 RATIO_MAX = 0.02
+
+
+def _kernels_ms(call) -> float:
+    from .modes import _profiler_ms
+
+    return float(_profiler_ms(call))
 
 
 def _reference_ms(call, rep_ms: int) -> float:
@@ -68,8 +75,10 @@ def measure(row: dict, repeats: int, settings: dict, rep_ms: int) -> dict:
         out["engine_ms"].append(t.stats()["median_ms"])
         out["modes"].append(t.mode)
         out["clock_mhz"].append(t.clock_mhz)
-        if t.mode == "profiler" or clock in SYNCED:  # CUPTI kernel sums or a framework's synchronization:
-            continue  # no event-based reference (below)
+        if t.mode == "queued":  # no reference can reproduce the spin; CUPTI's kernel sum is its floor
+            out.setdefault("kernels_ms", []).append(_kernels_ms(fn))
+        if t.mode in ("profiler", "queued") or clock in SYNCED:  # CUPTI kernel sums, spin-queued calls or a
+            continue  # framework's synchronization: no event-based reference (below)
         if ref_call is None:
             ref_call = graph_replays(fn) if t.mode == "graph" else fn  # as many captures as the engine
         out["reference_ms"].append(_reference_ms(ref_call, rep_ms))
@@ -86,9 +95,12 @@ def measure(row: dict, repeats: int, settings: dict, rep_ms: int) -> dict:
         out["reference"] = "triton do_bench of the " + ("graph replay" if out["mode"] == "graph" else "call")
     else:
         out["reference_median_ms"] = out["ratio"] = out["reference_spread"] = None
-        out["reference"] = ("none: kernel times summed by CUPTI (ggml's own stream, or a launch-bound call no "
-                            "CUDA graph holds), which do_bench's events cannot reproduce" if clock not in SYNCED
-                            else f"none: {SYNCED[clock]}")
+        out["reference"] = (f"none: {SYNCED[clock]}" if clock in SYNCED else
+                            "none: a launch-bound call no CUDA graph holds, each call enqueued behind a GPU spin "
+                            "(do_bench's events around it would time the host); kernels_ms: CUPTI's kernel sum, "
+                            "its floor" if out["mode"] == "queued" else
+                            "none: kernel times summed by CUPTI (ggml's own stream, or a launch-bound call no "
+                            "CUDA graph holds and events cannot see), which do_bench's events cannot reproduce")
     bench = row.get("median_ms")
     out["vs_bench"] = eng / bench if bench else None  # against the bench file's own median (another run)
     out["ok"] = out["spread"] <= SPREAD_MAX and (out["ratio"] is None or abs(out["ratio"] - 1) <= RATIO_MAX)
@@ -111,20 +123,25 @@ def _kept(path: Path, bench_name: str, repeats: int) -> list[dict]:
     return [r for r in f.rows if "error" not in r]
 
 
-def run_checks(procs, bench: Path, out: Path, repeats: int, ngpu: int = 1) -> tuple[bool, str]:
-    """``wkvbench gpu``'s stability phase: this command on ``bench``, one process per GPU at a time (every
+def run_checks(procs, bench: Path, out: Path, repeats: int, ngpu: int = 1,
+               ggml: bool | None = None) -> tuple[bool, str]:
+    """``wkvbench gpu``'s stability phases: this command on ``bench``, one process per GPU at a time (every
     ``ngpu``-th row each, ``--shard``; never two timed processes on one GPU), in processes of ``procs``
-    (``Procs``). ggml's rows go in processes of their own after the others: a process that had loaded
-    ggml's CUDA build and torch's CUDA extensions died of SIGSEGV (H100, 2026-11-25; FINDINGS.md). Each
-    GPU's rows go to a file of its own (kept by a stopped run and resumed), joined into ``out`` at the
-    end. (ok, detail)."""
+    (``Procs``). ggml's rows go in processes of their own (``ggml=True``; ``False``: every row but
+    ggml's; ``None``: both, ggml's after the others): a process that had loaded ggml's CUDA build and
+    torch's CUDA extensions died of SIGSEGV (H100, 2026-11-25; FINDINGS.md). Each GPU's rows go to a file
+    of its own (kept by a stopped run and resumed), joined into ``out`` with the rows it already holds
+    at the end. (ok, detail)."""
     from ..run.isolate import gpu_of
     from ..run.procs import py, tail
 
     ngpu = max(1, ngpu)
     parts = [out] if ngpu == 1 else [out.with_name(f"{out.stem}.gpu{i}{out.suffix}") for i in range(ngpu)]
     rcs: dict[str, int] = {}
-    for name, sel in {"stability": ("--exclude", "*.ggml.*"), "stability-ggml": ("--variant", "*.ggml.*")}.items():
+    groups = {"stability": ("--exclude", "*.ggml.*"), "stability-ggml": ("--variant", "*.ggml.*")}
+    if ggml is not None:
+        groups = dict([list(groups.items())[1 if ggml else 0]])
+    for name, sel in groups.items():
         live = {}
         for i, part in enumerate(parts):  # one process per GPU, side by side
             cmd = py("stability", str(bench), "--repeats", str(repeats), "--rep-ms", "50", "--output", str(part),
@@ -163,8 +180,15 @@ def _join(parts: list[Path], out: Path) -> bool:
             continue
     if not docs:
         return False
-    doc = {**docs[0], "provenance": with_devices(docs[0]["provenance"], docs),
-           "rows": [r for d in docs for r in d["rows"]]}
+    rows = [r for d in docs for r in d["rows"]]
+    try:  # the rows an earlier phase joined (the others before ggml's) stay, unless measured again
+        had = read(out, SCHEMA).doc
+    except ResultsError:
+        had = None
+    if had and had.get("bench") == docs[0].get("bench") and had.get("repeats") == docs[0].get("repeats"):
+        new = {_key(r) for r in rows}
+        rows = [r for r in had["rows"] if _key(r) not in new] + rows
+    doc = {**docs[0], "provenance": with_devices(docs[0]["provenance"], docs), "rows": rows}
     atomic_write(out, json.dumps(doc, indent=1))
     return True
 

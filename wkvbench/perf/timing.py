@@ -15,9 +15,11 @@
    ``fused_recurrent_rwkv7`` B256-T1-H32-N64, 113 us of kernel behind an L2 flush and FLA's Python
    wrapper, read 112-278 us over 5 eager runs, 0.9 % apart as graph replays), so ``fn`` is captured
    in a CUDA graph and its replays are timed, provided the replay holds the call's kernels
-   (``choose_mode``); otherwise the kernel times CUPTI records are summed. ``graph=True`` forces
+   (``choose_mode``); otherwise, where the events see its kernels, each call is sampled behind a
+   GPU spin longer than the host's enqueue of it (``queued``: the GPU runs its kernels back to back,
+   as a replay would), and else the kernel times CUPTI records are summed. ``graph=True`` forces
    replays (eager where impossible), ``False`` forbids them. ``Timing.mode`` records what was used:
-   ``eager``, ``graph`` or ``profiler``, and ``mode_reason`` why. ``clock="profiler"`` sums the kernel times that
+   ``eager``, ``graph``, ``queued`` or ``profiler``, and ``mode_reason`` why. ``clock="profiler"`` sums the kernel times that
    CUPTI (``torch.profiler``) records during each repetition instead: for work that runs on a
    stream the events cannot see (ggml launches on its own stream).
 3. **Adaptive repetition.** The GPU first runs the call in windows of ``WARM_S`` (its clock ramps up)
@@ -96,6 +98,10 @@ GAP_SPIN_CYCLES = 50_000
 # 5 us decode kernel's replays mostly "gaps", the filter was switched off for the row, and its median
 # read 17.7 us where the same row on an idle host read 10.4 us (two H200s, 2026-11-26, fresh vs warm run).
 GRAPH_LEAD_MAX_US = 50_000
+# A launch-bound call that no CUDA graph holds but whose kernels the events see (``queued``; ChatRWKV's
+# decode loops: 256 launches, 2.5-5.8 ms of host per call) is sampled one call per spin: the spin lasts
+# 1.5x the host's enqueue of one call, doubled after a batch in which the host still fell behind.
+QUEUED_LEAD_MAX_US = 100_000
 
 
 @dataclass
@@ -199,6 +205,9 @@ def gpu_clocks(index: int = 0) -> tuple[float | None, float | None, bool]:
         return None, None, False
 
 
+FLUSH_MIN_BYTES = 0  # the flush buffer is twice the L2 size, and at least this (triton's do_bench: 256 MiB)
+
+
 class _Flusher:
     """Overwrites a buffer of twice the L2 size: the next kernel starts from a cold L2."""
 
@@ -206,7 +215,7 @@ class _Flusher:
         import torch
 
         l2 = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0) or 64 << 20
-        self.buf = torch.empty(2 * l2 // 4, dtype=torch.int32, device="cuda")
+        self.buf = torch.empty(max(2 * l2, FLUSH_MIN_BYTES) // 4, dtype=torch.int32, device="cuda")
 
     def __call__(self) -> None:
         self.buf.zero_()
@@ -288,6 +297,8 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None 
     stop, gaps, filter_gaps = "max_reps", 0, True
     # cycles (~2 GHz) of a spin that outlasts the host's enqueue of one call (at most 5 ms)
     lead = lead0 = int(min(2 * launch.get("host_us", 50.0) + 20.0, 5000.0) * 2000)
+    if mode == "queued":  # the spin before each sample outlasts the host's enqueue of the whole call
+        lead = lead0 = int(min(1.5 * launch.get("host_us", 5000.0) + 200.0, QUEUED_LEAD_MAX_US) * 2000)
     t_start = time.perf_counter()
     while len(samples) < max_reps:
         if mode == "profiler":
@@ -301,7 +312,9 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None 
             ahead = []
             torch.cuda._sleep(lead)  # the GPU waits while the host enqueues the batch's first sample
             t_enqueue = time.perf_counter()
-            for a, b in evs:
+            for i, (a, b) in enumerate(evs):
+                if mode == "queued" and i:  # every sample waits behind a spin longer than its enqueue
+                    torch.cuda._sleep(lead)
                 if flush:
                     flush()
                 else:
@@ -313,8 +326,10 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None 
             if mode == "graph":  # the next batch's wait covers a whole batch's enqueue (see GRAPH_LEAD_MAX_US)
                 enqueue_us = (time.perf_counter() - t_enqueue) * 1e6
                 lead = max(lead0, int(min(1.5 * enqueue_us + 20.0, GRAPH_LEAD_MAX_US) * 2000))
+            if mode == "queued" and not all(ahead):  # the host outran a spin: a longer one next batch
+                lead = min(2 * lead, QUEUED_LEAD_MAX_US * 2000)
             evs[-1][1].synchronize()
-            if filter_gaps and mode != "graph" and not samples and sum(ahead) < len(ahead) / 2:
+            if filter_gaps and mode == "eager" and not samples and sum(ahead) < len(ahead) / 2:
                 filter_gaps = False  # an eager call that waits for the host itself: its host time is its time
             for (a, b), ok in zip(evs, ahead, strict=True):
                 if ok or not filter_gaps:

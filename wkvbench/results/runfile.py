@@ -87,9 +87,10 @@ class State:
 
 # phases on the critical path, one after the other (the wall time is their sum plus the install);
 # "side" and "ggml" run beside "verify" and are reported, not added; "stability" (asked for with
-# --stability) is a check of the timing engine after the evidence, reported apart
+# --stability; "stability-ggml" on ggml's rows) is a check of the timing engine after the evidence, reported apart
 SERIAL = ("verify", "bench", "ggml-verify", "ggml-bench", "asv", "report")
-NOTE = {"side": " (beside verify)", "ggml": " (beside verify)", "stability": " (a check after the bench)"}
+NOTE = {"side": " (beside verify)", "ggml": " (beside verify)", "stability": " (a check after the bench)",
+        "stability-ggml": " (a check after ggml-bench)"}
 
 
 def print_breakdown(st: State) -> None:
