@@ -167,6 +167,45 @@ def test_the_loader_keeps_release_files_apart_and_the_report_tables_them(tmp_pat
     assert t.changes == [str(c) for c in changes(src.releases)]
 
 
+def test_release_bench_files_are_kept_apart_and_tabled_against_the_release(tmp_path):
+    """A release's bench file (``nox -s history`` on a GPU box) is keyed by the release its provenance
+    names, recorded or as the environment's requirement; the report tables each row's median against the
+    release with the configuration it ran, and names a move of more than 10 %."""
+    from wkvbench.report.releases import release_timings
+    from wkvbench.results.committed import bench_release
+
+    d = tmp_path / "history" / "H100" / "fla"
+    d.mkdir(parents=True)
+
+    def doc(dist: str, version: str, ms: float, warps: int, recorded: bool) -> dict:
+        prov = {"gpu": {"name": "NVIDIA H100"}, "versions": {"torch": "2.11.0", dist: version},
+                "env": {"WKVBENCH_RELEASE_REQUIREMENT": f"{dist}=={version}"}}
+        if recorded:
+            prov["release"] = {"package": "fla", "distribution": dist, "version": version,
+                               "requirement": f"{dist}=={version}"}
+        row = {"variant": "gla.fla.fused_recurrent", "shape_set": "quick", "dtype": "bf16", "status": "OK",
+               "median_ms": ms, "mode": "graph",
+               "autotune": {"fused_recurrent_fwd_kernel": f"num_warps: {warps}, num_ctas: 1, num_stages: 3"}}
+        return {"schema": "wkvbench.bench/1", "complete": True, "provenance": prov, "rows": [row]}
+
+    for name, args in (("0.2.2-bench.json", ("flash-linear-attention", "0.2.2", 0.369, 4, False)),
+                       ("0.5.2-bench.json", ("fla-core", "0.5.2", 0.440, 4, False)),
+                       ("0.6.0-bench.json", ("fla-core", "0.6.0", 0.818, 8, True))):
+        (d / name).write_text(json.dumps(doc(*args)))
+    src = load(tmp_path)
+    assert src.bench == [] and len(src.release_bench) == 3
+    assert bench_release(src.release_bench[0].doc)["package"] == "fla"
+    assert bench_release({"provenance": {"env": {}}}) is None  # a bench of this tree's pinned kernels
+    (t,) = release_timings(None, src.release_bench)
+    assert t.package == "fla" and t.machine == "NVIDIA H100" and t.versions == ["0.2.2", "0.5.2", "0.6.0"]
+    ((key, a, b, c),) = t.rows
+    assert key == "gla.fla.fused_recurrent quick bf16"
+    assert a.startswith("369.0 us (graph) [fused_recurrent_fwd_kernel: num_warps: 4, num_stages: 3]")
+    assert c.startswith("818.0 us") and "num_warps: 8" in c
+    assert len(t.moved) == 2 and t.moved[1].startswith("gla.fla.fused_recurrent quick bf16: 440.0 us in 0.5.2 "
+                                                      "-> 818.0 us in 0.6.0 (1.86x)")
+
+
 def test_a_candidate_build_is_its_own_column_after_the_release_it_declares(tmp_path):
     d = tmp_path / "history" / "cpu" / "fla"
     d.mkdir(parents=True)

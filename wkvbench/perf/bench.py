@@ -158,6 +158,10 @@ class Bench:
         self.sel, self.out, self.console = sel, out, console
         self.checker = Checker()
         self.prov = provenance()
+        from ..results.committed import bench_release
+
+        if (rel := bench_release(self.prov)) is not None:  # a release environment (nox -s history): which one
+            self.prov["release"] = rel
         self.prov["identity"] = identity(self.prov)
         self.rows: list[dict] = []
         self.partial = out.with_suffix(".partial.jsonl")

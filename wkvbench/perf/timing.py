@@ -6,7 +6,8 @@
    its own, host clock around a synchronized call, and reported as ``compile_s``; it is never a sample.
    Two more untimed calls settle caches and allocators.
 2. **Samples.** Each repetition is bracketed by two CUDA events on the current stream: device time,
-   not host time. With ``l2="cold"`` (the default) a buffer of twice the L2 size is overwritten
+   not host time. With ``l2="cold"`` (the default) a buffer of twice the L2 size, and at least 256 MiB
+   as do_bench's (``FLUSH_MIN_BYTES``), is overwritten
    before every repetition, outside the events, so every sample starts from a cold L2; ``"warm"``
    skips that. **Launch-bound calls are timed as CUDA-graph replays.** With ``graph=None`` (the
    default) the engine first measures the host time to enqueue one call and the call's device time
@@ -205,7 +206,13 @@ def gpu_clocks(index: int = 0) -> tuple[float | None, float | None, bool]:
         return None, None, False
 
 
-FLUSH_MIN_BYTES = 0  # the flush buffer is twice the L2 size, and at least this (triton's do_bench: 256 MiB)
+# The flush buffer is twice the L2 size, and at least FLUSH_MIN_BYTES (triton's do_bench flushes 256 MiB).
+# Twice the L2 (100 MB on the H100) left a kernel's time depending on where the allocator placed its
+# buffers: rwkv-ops' GDN recurrent kernel (long set, fp32: 8 programs streaming 1.3 GB) read 72.6-74.4 ms
+# over 8 placements (a spacer of 0-256 MB allocated first), and its engine/do_bench ratio was 0.973 on an
+# H200 and 1.027 on an H100 (stability.json). Behind a 256 MiB flush the same 8 placements read
+# 72.6-73.1 ms and agreed with do_bench within 0.1 % each (H100, 2026-11-26); bf16 moved by < 0.4 %.
+FLUSH_MIN_BYTES = 256 << 20
 
 
 class _Flusher:

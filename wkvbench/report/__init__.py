@@ -37,7 +37,7 @@ from .matrix import (
     row_op,
 )
 from .perf import bench_view
-from .releases import release_tables
+from .releases import MOVED, release_tables, release_timings
 from .runs import run_views
 from .templating import render
 
@@ -224,6 +224,7 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
              "earlier": [bench_view(None, f) for f in bfiles if not f.current]}
     history_charts = _history_charts(charts, hist)
     releases = release_tables(charts, src.releases)
+    timings = release_timings(charts, src.release_bench)
 
     status: dict[str, VerifyGroup] = {r.path: g for g in groups for r in g.runs}
 
@@ -278,6 +279,8 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
         runs=runs,
         history=history_charts,
         releases=releases,
+        release_timings=timings,
+        moved_limit=MOVED,
         site_link=_relative_link(site, output) if site.exists() else None,
         provenance=provenance,
         rows=rows,

@@ -1,7 +1,9 @@
 """The report's "Kernel releases" section: release-history verify files (``provenance.release``, made by
 ``nox -s history``; docs/history.md) as one table per kernel package and machine, variant x release, each
 cell the statuses of that variant's rows in that release and its worst error in floor multiples, and one
-chart of that worst multiple against the release per variant."""
+chart of that worst multiple against the release per variant; and where releases were timed on a GPU box
+(their bench files), one table and chart per package and machine of each row's median against the
+release, with the autotuned configuration each row ran.""" 
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from dataclasses import dataclass
 
 from wkvkernels.releases import parse
 
-from ..results.committed import VerifyRun
+from ..results.committed import BenchRun, VerifyRun, bench_release
 from .charts import Chart, Charts, Trace
 
 ORDER = ("FAIL", "ERROR", "CRASH", "TIMEOUT", "XPASS", "XFAIL", "PASS", "SKIP")
@@ -158,4 +160,77 @@ def changes(runs: list[VerifyRun]) -> list[Change]:
                 if a != b:
                     bad = [r for r in rows1 if r["status"] == b] or [r for r in rows0 if r["status"] == a]
                     out.append(Change(package, variant, dtype, (v0, a), (v1, b), str(bad[0]["case"])))
+    return out
+
+
+@dataclass
+class ReleaseTimings:
+    package: str
+    machine: str
+    versions: list[str]
+    head: list[str]
+    rows: list[list[str]]
+    files: list[tuple[str, str]]  # (version, path)
+    chart: Chart | None
+    moved: list[str]  # rows whose median moved by more than MOVED between consecutive releases
+
+
+MOVED = 0.10  # a median that moves by more than this between two releases is named under the table
+
+
+def _configs(row: dict) -> str:
+    """The row's autotuned configurations, short: ``kernel: num_warps: 4, num_stages: 3`` (the defaults
+    ``num_ctas: 1`` and ``maxnreg: None`` left out)."""
+    short = {k: str(v).replace(", num_ctas: 1", "").replace(", maxnreg: None", "")
+             for k, v in (row.get("autotune") or {}).items()}
+    return "; ".join(f"{k}: {v}" for k, v in sorted(short.items()))
+
+
+def release_timings(charts: Charts | None, runs: list[BenchRun]) -> list[ReleaseTimings]:
+    """Per (package, machine): each timed row (variant, shape set, dtype) against the release, its median
+    in microseconds and the autotuned configuration it ran (a row's time can follow the configuration
+    an autotuner picked as much as the release: FINDINGS.md)."""
+    by: dict[tuple[str, str], dict[str, BenchRun]] = collections.defaultdict(dict)
+    for run in runs:
+        rel = bench_release(run.doc) or {}
+        gpu = ((run.doc.get("provenance") or {}).get("gpu") or {}).get("name") or "cpu"
+        by[(str(rel.get("package")), gpu)][str(rel.get("version"))] = run
+    out = []
+    for (package, machine), versions in sorted(by.items()):
+        order = sorted(versions, key=_version_key)
+        cells: dict[str, dict[str, dict]] = collections.defaultdict(dict)
+        for v in order:
+            for r in versions[v].rows:
+                cells[f"{r['variant']} {r['shape_set']} {r['dtype']}"][v] = r
+        rows, traces, moved = [], [], []
+        for key in sorted(cells):
+            per = cells[key]
+            line = [key]
+            t = Trace(key)
+            prev = None
+            for v in order:
+                r = per.get(v)
+                if r is None:
+                    line.append("-")
+                elif r.get("status") != "OK" or r.get("median_ms") is None:
+                    line.append(f"{r.get('status')}: {str(r.get('reason') or '')[:60]}")
+                else:
+                    us = 1e3 * float(r["median_ms"])
+                    cfg = _configs(r)
+                    line.append(f"{us:.1f} us ({r.get('mode', '?')})" + (f" [{cfg}]" if cfg else ""))
+                    t.add(v, us, f"{key} {package} {v}: {us:.1f} us" + (f" [{cfg}]" if cfg else ""),
+                          charts.key(machine, key.split(".")[0], None) if charts is not None else None)
+                    if prev is not None and abs(us / prev[1] - 1) > MOVED:
+                        moved.append(f"{key}: {prev[1]:.1f} us in {prev[0]} -> {us:.1f} us in {v} "
+                                     f"({us / prev[1]:.2f}x)" + (f"; ran {cfg}" if cfg else ""))
+                    prev = (v, us)
+            rows.append(line)
+            if t.x:
+                traces.append(t)
+        chart = None
+        if charts is not None and traces:
+            chart = charts.line(f"{package} releases: median time per row ({machine})", traces,
+                                f"{package} release", "median (us)", categories=order)
+        out.append(ReleaseTimings(package, machine, order, ["row", *order], rows,
+                                  [(v, versions[v].path) for v in order], chart, moved))
     return out

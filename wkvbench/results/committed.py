@@ -68,6 +68,9 @@ class Sources:
     # from ``verify``: they are one package's releases side by side, not runs of this tree's kernels
     releases: list[VerifyRun] = field(default_factory=list)
     bench: list[BenchRun] = field(default_factory=list)
+    # bench files of a release-history environment (``nox -s history`` on a GPU box: ``bench_release``),
+    # kept apart from ``bench`` for the same reason
+    release_bench: list[BenchRun] = field(default_factory=list)
     drift: list[DriftSet] = field(default_factory=list)
     runs: list[tuple[str, dict]] = field(default_factory=list)  # (path, wkvbench.run/1 document)
     stability: list[tuple[str, dict]] = field(default_factory=list)  # (path, wkvbench.stability/1)
@@ -113,6 +116,25 @@ def _checked(path: Path, doc: dict, schema: str) -> dict:
         raise ReportInputError(str(exc)) from None
 
 
+def bench_release(doc: dict) -> dict | None:
+    """The kernel release a bench file timed: its ``provenance.release``, or for a file made in a release
+    environment before bench recorded one, the release its provenance names anyway (the requirement
+    ``nox -s history`` set, ``env.WKVBENCH_RELEASE_REQUIREMENT``, and the version in ``versions``)."""
+    from wkvkernels.releases import PACKAGES
+
+    prov = doc.get("provenance", doc) or {}  # a results document, or a provenance itself
+    if isinstance(prov.get("release"), dict):
+        return prov["release"]
+    req = str((prov.get("env") or {}).get("WKVBENCH_RELEASE_REQUIREMENT") or "")
+    dist = req.split("==")[0].split("@")[0].strip()
+    pkg = next((p for p in PACKAGES.values() if dist in p.distributions), None)
+    if not req or pkg is None:
+        return None
+    version = next(((d, v) for d in pkg.distributions if (v := (prov.get("versions") or {}).get(d))), None)
+    return {"package": pkg.name, "distribution": version[0] if version else dist,
+            "version": version[1] if version else None, "requirement": req}
+
+
 def load(root: Path) -> Sources:
     """Every results file under ``root``; raises ReportInputError on a malformed or unknown-version file."""
     if not root.is_dir():
@@ -146,7 +168,8 @@ def load(root: Path) -> Sources:
             released = isinstance((doc.get("provenance") or {}).get("release"), dict)
             (src.releases if released else src.verify).append(run)
         elif schema == BENCH:
-            src.bench.append(BenchRun(rel, doc, list(_checked(p, doc, schema)["rows"])))
+            run = BenchRun(rel, doc, list(_checked(p, doc, schema)["rows"]))
+            (src.release_bench if bench_release(doc) else src.bench).append(run)
         elif schema == RUN:
             src.runs.append((rel, _checked(p, doc, schema)))
         elif schema == STABILITY:
