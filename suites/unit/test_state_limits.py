@@ -139,8 +139,12 @@ def test_the_committed_h100_rows_keep_their_verdicts():
         elif status != r["status"]:
             wrong.append(f"{r['variant']} {r['case']}: {r['status']} -> {status} {failures}")
     assert not wrong, "\n".join(wrong)
-    # the one GPU kernel that returns its state in bf16 (rwkv-ops' RWKV-6 CUDA wrapper) is now listed
-    assert now_known == {"wkv6.rwkv_ops.cuda"}
+    # the one GPU kernel that returns its state in bf16 (rwkv-ops' RWKV-6 CUDA wrapper) is a known failure:
+    # in a run judged before its entry (a37f3f1) re-judging turned its PASS rows to XFAIL; the committed
+    # run (0724869, 2026-11-26) judged them so itself
+    assert now_known <= {"wkv6.rwkv_ops.cuda"}
+    rwkv6 = [r for r in rows if r["variant"] == "wkv6.rwkv_ops.cuda" and r["dtype"] == "bf16"]
+    assert rwkv6 and all(r["status"] == XFAIL or r["variant"] in now_known for r in rwkv6)
 
 
 @pytest.mark.thirdparty
