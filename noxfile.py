@@ -375,9 +375,12 @@ def history(session: nox.Session, package: str, requirement: str) -> None:
     # a GPU box: the release's CUDA variants timed too, beside its verify file; WKVBENCH_HISTORY_BENCH=0
     # verifies only (several releases verified side by side, their timings taken one at a time afterwards)
     if _has_cuda(session) and os.environ.get("WKVBENCH_HISTORY_BENCH", "1") != "0":
+        bench = out.replace(".json.gz", "-bench.json")
         session.run("python", "-m", "wkvbench", "bench", "--variant", HISTORY[package]["variants"],
-                    "--set", "quick", "--dtype", "bf16", "--output", out.replace(".json.gz", "-bench.json"),
+                    "--set", "quick", "--dtype", "bf16", "--output", bench,
                     env={"WKVBENCH_RELEASE_REQUIREMENT": requirement}, success_codes=[0, 1])
+        # asv's environment matrix: the release's timings as a series of their own (docs/history.md)
+        session.run("python", "-m", "wkvbench.perf.asv_record", bench, success_codes=[0, 2])
 
 
 def _has_cuda(session: nox.Session) -> bool:

@@ -138,6 +138,32 @@ def test_asv_record_writes_asv_files_that_asv_reads_back(tmp_path):
     assert sum(r["status"] == "SKIP" for r in back["rows"]) == len(back["rows"]) - n  # the rest: n/a
 
 
+def test_a_release_bench_goes_into_asv_as_an_environment_of_its_own(tmp_path):
+    """``nox -s history`` on a GPU box: a release's bench file is recorded under asv's environment matrix
+    (the release a requirement, the environment named after it), beside the pinned packages' run of the
+    same commit; the report draws it as a series of its own, and ``asv:COMMIT`` (the gate) takes only
+    the pinned run."""
+    from wkvbench.report.asv import history
+    from wkvbench.results.asv_results import find_commit
+
+    results = tmp_path / "results"
+    pinned, _ = record(FIXTURE_BENCH, results)
+    doc = json.loads(FIXTURE_BENCH.read_text())
+    doc["provenance"]["release"] = {"package": "fla", "distribution": "fla-core", "version": "0.5.2",
+                                    "requirement": "fla-core==0.5.2"}
+    rel_file = tmp_path / "0.5.2-bench.json"
+    rel_file.write_text(json.dumps(doc))
+    released, n = record(rel_file, results)
+    assert n > 0 and released.parent == pinned.parent and released != pinned
+    assert released.name.endswith("-wkvbench-fla-core-0.5.2.json")
+    got = json.loads(released.read_text())
+    assert got["requirements"] == {"fla-core": "0.5.2"} and got["params"]["fla-core"] == "0.5.2"
+    assert find_commit(results, doc["provenance"]["git"]["commit"]) == [pinned]
+    series = [h for h in history(results) if h.machines]
+    assert any(any(m.endswith(" · fla-core 0.5.2") for m in h.machines) for h in series)
+    assert any(any("fla-core" not in m for m in h.machines) for h in series)
+
+
 def test_warm_ups_take_head_size_128_apart_from_the_other_sets():
     from wkvbench.gpu.side import warm_groups
     from wkvbench.perf.bench import STANDARD_SETS

@@ -11,6 +11,12 @@ alone on the H100 (2026-11-23), for the same device-time numbers.
 
 Why asv's API and not our own JSON: asv then computes its own statistics (``compute_stats``) from
 the samples and the file stays readable by every asv command (publish, compare, continuous).
+
+A bench file of a kernel release's environment (``nox -s history`` on a GPU box: its
+``provenance.release``) goes in as asv's environment matrix does it: the release is a requirement of
+the result (``{"fla-core": "0.5.2"}``, also among its params) and its environment is named after it,
+``<commit>-wkvbench-fla-core-0.5.2.json``, so each release is a series of its own beside the pinned
+packages' history, and asv keeps the releases' timings side by side.
 """
 
 from __future__ import annotations
@@ -84,7 +90,16 @@ def record(bench_path: Path, results_dir: Path, commit: str | None = None) -> tu
     m_obj.save(str(results_dir))
     date = int(datetime.datetime.now(datetime.timezone.utc).timestamp() * 1000)
     python = str(m.get("python", ""))
-    res = Results({"machine": machine, "python": python}, {}, commit, date, python, ENV_NAME, {})
+    from ..results.committed import bench_release
+
+    rel = bench_release(doc)
+    requirements, env_name, params = {}, ENV_NAME, {"machine": machine, "python": python}
+    if rel and rel.get("version"):  # a release's environment: a point of asv's environment matrix
+        dist = str(rel.get("distribution") or rel["package"])
+        requirements = {dist: str(rel["version"])}
+        env_name = f"{ENV_NAME}-{dist}-{rel['version']}"
+        params.update(requirements)
+    res = Results(params, requirements, commit, date, python, env_name, {})
     res.add_result({"name": BENCHMARK, "version": entry["version"], "params": entry["params"]},
                    BenchmarkResult(result=values, samples=samples, number=numbers, errcode=0, stderr="",
                                    profile=None), record_samples=True)

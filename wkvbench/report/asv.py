@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..results.asv_results import entries
+from ..results.asv_results import entries, release_requirements
 
 
 @dataclass
@@ -81,6 +81,8 @@ def history(results_dir: Path, not_read: list[tuple[str, str]] | None = None) ->
             try:
                 doc = json.loads(f.read_text())
                 date, commit = int(doc["date"]), str(doc["commit_hash"])
+                reqs = release_requirements(doc)  # a kernel release's environment: a series of its own
+                where = label + "".join(f" · {k} {v}" for k, v in sorted(reqs.items()))
                 found = list(entries(doc, f))
             except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
                 if not_read is not None:
@@ -95,8 +97,8 @@ def history(results_dir: Path, not_read: list[tuple[str, str]] | None = None) ->
                 h = out.setdefault(key, History(key, units.get(bench, "seconds"), function=bench,
                                                 params={n: str(v).strip("'\"") for n, v
                                                         in zip(names, combo, strict=False)}))
-                h.gpus[label] = gpu
-                h.machines.setdefault(label, []).append(
+                h.gpus[where] = gpu
+                h.machines.setdefault(where, []).append(
                     Point(date, commit, float(col["result"]), col.get("stats_q_25"), col.get("stats_q_75")))
     for h in out.values():
         for pts in h.machines.values():

@@ -77,8 +77,21 @@ def asv_to_bench(doc: dict, path: Path) -> dict:
     return {"schema": BENCH, "provenance": prov, "rows": rows}
 
 
+def release_requirements(doc: dict) -> dict[str, str]:
+    """The kernel releases an asv result was measured with (requirements that name a kernel package's
+    distribution, ``wkvkernels.releases.PACKAGES``: ``nox -s history``); empty for the pinned packages'
+    runs (whose requirements name torch and the like, from asv's own matrix)."""
+    from wkvkernels.releases import PACKAGES
+
+    dists = {d for p in PACKAGES.values() for d in p.distributions}
+    reqs = doc.get("requirements") or {}
+    return {str(k): str(v) for k, v in reqs.items() if k in dists} if isinstance(reqs, dict) else {}
+
+
 def find_commit(results_dir: Path, commit: str) -> list[Path]:
-    """The asv result files of ``commit`` (a hash prefix) under ``results_dir`` (``.asv/results``)."""
+    """The asv result files of ``commit`` (a hash prefix) under ``results_dir`` (``.asv/results``): the
+    pinned packages' runs, not the kernel releases' environments recorded at the same commit (files
+    kernel releases among their ``requirements``: ``nox -s history``)."""
     if len(commit) < 7:
         raise ValueError(f"asv commit {commit!r}: give at least 7 hex digits")
     out = []
@@ -87,10 +100,11 @@ def find_commit(results_dir: Path, commit: str) -> list[Path]:
             continue
         if p.name.startswith(commit[:8]):
             try:
-                full = json.loads(p.read_text()).get("commit_hash", "")
-            except (OSError, ValueError):
-                full = ""  # unreadable: load_side reports it with its name
-            if not full or full.startswith(commit):
+                doc = json.loads(p.read_text())
+                full, release = doc.get("commit_hash", ""), bool(release_requirements(doc))
+            except (OSError, ValueError, AttributeError):
+                full, release = "", False  # unreadable: load_side reports it with its name
+            if (not full or full.startswith(commit)) and not release:
                 out.append(p)
     if not out:
         raise FileNotFoundError(f"no asv results for commit {commit} under {results_dir}")
