@@ -323,6 +323,15 @@ class _Sim:
         monkeypatch.setattr(timing.time, "perf_counter", lambda: sim.h)
 
 
+def _time_on(sim: _Sim, monkeypatch, mode: str, launch: dict, per_call_s: float):
+    """``time_call`` of ``sim.call`` against the simulated GPU, in ``mode`` with the launch profile
+    ``launch`` and ``per_call_s`` host seconds per warm-up call."""
+    sim.patch(monkeypatch)
+    monkeypatch.setattr(timing, "choose_mode", lambda fn, graph, clock: (fn, mode, "stand-in", launch))
+    monkeypatch.setattr(timing, "_warm_up", lambda *a, **k: per_call_s)
+    return timing.time_call(sim.call, time_cap_s=1.0)
+
+
 @pytest.mark.parametrize("host_call_us", [2.0, 60.0])
 def test_graph_replays_on_a_slow_host_are_timed_without_its_gaps(monkeypatch, host_call_us):
     """A 5 us kernel behind a 25 us L2 flush, replayed from a graph. When the host needs 60 us to launch
@@ -331,11 +340,7 @@ def test_graph_replays_on_a_slow_host_are_timed_without_its_gaps(monkeypatch, ho
     next batches start behind a GPU wait long enough for the host to enqueue all of them, so the median is
     the kernel's 5 us whatever the host's speed (before: the filter was switched off for the row, 65 us)."""
     sim = _Sim(kernel_us=5.0, flush_us=25.0, host_call_us=host_call_us)
-    sim.patch(monkeypatch)
-    monkeypatch.setattr(timing, "choose_mode", lambda fn, graph, clock: (fn, "graph", "launch-bound",
-                                                                          {"host_us": 20.0, "device_us": 5.0}))
-    monkeypatch.setattr(timing, "_warm_up", lambda *a, **k: 40e-6)
-    t = timing.time_call(sim.call, time_cap_s=1.0)
+    t = _time_on(sim, monkeypatch, "graph", {"host_us": 20.0, "device_us": 5.0}, 40e-6)
     st = t.stats()
     assert t.mode == "graph" and st["n"] >= 10
     assert st["median_ms"] == pytest.approx(0.005, rel=0.01), (st, t.host_gaps)
@@ -346,11 +351,7 @@ def test_an_eager_call_that_waits_for_the_host_keeps_its_host_time(monkeypatch):
     """An eager call that synchronizes inside: the GPU always reaches a sample's start before its end is
     enqueued, so nothing is dropped and its time includes the wait (it is the call's cost)."""
     sim = _Sim(kernel_us=50.0, flush_us=25.0, host_call_us=30.0, syncs=True)
-    sim.patch(monkeypatch)
-    monkeypatch.setattr(timing, "choose_mode", lambda fn, graph, clock: (fn, "eager", "host enqueue 0.1x",
-                                                                          {"host_us": 5.0, "device_us": 50.0}))
-    monkeypatch.setattr(timing, "_warm_up", lambda *a, **k: 80e-6)
-    t = timing.time_call(sim.call, time_cap_s=1.0)
+    t = _time_on(sim, monkeypatch, "eager", {"host_us": 5.0, "device_us": 50.0}, 80e-6)
     assert t.mode == "eager" and t.host_gaps == 0 and t.stats()["n"] >= 10
     # the launch's 30 us, less the 25 us flush it overlaps, plus the 50 us kernel and an event's 1 us
     assert t.stats()["median_ms"] == pytest.approx(0.057, rel=0.02)
@@ -367,11 +368,7 @@ def test_a_queued_call_on_a_slow_host_is_timed_without_its_gaps(monkeypatch):
                 self.enqueue(self.kernel, self.host_call)
 
     sim = Loop(kernel_us=10.0, flush_us=25.0, host_call_us=15.0)
-    sim.patch(monkeypatch)
-    monkeypatch.setattr(timing, "choose_mode", lambda fn, graph, clock: (fn, "queued", "launch-bound",
-                                                                          {"host_us": 1000.0, "device_us": 2560.0}))
-    monkeypatch.setattr(timing, "_warm_up", lambda *a, **k: 4e-3)
-    t = timing.time_call(sim.call, time_cap_s=1.0)
+    t = _time_on(sim, monkeypatch, "queued", {"host_us": 1000.0, "device_us": 2560.0}, 4e-3)
     st = t.stats()
     assert t.mode == "queued" and st["n"] >= 10
     assert st["min_ms"] == pytest.approx(2.56, rel=1e-3) and st["max_ms"] == pytest.approx(2.56, rel=1e-3)
