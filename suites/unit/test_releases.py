@@ -173,6 +173,7 @@ def test_release_bench_files_are_kept_apart_and_tabled_against_the_release(tmp_p
     release with the configuration it ran, and names a move of more than 10 %."""
     from wkvbench.report.releases import release_timings
     from wkvbench.results.committed import bench_release
+    from wkvbench.results.provenance import release_named
 
     d = tmp_path / "history" / "H100" / "fla"
     d.mkdir(parents=True)
@@ -196,6 +197,7 @@ def test_release_bench_files_are_kept_apart_and_tabled_against_the_release(tmp_p
     assert src.bench == [] and len(src.release_bench) == 3
     assert bench_release(src.release_bench[0].doc)["package"] == "fla"
     assert bench_release({"provenance": {"env": {}}}) is None  # a bench of this tree's pinned kernels
+    assert release_named(src.release_bench[0].doc["provenance"]) == bench_release(src.release_bench[0].doc)
     (t,) = release_timings(None, src.release_bench)
     assert t.package == "fla" and t.machine == "NVIDIA H100" and t.versions == ["0.2.2", "0.5.2", "0.6.0"]
     ((key, a, b, c),) = t.rows

@@ -33,7 +33,7 @@ from wkvkernels.base import KernelVariant, availability, variants
 from wkvkernels.cases import Case
 
 from ..judge.check import PASS, Checker
-from ..results.provenance import Machine, provenance
+from ..results.provenance import Machine, provenance, release_named
 from ..results.schemas import BENCH, append_partial, atomic_write, partial_rows
 from ..results.verify_file import REWRITE_S
 from .roofline import Ceilings, flops, measure_ceilings, min_bytes
@@ -158,9 +158,7 @@ class Bench:
         self.sel, self.out, self.console = sel, out, console
         self.checker = Checker()
         self.prov = provenance()
-        from ..results.committed import bench_release
-
-        if (rel := bench_release(self.prov)) is not None:  # a release environment (nox -s history): which one
+        if (rel := release_named(self.prov)) is not None:  # a release environment (nox -s history): which one
             self.prov["release"] = rel
         self.prov["identity"] = identity(self.prov)
         self.rows: list[dict] = []

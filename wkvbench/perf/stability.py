@@ -139,8 +139,8 @@ def run_checks(procs, bench: Path, out: Path, repeats: int, ngpu: int = 1,
     parts = [out] if ngpu == 1 else [out.with_name(f"{out.stem}.gpu{i}{out.suffix}") for i in range(ngpu)]
     rcs: dict[str, int] = {}
     groups = {"stability": ("--exclude", "*.ggml.*"), "stability-ggml": ("--variant", "*.ggml.*")}
-    if ggml is not None:
-        groups = dict([list(groups.items())[1 if ggml else 0]])
+    if ggml is not None:  # one of the two
+        groups = {name: sel for name, sel in groups.items() if (name == "stability-ggml") == ggml}
     for name, sel in groups.items():
         live = {}
         for i, part in enumerate(parts):  # one process per GPU, side by side

@@ -3,7 +3,7 @@
 cell the statuses of that variant's rows in that release and its worst error in floor multiples, and one
 chart of that worst multiple against the release per variant; and where releases were timed on a GPU box
 (their bench files), one table and chart per package and machine of each row's median against the
-release, with the autotuned configuration each row ran.""" 
+release, with the autotuned configuration each row ran."""
 
 from __future__ import annotations
 

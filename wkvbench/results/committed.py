@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .model import ResultsError, from_doc, read
+from .provenance import release_named
 from .schemas import BENCH, RUN, STABILITY, VERIFY, is_results_name, read_text
 
 SKIP_DIRS = ("asv", "html", "parts")  # asv's files, the report's output, the parts of merged files
@@ -117,22 +118,9 @@ def _checked(path: Path, doc: dict, schema: str) -> dict:
 
 
 def bench_release(doc: dict) -> dict | None:
-    """The kernel release a bench file timed: its ``provenance.release``, or for a file made in a release
-    environment before bench recorded one, the release its provenance names anyway (the requirement
-    ``nox -s history`` set, ``env.WKVBENCH_RELEASE_REQUIREMENT``, and the version in ``versions``)."""
-    from wkvkernels.releases import PACKAGES
-
-    prov = doc.get("provenance", doc) or {}  # a results document, or a provenance itself
-    if isinstance(prov.get("release"), dict):
-        return prov["release"]
-    req = str((prov.get("env") or {}).get("WKVBENCH_RELEASE_REQUIREMENT") or "")
-    dist = req.split("==")[0].split("@")[0].strip()
-    pkg = next((p for p in PACKAGES.values() if dist in p.distributions), None)
-    if not req or pkg is None:
-        return None
-    version = next(((d, v) for d in pkg.distributions if (v := (prov.get("versions") or {}).get(d))), None)
-    return {"package": pkg.name, "distribution": version[0] if version else dist,
-            "version": version[1] if version else None, "requirement": req}
+    """The kernel release a bench file timed (``release_named`` of its provenance), None for a bench of
+    this tree's pinned packages."""
+    return release_named(doc.get("provenance") or {})
 
 
 def load(root: Path) -> Sources:

@@ -130,6 +130,25 @@ def release_block(package: str) -> dict:
             "requirement": config.release_requirement() or None}
 
 
+def release_named(prov: dict) -> dict | None:
+    """The kernel release a provenance names: its ``release`` block, or for a run made in a release
+    environment without one (bench files before bench recorded it), the requirement ``nox -s history``
+    set (``env.WKVBENCH_RELEASE_REQUIREMENT``) with the version ``versions`` holds; None outside a release
+    environment."""
+    from wkvkernels.releases import PACKAGES
+
+    if isinstance(prov.get("release"), dict):
+        return prov["release"]
+    req = str((prov.get("env") or {}).get("WKVBENCH_RELEASE_REQUIREMENT") or "")
+    dist = req.split("==")[0].split("@")[0].strip()
+    pkg = next((p for p in PACKAGES.values() if dist in p.distributions), None)
+    if not req or pkg is None:
+        return None
+    version = next(((d, v) for d in pkg.distributions if (v := (prov.get("versions") or {}).get(d))), None)
+    return {"package": pkg.name, "distribution": version[0] if version else dist,
+            "version": version[1] if version else None, "requirement": req}
+
+
 def release_path(root: str | os.PathLike, prov: dict) -> str:
     """Where a release-history run's results go: ``<root>/<machine>/<package>/<version>.json`` with
     machine ``cpu`` without a GPU, else the machine identity's slug (docs/history.md)."""

@@ -219,7 +219,6 @@ def sweep(checker, variant, case, kind: str, alive=None):
                        kind=label, seconds=seconds)
 
 
-
 @contextlib.contextmanager
 def pinned(on: bool = True) -> Iterator[None]:
     """Autotuning pinned (``install``) for the block, and not after it unless it was pinned before;
@@ -264,4 +263,3 @@ def recording() -> Iterator[dict[str, str]]:
 
 __all__ = ["MAX_ROUNDS", "STATE", "describe", "install", "installed", "kernel_name", "pinned", "recording",
            "round_from_env", "rounds_needed", "sweep", "uninstall"]
-
