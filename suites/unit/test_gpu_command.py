@@ -374,3 +374,43 @@ def test_side_tasks_go_to_the_gpu_that_runs_the_fewest(monkeypatch, tmp_path):
     one.procs, one.ngpu = FakeProcs(), 1
     side.run_side(one, tasks[:2], slots=2, stop=threading.Event(), counts=collections.Counter())
     assert [g for _, g in one.procs.started] == [None, None]
+
+
+def _build_run(tmp_path, cmd):
+    """A ``GpuRun`` stand-in around ggml's build: real processes and run.json, no verification."""
+    from wkvbench.results.runfile import State
+    from wkvbench.run.procs import Procs
+
+    class Run:
+        procs, state, ggml_beside = Procs(tmp_path / "logs"), State.load(tmp_path / "run.json"), ()
+
+    run = Run()
+    ph = run.state.phase("ggml")
+    ph.status, ph.started = "running", time.time()
+    return run, run.procs.start("ggml-build", cmd)
+
+
+def test_ggml_build_time_and_the_wait_for_it_count_in_the_wall_time(tmp_path):
+    """The build's seconds end where it ended, not where the run came to look after the bench (and the
+    stability check): a build that outlasts the bench adds its excess to the wall time as ``ggml-wait``;
+    one that ended before the bench adds nothing."""
+    from wkvbench.gpu.ggml import build_and_verify
+
+    run, build = _build_run(tmp_path, [sys.executable, "-c", "print('built')"])
+    run.bench_ended = time.time() + 60  # the bench ends after the build
+    while run.procs.poll(build) is None:
+        time.sleep(0.05)
+    time.sleep(1.5)  # the run looks later (after its bench)
+    assert build_and_verify(run, build)
+    ph = run.state.phase("ggml")
+    assert ph.status == "done" and ph.seconds < 1.2 and "ggml-wait" not in run.state.phases
+
+    run, build = _build_run(tmp_path / "b", [sys.executable, "-c", "import time; time.sleep(2.5); print('built')"])
+    run.bench_ended = time.time()  # the bench ended at once: the run waits for the build
+    assert build_and_verify(run, build)
+    wait = run.state.phases["ggml-wait"]
+    assert 2.0 < wait.seconds < 6 and wait.status == "done"
+    run.state.install_s = 1.0
+    run.state.save()
+    doc = json.loads((tmp_path / "b" / "run.json").read_text())
+    assert doc["wall_s"] == pytest.approx(1.0 + wait.seconds, abs=0.1)  # the wait is on the critical path

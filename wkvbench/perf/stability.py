@@ -43,8 +43,16 @@ def _reference_ms(call, rep_ms: int) -> float:
     return float(do_bench(call, warmup=25, rep=rep_ms, return_mode="median"))
 
 
-def measure(row: dict, repeats: int, settings: dict, rep_ms: int) -> dict:
-    """The engine and the reference on one bench row, ``repeats`` alternating rounds."""
+# seconds of the engine on a process's first row before its rounds count: in a new process the first
+# second or so of ChatRWKV's queued loops read 1.5-1.8 % low, then steady (H100 and both GPUs of an H200
+# box, 2026-11-26: rounds 1-3 of 12 low, rounds 4-12 within 0.5 %; a second pass in the same process
+# within 0.9 %); a bench process reaches those rows after others
+PROCESS_WARMUP_S = 3.0
+
+
+def measure(row: dict, repeats: int, settings: dict, rep_ms: int, warmup_s: float = 0.0) -> dict:
+    """The engine and the reference on one bench row, ``repeats`` alternating rounds (after ``warmup_s``
+    seconds of the engine on it that do not count)."""
     import torch
 
     from wkvkernels.base import get
@@ -65,13 +73,20 @@ def measure(row: dict, repeats: int, settings: dict, rep_ms: int) -> dict:
            "bench_median_ms": row.get("median_ms"), "engine_ms": [], "reference_ms": [], "modes": [],
            "clock_mhz": []}  # per round, the SM clock after the engine's warm-up and after its samples
     ref_call = None
-    for _ in range(repeats):
+
+    def engine():
         if clock in SYNCED:  # MLX / ggml on Metal: the host around their synchronization
-            t = time_synced(fn, waiter(native), clock,
-                            sem_bound=settings.get("sem_bound", 0.005), time_cap_s=settings.get("time_cap_s", 1.0))
-        else:
-            t = time_call(fn, l2=settings.get("l2", "cold"), clock=clock, sem_bound=settings.get("sem_bound", 0.005),
-                          time_cap_s=settings.get("time_cap_s", 1.0), sync=getattr(native, "synchronize", None))
+            return time_synced(fn, waiter(native), clock, sem_bound=settings.get("sem_bound", 0.005),
+                               time_cap_s=settings.get("time_cap_s", 1.0))
+        return time_call(fn, l2=settings.get("l2", "cold"), clock=clock,
+                         sem_bound=settings.get("sem_bound", 0.005), time_cap_s=settings.get("time_cap_s", 1.0),
+                         sync=getattr(native, "synchronize", None))
+
+    warm_until = time.perf_counter() + warmup_s
+    while time.perf_counter() < warm_until:
+        engine()  # does not count
+    for _ in range(repeats):
+        t = engine()
         out["engine_ms"].append(t.stats()["median_ms"])
         out["modes"].append(t.mode)
         out["clock_mhz"].append(t.clock_mhz)
@@ -123,24 +138,31 @@ def _kept(path: Path, bench_name: str, repeats: int) -> list[dict]:
     return [r for r in f.rows if "error" not in r]
 
 
+# the process groups of ``wkvbench gpu``'s stability phases, in order, and whether each waits for a quiet
+# host (after ggml's build): rows timed by events first; then the ``queued`` rows, whose time holds the
+# host's share of the enqueue (beside ggml's build on a box of two H200s, 2026-11-26, ChatRWKV's loops
+# had single rounds 2-4 % high, with spreads of 2.0 % and 4.3 %; on the quiet box, 0.2-0.9 %);
+# ggml's rows in processes of their own (a process that had loaded ggml's CUDA build and torch's CUDA
+# extensions died of SIGSEGV, H100, 2026-11-25; FINDINGS.md)
+GROUPS = (("stability", ("--exclude", "*.ggml.*", "--exclude-mode", "queued"), False),
+          ("stability-queued", ("--exclude", "*.ggml.*", "--mode", "queued"), True),
+          ("stability-ggml", ("--variant", "*.ggml.*"), True))
+
+
 def run_checks(procs, bench: Path, out: Path, repeats: int, ngpu: int = 1,
-               ggml: bool | None = None) -> tuple[bool, str]:
+               late: bool | None = None) -> tuple[bool, str]:
     """``wkvbench gpu``'s stability phases: this command on ``bench``, one process per GPU at a time (every
     ``ngpu``-th row each, ``--shard``; never two timed processes on one GPU), in processes of ``procs``
-    (``Procs``). ggml's rows go in processes of their own (``ggml=True``; ``False``: every row but
-    ggml's; ``None``: both, ggml's after the others): a process that had loaded ggml's CUDA build and
-    torch's CUDA extensions died of SIGSEGV (H100, 2026-11-25; FINDINGS.md). Each GPU's rows go to a file
-    of its own (kept by a stopped run and resumed), joined into ``out`` with the rows it already holds
-    at the end. (ok, detail)."""
+    (``Procs``), a group of them after the other (``GROUPS``; ``late=False``: the groups that need no quiet
+    host, ``True``: those that do, ``None``: all). Each GPU's rows go to a file of its own (kept by a
+    stopped run and resumed), joined into ``out`` with the rows it already holds at the end. (ok, detail)."""
     from ..run.isolate import gpu_of
     from ..run.procs import py, tail
 
     ngpu = max(1, ngpu)
     parts = [out] if ngpu == 1 else [out.with_name(f"{out.stem}.gpu{i}{out.suffix}") for i in range(ngpu)]
     rcs: dict[str, int] = {}
-    groups = {"stability": ("--exclude", "*.ggml.*"), "stability-ggml": ("--variant", "*.ggml.*")}
-    if ggml is not None:  # one of the two
-        groups = {name: sel for name, sel in groups.items() if (name == "stability-ggml") == ggml}
+    groups = {name: sel for name, sel, quiet in GROUPS if late is None or quiet == late}
     for name, sel in groups.items():
         live = {}
         for i, part in enumerate(parts):  # one process per GPU, side by side
@@ -193,6 +215,36 @@ def _join(parts: list[Path], out: Path) -> bool:
     return True
 
 
+def selected(rows: list[dict], a: argparse.Namespace) -> list[dict]:
+    """The bench rows the command line asks for (timed rows only), launch-bound sets first."""
+    rows = [r for r in rows if r["status"] == "OK"
+            and (not a.variant or any(fnmatch.fnmatchcase(r["variant"], g) for g in a.variant))
+            and not any(fnmatch.fnmatchcase(r["variant"], g) for g in a.exclude)
+            and (not a.sets or r["shape_set"] in a.sets) and (not a.dtype or r["dtype"] in a.dtype)
+            and (not a.mode or r.get("mode") in a.mode) and r.get("mode") not in a.exclude_mode]
+    order = {"decode": 0, "quick": 1}  # the launch-bound sets first: where eager timing goes wrong
+    return sorted(rows, key=lambda r: (order.get(r["shape_set"], 2), r["shape_set"], r["variant"],
+                                       r["dtype"]))
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m wkvbench stability", description=__doc__.splitlines()[0])
+    ap.add_argument("bench", type=Path, help="a wkvbench.bench/1 file of this machine")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--variant", action="append", default=[], metavar="GLOB")
+    ap.add_argument("--exclude", action="append", default=[], metavar="GLOB")
+    ap.add_argument("--set", dest="sets", action="append", default=[])
+    ap.add_argument("--dtype", action="append", default=[])
+    ap.add_argument("--mode", action="append", default=[], help="only the rows the bench timed in this mode")
+    ap.add_argument("--exclude-mode", action="append", default=[], metavar="MODE",
+                    help="not the rows the bench timed in this mode")
+    ap.add_argument("--rep-ms", type=int, default=100, help="do_bench's rep (ms) per round")
+    ap.add_argument("--output", type=Path, default=None, help="JSON (default: stability.json beside the bench file)")
+    ap.add_argument("--shard", default="0/1", metavar="I/N",
+                    help="every N-th row from the I-th: one process per GPU of a box (``nox -s gpu`` does it)")
+    return ap
+
+
 def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
 
@@ -202,17 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     from ..results.provenance import provenance
     from .bench import identity
 
-    ap = argparse.ArgumentParser(prog="python -m wkvbench stability", description=__doc__.splitlines()[0])
-    ap.add_argument("bench", type=Path, help="a wkvbench.bench/1 file of this machine")
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--variant", action="append", default=[], metavar="GLOB")
-    ap.add_argument("--exclude", action="append", default=[], metavar="GLOB")
-    ap.add_argument("--set", dest="sets", action="append", default=[])
-    ap.add_argument("--dtype", action="append", default=[])
-    ap.add_argument("--rep-ms", type=int, default=100, help="do_bench's rep (ms) per round")
-    ap.add_argument("--output", type=Path, default=None, help="JSON (default: stability.json beside the bench file)")
-    ap.add_argument("--shard", default="0/1", metavar="I/N",
-                    help="every N-th row from the I-th: one process per GPU of a box (``nox -s gpu`` does it)")
+    ap = parser()
     a = ap.parse_args(argv)
     try:
         shard_i, shard_n = (int(x) for x in a.shard.split("/"))
@@ -234,13 +276,7 @@ def main(argv: list[str] | None = None) -> int:
         con.print(f"[red]error:[/red] {a.bench} was measured on {doc['provenance'].get('identity')!r}; "
                   f"this machine is {identity(prov)!r}")
         return 2
-    rows = [r for r in doc["rows"] if r["status"] == "OK"
-            and (not a.variant or any(fnmatch.fnmatchcase(r["variant"], g) for g in a.variant))
-            and not any(fnmatch.fnmatchcase(r["variant"], g) for g in a.exclude)
-            and (not a.sets or r["shape_set"] in a.sets) and (not a.dtype or r["dtype"] in a.dtype)]
-    order = {"decode": 0, "quick": 1}  # the launch-bound sets first: where eager timing goes wrong
-    rows.sort(key=lambda r: (order.get(r["shape_set"], 2), r["shape_set"], r["variant"], r["dtype"]))
-    rows = rows[shard_i::shard_n]
+    rows = selected(doc["rows"], a)[shard_i::shard_n]
     gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip() if shard_n > 1 else ""
     out_path = a.output or a.bench.with_name("stability.json")
     results, t0 = _kept(out_path, a.bench.name, a.repeats), time.time()
@@ -250,13 +286,15 @@ def main(argv: list[str] | None = None) -> int:
 
     def save() -> None:
         atomic_write(out_path, json.dumps({"schema": SCHEMA, "provenance": prov, "bench": a.bench.name,
-                                           "repeats": a.repeats, "spread_max": SPREAD_MAX,
+                                           "repeats": a.repeats, "process_warmup_s": PROCESS_WARMUP_S,
+                                           "spread_max": SPREAD_MAX,
                                            "ratio_max": RATIO_MAX, "rows": results}, indent=1))
 
     todo = [r for r in rows if _key(r) not in have]
     for i, r in enumerate(todo):
         try:
-            results.append(measure(r, a.repeats, doc.get("settings", {}), a.rep_ms))
+            results.append(measure(r, a.repeats, doc.get("settings", {}), a.rep_ms,
+                                   warmup_s=PROCESS_WARMUP_S if i == 0 else 0.0))
             if gpu:
                 results[-1]["gpu"] = gpu  # which GPU of the box (provenance's gpu.devices)
         except Exception as exc:  # noqa: BLE001 - one row failing must not lose the others
