@@ -58,8 +58,8 @@ def _see_host_packages(session: nox.Session) -> None:
     import site
 
     dirs = [d for d in (*site.getsitepackages(), site.getusersitepackages()) if os.path.isdir(d)]
-    purelib = session.run("python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])",
-                          silent=True).strip().splitlines()[-1]
+    purelib = session.run_install("python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+                                  silent=True).strip().splitlines()[-1]
     with open(os.path.join(purelib, "_wkvbench_host_site.pth"), "w") as f:
         f.write("\n".join(dirs) + "\n")
 
@@ -100,15 +100,21 @@ def _ggml_source(session: nox.Session) -> str:
         sdist = os.path.join(tmp, os.path.basename(found[0]))
         shutil.copyfile(found[0], sdist)
     else:
-        session.run("python", "-m", "pip", "download", "--no-deps", "--no-binary=ggml-python",
-                    "--no-build-isolation", GGML, "-d", tmp, silent=True)
+        session.run_install("python", "-m", "pip", "download", "--no-deps", "--no-binary=ggml-python",
+                            "--no-build-isolation", GGML, "-d", tmp, silent=True)
         sdist = glob.glob(os.path.join(tmp, f"ggml_python-{version}.tar.gz"))[0]
     src = sdist[: -len(".tar.gz")]
     if not os.path.isdir(src):
         with tarfile.open(sdist) as tar:
             tar.extractall(tmp, filter="data")
-    session.run("python", "tools/patch_ggml_python.py", src)
+    session.run_install("python", "tools/patch_ggml_python.py", src)
     return src
+
+
+def _install_only(session: nox.Session) -> bool:
+    """``nox --install-only`` (e.g. a box prepared before it goes offline): ``session.run`` runs nothing
+    and returns None, so a session stops after its installs instead of reading output that never came."""
+    return session.run("python", "-c", "", silent=True) is None
 
 
 def _venv_params() -> dict:
@@ -155,6 +161,8 @@ def bench(session: nox.Session) -> None:
     gpu = ("gpu-kernels",) if TORCH == "system" or WHEELHOUSE else ()
     _install_runtime(session, "test", "cpu-kernels", "bench", *gpu)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    if _install_only(session):
+        return
     ngpu = int(session.run("python", "-c", "import torch; print(torch.cuda.device_count())", silent=True).split()[-1])
     session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "suites/perf/test_cpu_timings.py",
                 "--benchmark-only", f"--benchmark-json=reports/bench/cpu-{stamp}.json")
@@ -201,13 +209,16 @@ def gpu(session: nox.Session) -> None:
     _install_runtime(session, "gpu-kernels", "report", "bench", ggml=False)
     session.install(*_offline(), *BUILD_BACKEND, "typing_extensions")
     env = {"WKVBENCH_T0": t0, "TRITON_CACHE_AUTOTUNING": "1"}
+    src = _ggml_source(session)  # downloaded (or taken from the wheelhouse) and patched: an install step
+    if _install_only(session):
+        return
     if "CMAKE_ARGS" not in os.environ:
         arch = session.run("python", "-c", "import torch; c = torch.cuda.get_device_capability() "
                            "if torch.cuda.is_available() else None; print(f'{c[0]}{c[1]}' if c else '')",
                            silent=True).strip().splitlines()[-1:]
         if arch and arch[0]:
             env["CMAKE_ARGS"] = f"-DGGML_CUDA=on -DCMAKE_CUDA_ARCHITECTURES={arch[0]} -DGGML_CUDA_FA=OFF"
-    session.run("python", "-m", "wkvbench", "gpu", "--ggml-src", _ggml_source(session),
+    session.run("python", "-m", "wkvbench", "gpu", "--ggml-src", src,
                 f"--ggml-pip={' '.join(_offline())}", *session.posargs, env=env)
 
 
@@ -371,6 +382,8 @@ def history(session: nox.Session, package: str, requirement: str) -> None:
     if HISTORY[package].get("gpu") and not _has_cuda(session):
         session.skip(f"{package} is CUDA-only (ChatRWKV's kernels): its releases run on a GPU box")
     _release_env(session, package, requirement)
+    if _install_only(session):
+        return
     out = _verify_release(session, package, requirement)
     # a GPU box: the release's CUDA variants timed too, beside its verify file; WKVBENCH_HISTORY_BENCH=0
     # verifies only (several releases verified side by side, their timings taken one at a time afterwards)
@@ -412,6 +425,8 @@ def candidate(session: nox.Session) -> None:
         last, rest = rest[i + 1], rest[:i] + rest[i + 2:]
     session.posargs[:] = rest  # the selection, if given
     _release_env(session, package, last)
+    if _install_only(session):
+        return
     base = _verify_release(session, package, last)
     _release_env(session, package, requirement)
     stamp = __import__("datetime").datetime.now().strftime("%Y%m%d-%H%M%S")

@@ -158,16 +158,13 @@ def test_the_stability_phase_times_ggml_in_a_process_of_its_own(tmp_path):
         def wait(self, name):
             return self.codes[name]
 
-    procs = FakeProcs({"stability": 1, "stability-queued": 0, "stability-ggml": -11})
+    procs = FakeProcs({"stability": 1, "stability-ggml": -11})
     ok, detail = run_checks(procs, tmp_path / "bench.json", out, 5)
     assert not ok and "1/2 rows within the targets" in detail and "stability-ggml exited with -11" in detail
-    (first, a), (second, b), (third, c) = procs.started
-    assert (first, second, third) == ("stability", "stability-queued", "stability-ggml")
-    # rows timed by events (not ggml's, not queued) first; the queued rows; ggml's in processes of their own
-    assert a[-4:] == ["--exclude", "*.ggml.*", "--exclude-mode", "queued"]
-    assert b[-4:] == ["--exclude", "*.ggml.*", "--mode", "queued"] and c[-2:] == ["--variant", "*.ggml.*"]
-    assert run_checks(FakeProcs({"stability": 0, "stability-queued": 1, "stability-ggml": 1}),
-                      tmp_path / "b.json", out, 5)[0]
+    (first, a), (second, b) = procs.started
+    assert (first, second) == ("stability", "stability-ggml")
+    assert a[-2:] == ["--exclude", "*.ggml.*"] and b[-2:] == ["--variant", "*.ggml.*"]
+    assert run_checks(FakeProcs({"stability": 0, "stability-ggml": 1}), tmp_path / "b.json", out, 5)[0]
 
 
 def test_the_stability_phase_gives_each_gpu_a_share_of_the_rows_and_joins_them(tmp_path, monkeypatch):
@@ -196,7 +193,7 @@ def test_the_stability_phase_gives_each_gpu_a_share_of_the_rows_and_joins_them(t
         def start(self, name, cmd, env=None):
             self.started.append((name, cmd, env))
             i = int(cmd[cmd.index("--shard") + 1].split("/")[0])
-            if "--exclude-mode" in cmd:  # the worker writes its own file
+            if "--exclude" in cmd:  # the worker writes its own file
                 Path(cmd[cmd.index("--output") + 1]).write_text(json.dumps(part(i, [(f"v{i}", i == 0)])))
             return name
 
@@ -206,19 +203,19 @@ def test_the_stability_phase_gives_each_gpu_a_share_of_the_rows_and_joins_them(t
     procs = FakeProcs()
     ok, detail = run_checks(procs, tmp_path / "bench.json", out, 5, ngpu=2)
     assert ok and "1/2 rows within the targets" in detail and "on 2 GPUs" in detail
-    assert [n for n, _, _ in procs.started] == ["stability-gpu0", "stability-gpu1", "stability-queued-gpu0",
-                                               "stability-queued-gpu1", "stability-ggml-gpu0", "stability-ggml-gpu1"]
-    assert [e["CUDA_VISIBLE_DEVICES"] for _, _, e in procs.started] == ["0", "1"] * 3
-    assert [c[c.index("--shard") + 1] for _, c, _ in procs.started] == ["0/2", "1/2"] * 3
+    assert [n for n, _, _ in procs.started] == ["stability-gpu0", "stability-gpu1",
+                                               "stability-ggml-gpu0", "stability-ggml-gpu1"]
+    assert [e["CUDA_VISIBLE_DEVICES"] for _, _, e in procs.started] == ["0", "1"] * 2
+    assert [c[c.index("--shard") + 1] for _, c, _ in procs.started] == ["0/2", "1/2"] * 2
     doc = json.loads(out.read_text())
     assert [(r["variant"], r["gpu"]) for r in doc["rows"]] == [("v0", "0"), ("v1", "1")]
     assert [d["uuid"] for d in doc["provenance"]["gpu"]["devices"]] == ["GPU-0", "GPU-1"]
     assert not list(tmp_path.glob("stability.gpu*.json"))  # joined, then removed
 
 
-def test_late_stability_phase_after_the_others_keeps_their_joined_rows(tmp_path, monkeypatch):
-    """``nox -s gpu --stability N`` times the rows timed by events right after the bench (ggml may still be
-    building), the queued rows and ggml's after ggml's bench: the second join keeps the rows of the first."""
+def test_ggml_stability_phase_after_the_others_keeps_their_joined_rows(tmp_path, monkeypatch):
+    """``nox -s gpu --stability N`` times every row but ggml's right after the bench (ggml may still be
+    building) and ggml's after their bench: the second join keeps the rows of the first."""
     import json
 
     from wkvbench.perf.stability import run_checks
@@ -235,8 +232,7 @@ def test_late_stability_phase_after_the_others_keeps_their_joined_rows(tmp_path,
         def start(self, name, cmd, env=None):
             self.started.append(name)
             i = int(cmd[cmd.index("--shard") + 1].split("/")[0])
-            tag = "queued" if "--mode" in cmd else self.tag
-            rows = [{"variant": f"{tag}{i}", "shape_set": "decode", "dtype": "bf16", "ok": True}]
+            rows = [{"variant": f"{self.tag}{i}", "shape_set": "decode", "dtype": "bf16", "ok": True}]
             part = Path(cmd[cmd.index("--output") + 1])
             if part.is_file():  # as the command does: the rows of the file it resumes stay
                 rows = json.loads(part.read_text())["rows"] + rows
@@ -249,19 +245,17 @@ def test_late_stability_phase_after_the_others_keeps_their_joined_rows(tmp_path,
             return 0
 
     first, second = FakeProcs("fla"), FakeProcs("ggml")
-    assert run_checks(first, tmp_path / "bench.json", out, 5, ngpu=2, late=False)[0]
+    assert run_checks(first, tmp_path / "bench.json", out, 5, ngpu=2, ggml=False)[0]
     assert first.started == ["stability-gpu0", "stability-gpu1"]
-    ok, detail = run_checks(second, tmp_path / "bench.json", out, 5, ngpu=2, late=True)
-    assert ok and second.started == ["stability-queued-gpu0", "stability-queued-gpu1",
-                                     "stability-ggml-gpu0", "stability-ggml-gpu1"]
-    assert "6/6 rows" in detail
-    assert sorted(r["variant"] for r in json.loads(out.read_text())["rows"]) == [
-        "fla0", "fla1", "ggml0", "ggml1", "queued0", "queued1"]
+    ok, detail = run_checks(second, tmp_path / "bench.json", out, 5, ngpu=2, ggml=True)
+    assert ok and second.started == ["stability-ggml-gpu0", "stability-ggml-gpu1"]
+    assert "4/4 rows" in detail
+    assert sorted(r["variant"] for r in json.loads(out.read_text())["rows"]) == ["fla0", "fla1", "ggml0", "ggml1"]
 
 
 def test_stability_selects_rows_by_the_mode_the_bench_timed_them_in():
-    """``--mode`` / ``--exclude-mode``: the queued rows apart from the others (the late phase), launch-bound
-    sets first, rows that were not timed never."""
+    """``--mode`` / ``--exclude-mode``: e.g. the queued rows checked again apart from the others; launch-bound
+    sets first; rows that were not timed never."""
     from wkvbench.perf.stability import parser, selected
 
     rows = [{"variant": v, "shape_set": ss, "dtype": "bf16", "status": st, "mode": m}

@@ -24,10 +24,9 @@ Phases, in the order they start::
     ggml-verify the ggml variants (verify and properties), once their build is in (beside verify when
                 it was in before the run)
     stability   with ``--stability N``: the timing engine against do_bench, N rounds of every bench row
-                timed by events (not ggml's, not ``queued``), right after the bench (ggml's build goes
-                on beside it)
+                but ggml's, right after the bench (ggml's build goes on beside it)
     ggml-bench  their bench rows, joined into bench.json
-    stability-late  the same on the ``queued`` rows and ggml's, on a host that no build keeps busy
+    stability-ggml  the same on ggml's rows (``--stability N``)
     asv, report the bench samples into asv's results; the static HTML report (rebuilt on every run)
 
 The CPU is what a fresh run waits on: on a 16-core H100 box every core was busy from the first minute
@@ -164,12 +163,13 @@ class GpuRun:
                 ok &= self._phase("bench", lambda: self._bench(ngpu, ggml=False))
                 self.bench_ended = time.time()
             if ngpu and self.opt.stability and self.bench.is_file():  # while ggml may still be building
-                ok &= self._phase("stability", lambda: self._stability(late=False))
+                ok &= self._phase("stability", lambda: self._stability(ggml=False))
             ok &= ggml_build.build_and_verify(self, ggml)
             if ngpu and "bench" in self.opt.phases and any(v.backend == "ggml" for v in self._selected("cuda")):
                 ok &= self._phase("ggml-bench", lambda: self._bench(ngpu, ggml=True))
-            if ngpu and self.opt.stability and self.bench.is_file():  # on a quiet host: ggml's build is over
-                ok &= self._phase("stability-late", lambda: self._stability(late=True))
+            if ngpu and self.opt.stability and self.bench.is_file() and any(
+                    v.backend == "ggml" for v in self._selected("cuda")):
+                ok &= self._phase("stability-ggml", lambda: self._stability(ggml=True))
             if ngpu and "asv" in self.opt.phases:
                 ok &= self._phase("asv", self._asv)
             if "report" in self.opt.phases:  # rebuilt on every run: an added phase (stability) shows in it
@@ -326,15 +326,14 @@ class GpuRun:
             detail += f"; workers of GPUs {failed} failed"
         return not failed and bool(doc.get("complete")), detail
 
-    def _stability(self, late: bool) -> tuple[bool, str]:
-        """The engine against triton's do_bench, ``--stability`` rounds on every timed row: the rows timed by
-        events right after the bench, while ggml may still be building; the ``queued`` rows and ggml's
-        after ggml's bench, on a quiet host (``stability.GROUPS``); all into stability.json (a stopped run
-        keeps the rows it measured)."""
+    def _stability(self, ggml: bool) -> tuple[bool, str]:
+        """The engine against triton's do_bench, ``--stability`` rounds on every timed row but ggml's (right
+        after the bench, while ggml may still be building), or on ggml's after their bench; both into
+        stability.json (a stopped run keeps the rows it measured)."""
         from ..perf.stability import run_checks
 
         return run_checks(self.procs, self.bench, self.opt.out / "stability.json", self.opt.stability, self.ngpu,
-                          late=late)
+                          ggml=ggml)
 
     def _asv(self) -> tuple[bool, str]:
         from ..perf.asv_record import record

@@ -138,23 +138,20 @@ def _kept(path: Path, bench_name: str, repeats: int) -> list[dict]:
     return [r for r in f.rows if "error" not in r]
 
 
-# the process groups of ``wkvbench gpu``'s stability phases, in order, and whether each waits for a quiet
-# host (after ggml's build): rows timed by events first; then the ``queued`` rows, whose time holds the
-# host's share of the enqueue (beside ggml's build on a box of two H200s, 2026-11-26, ChatRWKV's loops
-# had single rounds 2-4 % high, with spreads of 2.0 % and 4.3 %; on the quiet box, 0.2-0.9 %);
-# ggml's rows in processes of their own (a process that had loaded ggml's CUDA build and torch's CUDA
-# extensions died of SIGSEGV, H100, 2026-11-25; FINDINGS.md)
-GROUPS = (("stability", ("--exclude", "*.ggml.*", "--exclude-mode", "queued"), False),
-          ("stability-queued", ("--exclude", "*.ggml.*", "--mode", "queued"), True),
+# the process groups of ``wkvbench gpu``'s stability phases, in order: every row but ggml's, right after the
+# bench (ggml's build may still run); ggml's rows after their bench, in processes of their own (a process
+# that had loaded ggml's CUDA build and torch's CUDA extensions died of SIGSEGV, H100, 2026-11-25;
+# FINDINGS.md). (phase name, the command's row selection, whether it is ggml's)
+GROUPS = (("stability", ("--exclude", "*.ggml.*"), False),
           ("stability-ggml", ("--variant", "*.ggml.*"), True))
 
 
 def run_checks(procs, bench: Path, out: Path, repeats: int, ngpu: int = 1,
-               late: bool | None = None) -> tuple[bool, str]:
+               ggml: bool | None = None) -> tuple[bool, str]:
     """``wkvbench gpu``'s stability phases: this command on ``bench``, one process per GPU at a time (every
     ``ngpu``-th row each, ``--shard``; never two timed processes on one GPU), in processes of ``procs``
-    (``Procs``), a group of them after the other (``GROUPS``; ``late=False``: the groups that need no quiet
-    host, ``True``: those that do, ``None``: all). Each GPU's rows go to a file of its own (kept by a
+    (``Procs``), a group of them after the other (``GROUPS``; ``ggml=False``: every row but ggml's,
+    ``True``: ggml's, ``None``: both). Each GPU's rows go to a file of its own (kept by a
     stopped run and resumed), joined into ``out`` with the rows it already holds at the end. (ok, detail)."""
     from ..run.isolate import gpu_of
     from ..run.procs import py, tail
@@ -162,7 +159,7 @@ def run_checks(procs, bench: Path, out: Path, repeats: int, ngpu: int = 1,
     ngpu = max(1, ngpu)
     parts = [out] if ngpu == 1 else [out.with_name(f"{out.stem}.gpu{i}{out.suffix}") for i in range(ngpu)]
     rcs: dict[str, int] = {}
-    groups = {name: sel for name, sel, quiet in GROUPS if late is None or quiet == late}
+    groups = {name: sel for name, sel, is_ggml in GROUPS if ggml is None or is_ggml == ggml}
     for name, sel in groups.items():
         live = {}
         for i, part in enumerate(parts):  # one process per GPU, side by side

@@ -87,11 +87,11 @@ class State:
 
 # phases on the critical path, one after the other (the wall time is their sum plus the install);
 # "side" and "ggml" run beside "verify" and are reported, not added; "stability" (asked for with
-# --stability; "stability-late" on the queued rows and ggml's) is a check of the timing engine after the
-# evidence, reported apart; "ggml-wait": how long the run waited for ggml's build after its bench
+# --stability; "stability-ggml" on ggml's rows) is a check of the timing engine after the evidence, reported
+# apart; "ggml-wait": how long ggml's build outlasted the bench
 SERIAL = ("verify", "bench", "ggml-wait", "ggml-verify", "ggml-bench", "asv", "report")
 NOTE = {"side": " (beside verify)", "ggml": " (beside verify)", "stability": " (a check after the bench)",
-        "stability-late": " (a check after ggml-bench)", "stability-ggml": " (a check after ggml-bench)",
+        "stability-ggml": " (a check after ggml-bench)",
         "ggml-wait": " (the build outlasting the bench)"}
 
 
