@@ -43,7 +43,6 @@ def start_build(run) -> subprocess.Popen | None:
     return run.procs.start("ggml-build", cmd, env)
 
 
-
 def _last_write(path, default: float) -> float:
     try:
         return min(path.stat().st_mtime, default)
