@@ -46,8 +46,8 @@ def _reference_ms(call, rep_ms: int) -> float:
 # seconds of the engine on a process's first row before its rounds count: in a new process the first
 # second or so of ChatRWKV's queued loops read 1.5-1.8 % low, then at a steady level (H100 and both GPUs
 # of an H200 box, 2026-11-26: rounds 1-3 of 12 low in each of four processes; a second pass in the same
-# process within 0.9 %); a bench process reaches those rows after others. (The single slow rounds those
-# loops also show are another matter: docs/benchmarks.md.)
+# process within 0.9 %); a bench process reaches those rows after others. (Their single slow rounds, medians
+# landing on the upper of two levels, are the engine's standard error's: timing.median_se_order.)
 PROCESS_WARMUP_S = 3.0
 
 

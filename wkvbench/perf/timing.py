@@ -31,7 +31,8 @@
    no host synchronization between them (so the host launches the next call while the GPU runs the
    last, and a launch-bound call's host overhead does not sit inside its events); after
    ``min_reps`` and ``MIN_TIME_S`` of sampling the engine stops once the
-   standard error of the median (``1.2533 * std / sqrt(n)``, the asymptotic normal value) is under
+   standard error of the median (the larger of ``1.2533 * std / sqrt(n)``, the asymptotic normal value,
+   and McKean-Schrader's from two order statistics, which sees samples in two levels) is under
    ``sem_bound`` of the median, or at ``max_reps``, or when ``time_cap_s`` of wall time is spent.
    Graph replays, cheap to sample, take at least ``GRAPH_MIN_TIME_S`` of samples, to the tighter
    ``GRAPH_SEM_BOUND``, up to ``GRAPH_MAX_REPS``. **No host time in a sample:** a spin kernel opens
@@ -138,12 +139,37 @@ def stop_reason(samples: list[float], t_start: float, min_reps: int, min_time: f
     return "time_cap" if time.perf_counter() - t_start > time_cap_s else None
 
 
+# z of the McKean-Schrader standard error (their 99 % interval; WRS2's msmedse and SciPy's mstats use it too)
+_MS_Z = 2.5758293035489004
+
+
+def median_se_order(x: np.ndarray) -> float:
+    """The McKean-Schrader (1984) standard error of the median, from two order statistics:
+    ``(x_(n-k+1) - x_(k)) / (2 z)``, ``k = round((n + 1) / 2 - z sqrt(n / 4))``, z = 2.576. It assumes no
+    shape; where the samples fall in two levels and the median sits near the share between them, the two
+    order statistics straddle the gap and the error is large, where ``1.2533 std / sqrt(n)`` (the normal
+    value) is small. ChatRWKV's decode loops (256 launches of ~10 us, queued) time at two levels 4 % apart,
+    about 35 % of the samples on the upper one (kernel sums by CUPTI move alike); the normal value stopped
+    them at 30-40 samples, and in about one round in ten the median landed on the upper level: 5-round
+    spreads of 2-4.5 % (H200, 2026-11-26; the same samples give 0.1-0.35 % taken to ~150)."""
+    x = np.sort(np.asarray(x, dtype=np.float64))
+    n = len(x)
+    if n < 2:
+        return float("nan")
+    k = min(max(1, int(round((n + 1) / 2 - _MS_Z * math.sqrt(n / 4)))), (n + 1) // 2)
+    return float(x[n - k] - x[k - 1]) / (2 * _MS_Z)
+
+
 def summarize(samples_ms: list[float]) -> dict:
+    """Median, quartiles, IQR, outliers (beyond 1.5 IQR) and ``sem_ms``, the standard error of the median:
+    the larger of the normal value ``1.2533 std / sqrt(n)`` and the shape-free McKean-Schrader value
+    (:func:`median_se_order`), so that two levels of timing are sampled until the median settles on one."""
     x = np.asarray(samples_ms, dtype=np.float64)
     q1, med, q3 = (float(v) for v in np.percentile(x, [25, 50, 75]))
     iqr = q3 - q1
     outliers = int(np.sum((x < q1 - 1.5 * iqr) | (x > q3 + 1.5 * iqr)))
-    sem = 1.2533 * float(x.std(ddof=1)) / math.sqrt(len(x)) if len(x) > 1 else float("nan")
+    sem = (max(1.2533 * float(x.std(ddof=1)) / math.sqrt(len(x)), median_se_order(x)) if len(x) > 1
+           else float("nan"))
     return {"median_ms": med, "q1_ms": q1, "q3_ms": q3, "iqr_ms": iqr, "sem_ms": sem, "n": len(x),
             "outliers": outliers, "min_ms": float(x.min()), "max_ms": float(x.max())}
 
