@@ -44,11 +44,14 @@ def _reference_ms(call, rep_ms: int) -> float:
 
 
 # seconds of the engine on a process's first row before its rounds count: in a new process the first
-# second or so of ChatRWKV's queued loops read 1.5-1.8 % low, then at a steady level (H100 and both GPUs
+# seconds of ChatRWKV's queued loops read 1.4-1.8 % low, then at a steady level (H100 and both GPUs
 # of an H200 box, 2026-11-26: rounds 1-3 of 12 low in each of four processes; a second pass in the same
-# process within 0.9 %); a bench process reaches those rows after others. (Their single slow rounds, medians
-# landing on the upper of two levels, are the engine's standard error's: timing.median_se_order.)
-PROCESS_WARMUP_S = 3.0
+# process within 0.9 %); a bench process reaches those rows after others. 3 s did not always cover it:
+# on an H200 the first row of a 10-round check still read 1.4 % low in its first two rounds (about 2.5 s)
+# after 3 s of warm-up (reports/gpu/h200-2026-11-26-queued-order-se/stability-loops-10.json), so 8 s.
+# (Their single slow rounds, medians landing on the upper of two levels, are the engine's standard
+# error's: timing.median_se_order.)
+PROCESS_WARMUP_S = 8.0
 
 
 def measure(row: dict, repeats: int, settings: dict, rep_ms: int, warmup_s: float = 0.0) -> dict:
