@@ -46,3 +46,17 @@ def test_detach_outlives_its_caller_and_reports_the_exit_code(tmp_path):
 def test_detach_wait_on_a_fresh_machine_says_so_at_once(tmp_path):
     p = _detach("wait", str(tmp_path / "never"), "500")
     assert p.returncode == 9 and "nothing started" in p.stdout
+
+
+def test_detach_wait_collects_in_the_call_that_sees_the_job_end(tmp_path):
+    d, out = tmp_path / "job", tmp_path / "collected"
+    assert _detach("start", str(d), "bash", "-c", "echo result > " + str(tmp_path / "r")).returncode == 0
+    p = _detach("wait", str(d), "30", "cp", str(tmp_path / "r"), str(out))
+    assert p.returncode == 0 and "ended with exit code 0" in p.stdout, p.stdout
+    assert out.read_text() == "result\n"
+    # still running: nothing is collected yet
+    go = tmp_path / "go"
+    _detach("start", str(d), "bash", "-c", f"while [ ! -f {go} ]; do sleep 0.1; done")
+    early = _detach("wait", str(d), "0", "touch", str(tmp_path / "too-early"))
+    assert early.returncode == 3 and not (tmp_path / "too-early").exists()
+    go.touch()
