@@ -146,8 +146,8 @@ _MS_Z = 2.5758293035489004
 def median_se_order(x: np.ndarray) -> float:
     """The McKean-Schrader (1984) standard error of the median, from two order statistics:
     ``(x_(n-k+1) - x_(k)) / (2 z)``, ``k = round((n + 1) / 2 - z sqrt(n / 4))``, z = 2.576. It assumes no
-    shape; where the samples fall in two levels and the median sits near the share between them, the two
-    order statistics straddle the gap and the error is large, where ``1.2533 std / sqrt(n)`` (the normal
+    shape; where the samples fall on two levels and the median sits near the boundary between them, the
+    two order statistics straddle the gap and the error is large, where ``1.2533 std / sqrt(n)`` (the normal
     value) is small. ChatRWKV's decode loops (256 launches of ~10 us, queued) time at two levels 4 % apart,
     about 35 % of the samples on the upper one (kernel sums by CUPTI move alike); the normal value stopped
     them at 30-40 samples, and in about one round in ten the median landed on the upper level: 5-round
