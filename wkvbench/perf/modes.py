@@ -83,6 +83,9 @@ GRAPH_HOLDS = 0.8  # a graph replay shorter than this share of the call's kernel
 # 6 rounds of FLA's chunked GLA (quick set, bf16, H100, 2026-11-25) read 28.5-29.3 us with a new
 # capture each round and 29.0-29.1 us on one graph (wkv6: 31.4-31.9 against 31.58 every round). The
 # engine replays GRAPH_CAPTURES captures in turn, so a row's median stands for several placements.
+# Captures made together share their level, though: 20 a round spread as much as 5 (1.0-1.8 % over 8
+# rounds) on 10-30 us replays, one set kept for every round 0.3-0.6 %, and do_bench on a new set each
+# round 2.4-2.5 % on wkvbench's wkv4 decode (H200, 2026-11-26, reports/gpu/h200-2026-11-26-graph-capture-sets).
 GRAPH_CAPTURES = 5
 
 
