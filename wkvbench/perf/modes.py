@@ -85,7 +85,8 @@ GRAPH_HOLDS = 0.8  # a graph replay shorter than this share of the call's kernel
 # engine replays GRAPH_CAPTURES captures in turn, so a row's median stands for several placements.
 # Captures made together share their level, though: 20 a round spread as much as 5 (1.0-1.8 % over 8
 # rounds) on 10-30 us replays, one set kept for every round 0.3-0.6 %, and do_bench on a new set each
-# round 2.4-2.5 % on wkvbench's wkv4 decode (H200, 2026-11-26, reports/gpu/h200-2026-11-26-graph-capture-sets).
+# round 2.4-2.5 % on wkvbench's wkv4 decode (H200, 2026-11-26,
+# reports/gpu/h200-2026-11-26-graph-capture-sets).
 GRAPH_CAPTURES = 5
 
 
