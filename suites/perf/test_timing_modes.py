@@ -433,3 +433,81 @@ def test_a_queued_call_on_a_slow_host_is_timed_without_its_gaps(monkeypatch):
     # the first spin (1.5x a 1 ms host estimate) was too short for 3.8 ms of launches: those samples were
     # dropped and the spin doubled until the host kept ahead
     assert t.host_gaps > 0
+    # steady samples would have stopped the standard error's rule at 10: queued calls, whose samples come in
+    # levels on a GPU, are sampled for QUEUED_MIN_TIME_S (the time cap, 1 s here, is not shorter)
+    assert sim.h >= timing.QUEUED_MIN_TIME_S and t.stop == "sem"
+
+
+class _Sets:
+    """``modes.Replays`` on the simulated GPU: each capture set replays at a level of its own (the levels
+    of 10 us replays on an H200 were 1-2 % apart)."""
+
+    def __init__(self, sim: _Sim, levels_us: list[float], room: int = 1000):
+        self.sim, self.levels, self.room, self.sets, self.graphs = sim, levels_us, room, 1, [None] * 5
+
+    def __call__(self) -> None:
+        self.sim.enqueue(self.levels[(self.sets - 1) % len(self.levels)] * 1e-6, self.sim.host_call)
+
+    def renew(self) -> bool:
+        if self.sets >= self.room:  # the GPU's memory holds no further set
+            return False
+        self.sets += 1
+        return True
+
+
+def _time_sets(sim: _Sim, sets: _Sets, monkeypatch):
+    sim.patch(monkeypatch)
+    monkeypatch.setattr(timing, "choose_mode",
+                        lambda fn, graph, clock: (sets, "graph", "stand-in", {"host_us": 20.0, "device_us": 10.0}))
+    monkeypatch.setattr(timing, "_warm_up", lambda *a, **k: 40e-6)
+    return timing.time_call(sim.call, time_cap_s=1.0)
+
+
+LEVELS_US = [10.0, 10.2, 9.9, 10.15, 10.05, 9.85, 10.1, 9.95]
+
+
+def test_graph_replays_are_sampled_over_several_capture_sets(monkeypatch):
+    """Replays of one capture set keep one level, so a row's median over one set moves with the set:
+    the engine samples GRAPH_SETS sets at least, made one after another, and the median lies among their
+    levels (on the first set alone it would be its 10.0 us, and the standard error would have stopped it)."""
+    sim = _Sim(kernel_us=0.0, flush_us=25.0, host_call_us=2.0)
+    sets = _Sets(sim, LEVELS_US)
+    t = _time_sets(sim, sets, monkeypatch)
+    assert t.mode == "graph" and t.stop == "sem"
+    assert t.launch["capture_sets"] == sets.sets >= timing.GRAPH_SETS
+    levels = {round(x * 1e3, 3) for x in t.samples_ms}
+    assert levels == {round(x, 3) for x in LEVELS_US}  # every set sampled, nothing between levels
+    by_level = [sum(round(x * 1e3, 3) == lv for x in t.samples_ms) for lv in LEVELS_US]
+    assert min(by_level) > 0.5 * max(by_level)  # each set an equal share of the sampling time
+    assert t.stats()["median_ms"] * 1e3 == pytest.approx(10.025, abs=0.08)
+
+
+def test_graph_replays_stay_on_their_set_where_no_further_capture_fits(monkeypatch):
+    sim = _Sim(kernel_us=0.0, flush_us=25.0, host_call_us=2.0)
+    sets = _Sets(sim, LEVELS_US, room=3)
+    t = _time_sets(sim, sets, monkeypatch)
+    assert t.launch["capture_sets"] == 3 and t.stop == "sem" and t.stats()["n"] >= 10
+    assert {round(x * 1e3, 3) for x in t.samples_ms} == {10.0, 10.2, 9.9}
+
+
+def test_a_replay_set_renews_its_captures_and_keeps_them_where_memory_runs_out(monkeypatch):
+    import torch
+
+    made: list[_Graph] = []
+
+    def capture(fn):
+        if len(made) >= 6:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory")
+        made.append(_Graph())
+        return made[-1]
+
+    monkeypatch.setattr(modes, "_capture", capture)
+    monkeypatch.setattr("torch.cuda.synchronize", lambda: None)
+    r = modes.graph_replays(call, 3)
+    first = list(r.graphs)
+    assert r.renew() and r.sets == 2 and r.graphs == made[3:6] and not set(map(id, first)) & set(map(id, r.graphs))
+    _Graph.replayed.clear()
+    for _ in range(6):
+        r()
+    assert _Graph.replayed == made[3:6] * 2
+    assert not r.renew() and r.sets == 2 and r.graphs == made[3:6]  # the first capture of a new set ran out

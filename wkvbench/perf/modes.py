@@ -86,7 +86,8 @@ GRAPH_HOLDS = 0.8  # a graph replay shorter than this share of the call's kernel
 # Captures made together share their level, though: 20 a round spread as much as 5 (1.0-1.8 % over 8
 # rounds) on 10-30 us replays, one set kept for every round 0.3-0.6 %, and do_bench on a new set each
 # round 2.4-2.5 % on wkvbench's wkv4 decode (H200, 2026-11-26,
-# reports/gpu/h200-2026-11-26-graph-capture-sets).
+# reports/gpu/h200-2026-11-26-graph-capture-sets). Capture sets made apart do not: the engine samples
+# several sets in turn (``Replays.renew``, ``timing.GRAPH_SETS``).
 GRAPH_CAPTURES = 5
 
 
@@ -163,7 +164,7 @@ def choose_mode(fn: Callable[[], object], graph: bool | None, clock: str) -> tup
                         "the capture stream)", kernels)
     graphs = [g, *_more_captures(fn, GRAPH_CAPTURES - 1)]
     launch["captures"] = len(graphs)
-    return round_robin(graphs), "graph", why, launch
+    return Replays(fn, graphs), "graph", why, launch
 
 
 def _more_captures(fn: Callable[[], object], n: int) -> list:
@@ -180,13 +181,33 @@ def _more_captures(fn: Callable[[], object], n: int) -> list:
     return out
 
 
-def round_robin(graphs: list) -> Callable[[], None]:
-    """One replay per call, cycling through ``graphs``."""
-    replays = itertools.cycle([g.replay for g in graphs])
-    return lambda: next(replays)()
+class Replays:
+    """Replays of CUDA graphs of ``fn``, one per call, cycling through ``graphs``; ``renew()`` replaces them
+    with as many new captures (the same call placed anew)."""
+
+    def __init__(self, fn: Callable[[], object], graphs: list) -> None:
+        self.fn, self.graphs, self.sets = fn, graphs, 1
+        self._next = itertools.cycle([g.replay for g in graphs]).__next__
+
+    def __call__(self) -> None:
+        self._next()()
+
+    def renew(self) -> bool:
+        """A new capture set in place of this one (made before the old one is freed, so it lies elsewhere).
+        False, keeping the old set, where the GPU's memory cannot hold another capture."""
+        import torch
+
+        try:
+            graphs = [_capture(self.fn), *_more_captures(self.fn, len(self.graphs) - 1)]
+        except torch.cuda.OutOfMemoryError:
+            torch.cuda.synchronize()
+            return False
+        self.graphs, self.sets = graphs, self.sets + 1
+        self._next = itertools.cycle([g.replay for g in graphs]).__next__
+        return True
 
 
-def graph_replays(fn: Callable[[], object], n: int = 0) -> Callable[[], None]:
-    """``n`` (default ``GRAPH_CAPTURES``) captures of ``fn`` replayed in turn: what the engine times in
-    graph mode (the stability check's reference times the same)."""
-    return round_robin([_capture(fn), *_more_captures(fn, (n or GRAPH_CAPTURES) - 1)])
+def graph_replays(fn: Callable[[], object], n: int = 0) -> Replays:
+    """``n`` (default ``GRAPH_CAPTURES``) captures of ``fn`` replayed in turn: one set of what the engine
+    times in graph mode (the stability check's reference keeps one set for all its rounds)."""
+    return Replays(fn, [_capture(fn), *_more_captures(fn, (n or GRAPH_CAPTURES) - 1)])

@@ -35,9 +35,12 @@
    and McKean-Schrader's from two order statistics, which sees samples in two levels) is under
    ``sem_bound`` of the median, or at ``max_reps``, or when ``time_cap_s`` of wall time is spent.
    Graph replays, cheap to sample, take at least ``GRAPH_MIN_TIME_S`` of samples, to the tighter
-   ``GRAPH_SEM_BOUND``, up to ``GRAPH_MAX_REPS``. **No host time in a sample:** a spin kernel opens
-   each batch, and a sample whose start event the GPU had already reached when the host enqueued
-   its end event is dropped (``host_gaps``): it may hold a stall of the host between its launches.
+   ``GRAPH_SEM_BOUND``, up to ``GRAPH_MAX_REPS``, over ``GRAPH_SETS`` capture sets at least, made one after
+   another (each places the call's buffers anew, and a set's replays keep one level); ``queued`` calls,
+   whose samples fall on several levels, take ``QUEUED_MIN_TIME_S`` at least, to the same bound.
+   **No host time in a sample:** a spin kernel opens each batch, and a sample whose start event the GPU
+   had already reached when the host enqueued its end event is dropped (``host_gaps``): it may hold a
+   stall of the host between its launches.
    A call whose first batch is mostly such samples waits for the host itself, and keeps them all.
 4. **Statistics.** Median, quartiles, IQR, and outliers (outside 1.5 IQR of the quartiles) over
    every sample; the samples themselves are kept (the regression gate tests on them).
@@ -86,7 +89,13 @@ LONG_REPS = 5
 # stayed under 1 % (H100, 2026-11-25, stability.json)
 GRAPH_SEM_BOUND = 0.002
 GRAPH_MIN_TIME_S = 0.1
-GRAPH_MAX_REPS = 1000
+GRAPH_MAX_REPS = 3000  # 0.1 s held 550-890 replays of 10-30 us behind the flush (H200): room for GRAPH_SETS
+# ... over GRAPH_SETS capture sets at least, made one after another, each sampled for an equal share of
+# GRAPH_MIN_TIME_S (``modes.Replays.renew``): a capture set has a level of its own. On one H200
+# (2026-11-26, 6 rounds each of wkv4 decode fp32/bf16 and FLA's wkv4 decode and GLA quick rows, 10-30 us
+# replays) one set per round spread 0.5-1.8 %, the same set kept for every round 0.3-0.6 %, and four sets
+# sampled in turn 0.3-0.9 % (reports/gpu/h200-2026-11-26-graph-capture-sets/diag5.json)
+GRAPH_SETS = 8
 # A sample the GPU reached before the host had enqueued all of it holds host time: it is dropped
 # (``host_gaps``). On the lent H100 the host slowed about once a second for ~0.1 s (graph replays of
 # 11 us measured 19-110 us per 25 ms window, 2026-11-25, a diagnosis on the box): a round of samples inside
@@ -104,6 +113,11 @@ GRAPH_LEAD_MAX_US = 50_000
 # decode loops: 256 launches, 2.5-5.8 ms of host per call) is sampled one call per spin: the spin lasts
 # 1.5x the host's enqueue of one call, doubled after a batch in which the host still fell behind.
 QUEUED_LEAD_MAX_US = 100_000
+# Its samples fall on levels 1-2 % apart (the loops' 2.8 ms on an H200: 2.71, 2.76, 2.80, 2.84 and 2.88 ms),
+# and the median moves with the share of each level in a round: stopped by the standard error at 10-70
+# samples, the medians of 6 rounds spread 0.1-1.6 % (2026-11-26, diag5.json above). They are sampled for
+# QUEUED_MIN_TIME_S at least (about 140 samples of the 2.8 ms loops), to GRAPH_SEM_BOUND.
+QUEUED_MIN_TIME_S = 1.0
 
 
 @dataclass
@@ -325,6 +339,10 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None 
     if mode == "graph":
         sem_bound, max_reps = min(sem_bound, GRAPH_SEM_BOUND), max(max_reps, GRAPH_MAX_REPS)
         min_time = GRAPH_MIN_TIME_S
+    elif mode == "queued":
+        sem_bound, min_time = min(sem_bound, GRAPH_SEM_BOUND), min(QUEUED_MIN_TIME_S, time_cap_s)
+    replays = call if mode == "graph" and hasattr(call, "renew") else None  # capture sets, renewed in turn
+    set_s, t_set = GRAPH_MIN_TIME_S / GRAPH_SETS, 0.0
     clk0, temp0, thr0 = gpu_clocks(torch.cuda.current_device())  # after warm-up: the clock of a busy GPU
     samples: list[float] = []
     stop, gaps, filter_gaps = "max_reps", 0, True
@@ -332,8 +350,16 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None 
     lead = lead0 = int(min(2 * launch.get("host_us", 50.0) + 20.0, 5000.0) * 2000)
     if mode == "queued":  # the spin before each sample outlasts the host's enqueue of the whole call
         lead = lead0 = int(min(1.5 * launch.get("host_us", 5000.0) + 200.0, QUEUED_LEAD_MAX_US) * 2000)
-    t_start = time.perf_counter()
+    t_start = t_set = time.perf_counter()
     while len(samples) < max_reps:
+        if replays is not None and samples and time.perf_counter() - t_set >= set_s:
+            if replays.renew():  # the next capture set, its replays warmed outside the samples
+                for _ in range(2 * len(replays.graphs)):
+                    call()
+                torch.cuda.synchronize()
+            else:  # no memory for another set: the rest of the samples on this one
+                replays = None
+            t_set = time.perf_counter()
         if mode == "profiler":
             for _ in range(min(BATCH, max_reps - len(samples))):
                 if flush:
@@ -371,9 +397,15 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None 
                     gaps += 1
             if filter_gaps and len(samples) < min_reps and time.perf_counter() - t_start > time_cap_s:
                 filter_gaps = False  # the host never got ahead within the time cap: take its gaps (host_gaps)
-        if why := stop_reason(samples, t_start, min_reps, min_time, sem_bound, time_cap_s):
+        why = stop_reason(samples, t_start, min_reps, min_time, sem_bound, time_cap_s)
+        if (why == "sem" and replays is not None and time.perf_counter() - t_start <= time_cap_s
+                and (replays.sets < GRAPH_SETS or time.perf_counter() - t_set < set_s)):
+            why = None  # GRAPH_SETS capture sets, each sampled for its share, before the median counts
+        if why:
             stop = why
             break
+    if mode == "graph" and hasattr(call, "sets"):
+        launch["capture_sets"] = call.sets
     clk1, temp1, thr1 = gpu_clocks(torch.cuda.current_device())
     throttled = thr0 or thr1 or (clk0 is not None and clk1 is not None and clk1 < 0.9 * clk0)
     return Timing(samples_ms=[round(s, 6) for s in samples], compile_s=round(compile_s, 3),
