@@ -94,7 +94,7 @@ GRAPH_MAX_REPS = 3000  # 0.1 s held 550-890 replays of 10-30 us behind the flush
 # GRAPH_MIN_TIME_S (``modes.Replays.renew``): a capture set has a level of its own. On one H200
 # (2026-11-26, 6 rounds each of wkv4 decode fp32/bf16 and FLA's wkv4 decode and GLA quick rows, 10-30 us
 # replays) one set per round spread 0.5-1.8 %, the same set kept for every round 0.3-0.6 %, and four sets
-# sampled in turn 0.3-0.9 % (reports/gpu/h200-2026-11-26-graph-capture-sets/diag5.json)
+# sampled in turn 0.3-0.9 % (reports/gpu/h200-2026-11-26-graph-capture-sets/README.md, diag5)
 GRAPH_SETS = 8
 # A sample the GPU reached before the host had enqueued all of it holds host time: it is dropped
 # (``host_gaps``). On the lent H100 the host slowed about once a second for ~0.1 s (graph replays of
@@ -115,7 +115,7 @@ GRAPH_LEAD_MAX_US = 50_000
 QUEUED_LEAD_MAX_US = 100_000
 # Its samples fall on levels 1-2 % apart (the loops' 2.8 ms on an H200: 2.71, 2.76, 2.80, 2.84 and 2.88 ms),
 # and the median moves with the share of each level in a round: stopped by the standard error at 10-70
-# samples, the medians of 6 rounds spread 0.1-1.6 % (2026-11-26, diag5.json above). They are sampled for
+# samples, the medians of 6 rounds spread 0.1-1.6 % (2026-11-26, diag5 above). They are sampled for
 # QUEUED_MIN_TIME_S at least (about 140 samples of the 2.8 ms loops), to GRAPH_SEM_BOUND.
 QUEUED_MIN_TIME_S = 1.0
 
