@@ -490,6 +490,19 @@ def test_graph_replays_stay_on_their_set_where_no_further_capture_fits(monkeypat
     assert {round(x * 1e3, 3) for x in t.samples_ms} == {10.0, 10.2, 9.9}
 
 
+def test_long_graph_replays_stay_on_one_capture_set(monkeypatch):
+    """Replays forced on a long call (``--graph`` on a prefill row): a new set would cost seconds of
+    captures and warm replays, so it samples the one it has."""
+    sim = _Sim(kernel_us=0.0, flush_us=25.0, host_call_us=2.0)
+    sets = _Sets(sim, [30_000.0, 30_300.0])
+    sim.patch(monkeypatch)
+    monkeypatch.setattr(timing, "choose_mode",
+                        lambda fn, graph, clock: (sets, "graph", "stand-in", {"host_us": 20.0, "device_us": 3e4}))
+    monkeypatch.setattr(timing, "_warm_up", lambda *a, **k: 0.03)
+    t = timing.time_call(sim.call, time_cap_s=1.0)
+    assert sets.sets == 1 and t.launch["capture_sets"] == 1 and t.stats()["median_ms"] == pytest.approx(30.0)
+
+
 def test_a_replay_set_renews_its_captures_and_keeps_them_where_memory_runs_out(monkeypatch):
     import torch
 

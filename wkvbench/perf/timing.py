@@ -341,7 +341,9 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None 
         min_time = GRAPH_MIN_TIME_S
     elif mode == "queued":
         sem_bound, min_time = min(sem_bound, GRAPH_SEM_BOUND), min(QUEUED_MIN_TIME_S, time_cap_s)
-    replays = call if mode == "graph" and hasattr(call, "renew") else None  # capture sets, renewed in turn
+    # capture sets renewed in turn; a call of LONG_CALL_S or more (graph replays forced on a prefill row)
+    # would pay seconds of captures and warm replays per set, and it samples one set
+    replays = call if mode == "graph" and hasattr(call, "renew") and per_call < LONG_CALL_S else None
     set_s, t_set = GRAPH_MIN_TIME_S / GRAPH_SETS, 0.0
     clk0, temp0, thr0 = gpu_clocks(torch.cuda.current_device())  # after warm-up: the clock of a busy GPU
     samples: list[float] = []
