@@ -198,7 +198,7 @@ class Replays:
         import torch
 
         try:
-            graphs = [_capture(self.fn), *_more_captures(self.fn, len(self.graphs) - 1)]
+            graphs = _capture_set(self.fn, len(self.graphs))
         except torch.cuda.OutOfMemoryError:
             torch.cuda.synchronize()
             return False
@@ -210,4 +210,9 @@ class Replays:
 def graph_replays(fn: Callable[[], object], n: int = 0) -> Replays:
     """``n`` (default ``GRAPH_CAPTURES``) captures of ``fn`` replayed in turn: one set of what the engine
     times in graph mode (the stability check's reference keeps one set for all its rounds)."""
-    return Replays(fn, [_capture(fn), *_more_captures(fn, (n or GRAPH_CAPTURES) - 1)])
+    return Replays(fn, _capture_set(fn, n or GRAPH_CAPTURES))
+
+
+def _capture_set(fn: Callable[[], object], n: int) -> list:
+    """``n`` captures of ``fn`` (fewer where the GPU's memory runs out after the first)."""
+    return [_capture(fn), *_more_captures(fn, n - 1)]
