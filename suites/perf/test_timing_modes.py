@@ -381,11 +381,13 @@ class _Sim:
         monkeypatch.setattr(timing.time, "perf_counter", lambda: sim.h)
 
 
-def _time_on(sim: _Sim, monkeypatch, mode: str, launch: dict, per_call_s: float):
+def _time_on(sim: _Sim, monkeypatch, mode: str, launch: dict, per_call_s: float, timed=None):
     """``time_call`` of ``sim.call`` against the simulated GPU, in ``mode`` with the launch profile
-    ``launch`` and ``per_call_s`` host seconds per warm-up call."""
+    ``launch`` and ``per_call_s`` host seconds per warm-up call; ``timed`` (default ``sim.call``) is
+    what the mode choice hands the sampling (graph mode: the replays)."""
     sim.patch(monkeypatch)
-    monkeypatch.setattr(timing, "choose_mode", lambda fn, graph, clock: (fn, mode, "stand-in", launch))
+    monkeypatch.setattr(timing, "choose_mode",
+                        lambda fn, graph, clock: (timed or fn, mode, "stand-in", launch))
     monkeypatch.setattr(timing, "_warm_up", lambda *a, **k: per_call_s)
     return timing.time_call(sim.call, time_cap_s=1.0)
 
@@ -456,11 +458,7 @@ class _Sets:
 
 
 def _time_sets(sim: _Sim, sets: _Sets, monkeypatch):
-    sim.patch(monkeypatch)
-    monkeypatch.setattr(timing, "choose_mode",
-                        lambda fn, graph, clock: (sets, "graph", "stand-in", {"host_us": 20.0, "device_us": 10.0}))
-    monkeypatch.setattr(timing, "_warm_up", lambda *a, **k: 40e-6)
-    return timing.time_call(sim.call, time_cap_s=1.0)
+    return _time_on(sim, monkeypatch, "graph", {"host_us": 20.0, "device_us": 10.0}, 40e-6, timed=sets)
 
 
 LEVELS_US = [10.0, 10.2, 9.9, 10.15, 10.05, 9.85, 10.1, 9.95]
@@ -495,11 +493,7 @@ def test_long_graph_replays_stay_on_one_capture_set(monkeypatch):
     captures and warm replays, so it samples the one it has."""
     sim = _Sim(kernel_us=0.0, flush_us=25.0, host_call_us=2.0)
     sets = _Sets(sim, [30_000.0, 30_300.0])
-    sim.patch(monkeypatch)
-    monkeypatch.setattr(timing, "choose_mode",
-                        lambda fn, graph, clock: (sets, "graph", "stand-in", {"host_us": 20.0, "device_us": 3e4}))
-    monkeypatch.setattr(timing, "_warm_up", lambda *a, **k: 0.03)
-    t = timing.time_call(sim.call, time_cap_s=1.0)
+    t = _time_on(sim, monkeypatch, "graph", {"host_us": 20.0, "device_us": 3e4}, 0.03, timed=sets)
     assert sets.sets == 1 and t.launch["capture_sets"] == 1 and t.stats()["median_ms"] == pytest.approx(30.0)
 
 
@@ -518,7 +512,8 @@ def test_a_replay_set_renews_its_captures_and_keeps_them_where_memory_runs_out(m
     monkeypatch.setattr("torch.cuda.synchronize", lambda: None)
     r = modes.graph_replays(call, 3)
     first = list(r.graphs)
-    assert r.renew() and r.sets == 2 and r.graphs == made[3:6] and not set(map(id, first)) & set(map(id, r.graphs))
+    assert r.renew() and r.sets == 2 and r.graphs == made[3:6]
+    assert not set(map(id, first)) & set(map(id, r.graphs))
     _Graph.replayed.clear()
     for _ in range(6):
         r()

@@ -186,7 +186,11 @@ class Replays:
     with as many new captures (the same call placed anew)."""
 
     def __init__(self, fn: Callable[[], object], graphs: list) -> None:
-        self.fn, self.graphs, self.sets = fn, graphs, 1
+        self.fn, self.sets = fn, 0
+        self._use(graphs)
+
+    def _use(self, graphs: list) -> None:
+        self.graphs, self.sets = graphs, self.sets + 1
         self._next = itertools.cycle([g.replay for g in graphs]).__next__
 
     def __call__(self) -> None:
@@ -202,8 +206,7 @@ class Replays:
         except torch.cuda.OutOfMemoryError:
             torch.cuda.synchronize()
             return False
-        self.graphs, self.sets = graphs, self.sets + 1
-        self._next = itertools.cycle([g.replay for g in graphs]).__next__
+        self._use(graphs)
         return True
 
 

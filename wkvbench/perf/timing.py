@@ -344,7 +344,7 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None 
     # capture sets renewed in turn; a call of LONG_CALL_S or more (graph replays forced on a prefill row)
     # would pay seconds of captures and warm replays per set, and it samples one set
     replays = call if mode == "graph" and hasattr(call, "renew") and per_call < LONG_CALL_S else None
-    set_s, t_set = GRAPH_MIN_TIME_S / GRAPH_SETS, 0.0
+    set_s = GRAPH_MIN_TIME_S / GRAPH_SETS
     clk0, temp0, thr0 = gpu_clocks(torch.cuda.current_device())  # after warm-up: the clock of a busy GPU
     samples: list[float] = []
     stop, gaps, filter_gaps = "max_reps", 0, True
