@@ -381,15 +381,15 @@ class _Sim:
         monkeypatch.setattr(timing.time, "perf_counter", lambda: sim.h)
 
 
-def _time_on(sim: _Sim, monkeypatch, mode: str, launch: dict, per_call_s: float, timed=None):
+def _time_on(sim: _Sim, monkeypatch, mode: str, launch: dict, per_call_s: float, timed=None, **kw):
     """``time_call`` of ``sim.call`` against the simulated GPU, in ``mode`` with the launch profile
     ``launch`` and ``per_call_s`` host seconds per warm-up call; ``timed`` (default ``sim.call``) is
-    what the mode choice hands the sampling (graph mode: the replays)."""
+    what the mode choice hands the sampling (graph mode: the replays); ``kw`` goes to ``time_call``."""
     sim.patch(monkeypatch)
     monkeypatch.setattr(timing, "choose_mode",
                         lambda fn, graph, clock: (timed or fn, mode, "stand-in", launch))
     monkeypatch.setattr(timing, "_warm_up", lambda *a, **k: per_call_s)
-    return timing.time_call(sim.call, time_cap_s=1.0)
+    return timing.time_call(sim.call, **{"time_cap_s": 1.0, **kw})
 
 
 @pytest.mark.parametrize("host_call_us", [2.0, 60.0])
@@ -438,6 +438,18 @@ def test_a_queued_call_on_a_slow_host_is_timed_without_its_gaps(monkeypatch):
     # steady samples would have stopped the standard error's rule at 10: queued calls, whose samples come in
     # levels on a GPU, are sampled for QUEUED_MIN_TIME_S (the time cap, 1 s here, is not shorter)
     assert sim.h >= timing.QUEUED_MIN_TIME_S and t.stop == "sem"
+
+
+def test_a_short_queued_call_samples_its_minimum_time_whatever_the_benchs_sample_count(monkeypatch):
+    """A single CUDA-extension call of 15 us that no graph holds (ChatRWKV's wkv4 decode), queued behind a
+    ~250 us spin: the bench's 300 samples would end after 0.1 s, and its 5-round spread reached 1.04 % on
+    an H200. It samples QUEUED_MIN_TIME_S, the count raised to QUEUED_MAX_REPS."""
+    sim = _Sim(kernel_us=15.0, flush_us=60.0, host_call_us=35.0)
+    t = _time_on(sim, monkeypatch, "queued", {"host_us": 35.0, "device_us": 15.0}, 3.5e-4, max_reps=300,
+                 time_cap_s=2.0)
+    assert t.mode == "queued" and t.stop == "sem"
+    assert sim.h >= timing.QUEUED_MIN_TIME_S and 300 < t.n <= timing.QUEUED_MAX_REPS
+    assert t.stats()["median_ms"] == pytest.approx(0.015, rel=0.01)
 
 
 class _Sets:

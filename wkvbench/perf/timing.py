@@ -37,7 +37,8 @@
    Graph replays, cheap to sample, take at least ``GRAPH_MIN_TIME_S`` of samples, to the tighter
    ``GRAPH_SEM_BOUND``, up to ``GRAPH_MAX_REPS``, over ``GRAPH_SETS`` capture sets at least, made one after
    another (each places the call's buffers anew, and a set's replays keep one level); ``queued`` calls,
-   whose samples fall on several levels, take ``QUEUED_MIN_TIME_S`` at least, to the same bound.
+   whose samples fall on several levels, take ``QUEUED_MIN_TIME_S`` at least (up to ``QUEUED_MAX_REPS``),
+   to the same bound.
    **No host time in a sample:** a spin kernel opens each batch, and a sample whose start event the GPU
    had already reached when the host enqueued its end event is dropped (``host_gaps``): it may hold a
    stall of the host between its launches.
@@ -118,6 +119,10 @@ QUEUED_LEAD_MAX_US = 100_000
 # samples, the medians of 6 rounds spread 0.1-1.6 % (2026-11-26, diag5 above). They are sampled for
 # QUEUED_MIN_TIME_S at least (about 140 samples of the 2.8 ms loops), to GRAPH_SEM_BOUND.
 QUEUED_MIN_TIME_S = 1.0
+# ... up to QUEUED_MAX_REPS samples, so that the minimum time binds and not the bench's count: a queued
+# single call of 15 us (ChatRWKV's wkv4 decode) samples every ~0.3 ms behind its spin and the flush, and
+# the bench's 300 samples (0.1 s) left its 5-round spread at 1.04 % on an H200 (the committed stability.json)
+QUEUED_MAX_REPS = 5000
 
 
 @dataclass
@@ -341,6 +346,7 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None 
         min_time = GRAPH_MIN_TIME_S
     elif mode == "queued":
         sem_bound, min_time = min(sem_bound, GRAPH_SEM_BOUND), min(QUEUED_MIN_TIME_S, time_cap_s)
+        max_reps = max(max_reps, QUEUED_MAX_REPS)
     # capture sets renewed in turn; a call of LONG_CALL_S or more (graph replays forced on a prefill row)
     # would pay seconds of captures and warm replays per set, and it samples one set
     replays = call if mode == "graph" and hasattr(call, "renew") and per_call < LONG_CALL_S else None
