@@ -217,3 +217,23 @@ def test_outputs_travel_as_float32_only_where_that_is_exact():
         inexact = exact.copy()
         inexact[at] = 0.1
         assert compact({"y": inexact})["y"].dtype == np.float64, at
+
+
+def test_outputs_and_oracles_travel_by_name_dtype_and_shape_through_one_file(tmp_path):
+    """``save_arrays``/``load_arrays``: every array back under its name, bit for bit, in its dtype, shape
+    and order of names; a strided view and an empty set too."""
+    from wkvbench.perf.at_size import load_arrays, save_arrays
+
+    rng = np.random.default_rng(0)
+    arrays = {"y": rng.standard_normal((2, 3, 4)).astype(np.float32),
+              "state": rng.standard_normal((5, 6))[:, ::2],  # float64, not contiguous
+              "pp": np.array([np.nan, -np.inf, 1e-310]), "n": np.arange(3, dtype=np.int16)}
+    path = str(tmp_path / "x.npys")
+    save_arrays(path, arrays)
+    got = load_arrays(path)
+    assert list(got) == list(arrays)
+    for k, x in arrays.items():
+        assert got[k].dtype == x.dtype and got[k].shape == x.shape
+        assert np.array_equal(got[k], x, equal_nan=True), k
+    save_arrays(path, {})
+    assert load_arrays(path) == {}
