@@ -61,3 +61,28 @@ def test_the_stability_view_counts_the_bench_rows_it_has_no_result_for():
                                      "them): ggml 1, prefill 2.")
     [w] = run_views([("gpu/box/run.json", run)], [("gpu/box/stability.json", stab)], {"gpu/box": bench[:1]})
     assert "no result" not in w.stability.meta
+
+
+def test_stability_checks_apart_from_a_run_are_shown_on_their_own():
+    """A check run on its own (another folder, or another name beside a run) is shown after the runs,
+    newest first, with its machine and commit; only a run folder's ``stability.json`` goes with the run."""
+    from wkvbench.report.runs import check_views, run_views, runs_section
+
+    def stab(commit, when, ok=True):
+        return {"schema": "wkvbench.stability/1", "repeats": 5,
+                "provenance": {"gpu": {"name": "NVIDIA H200"}, "git": {"commit": commit}, "timestamp": when},
+                "rows": [{"shape_set": "decode", "variant": "v1", "dtype": "fp16", "mode": "queued",
+                          "engine_median_ms": 0.0156, "spread": 0.002 if ok else 0.0104, "ok": ok}]}
+
+    run = {"schema": "wkvbench.run/1", "phases": {}}
+    stability = [("gpu/box/stability.json", stab("aaaa", "2026-11-27T02:20:00", ok=False)),
+                 ("gpu/box/stability-queued.json", stab("bbbb", "2026-11-27T02:25:00")),
+                 ("gpu/check/stability-1.json", stab("f98a3763a2", "2026-11-27T02:30:00"))]
+    [v] = run_views([("gpu/box/run.json", run)], stability)
+    assert v.stability.path == "gpu/box/stability.json" and "0/1 rows" in v.stability.meta
+    checks = check_views([("gpu/box/run.json", run)], stability)
+    assert [c.path for c in checks] == ["gpu/check/stability-1.json", "gpu/box/stability-queued.json"]
+    assert checks[0].title == "NVIDIA H200, commit f98a3763a2, 2026-11-27" and "1/1 rows" in checks[0].meta
+    html = runs_section([("gpu/box/run.json", run)], stability)
+    assert "Timing stability checks on their own" in html and "gpu/check/stability-1.json" in html
+    assert "Timing stability checks on their own" not in runs_section([("gpu/box/run.json", run)], stability[:1])

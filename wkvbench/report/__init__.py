@@ -38,7 +38,7 @@ from .matrix import (
 )
 from .perf import bench_view
 from .releases import MOVED, release_tables, release_timings
-from .runs import run_views
+from .runs import check_views, run_views
 from .templating import render
 
 __all__ = ["ReportInputError", "Summary", "build", "reproduce"]
@@ -255,8 +255,10 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
     rows = [{"path": r.path, "machine": machine_of(r), "rows": result_rows(r), "counts": counts(r.rows),
              "current": status[r.path].current, "superseded_by": status[r.path].superseded_by}
             for r in sorted(src.verify, key=lambda r: groups.index(status[r.path]))]
-    runs = run_views(src.runs, src.stability, {b.path.rsplit("/", 1)[0]: b.rows for b in src.bench})
-    for r in runs:
+    bench_by_folder = {b.path.rsplit("/", 1)[0]: b.rows for b in src.bench}
+    runs = run_views(src.runs, src.stability, bench_by_folder)
+    checks = check_views(src.runs, src.stability, bench_by_folder)
+    for r in [*runs, *checks]:
         charts.offer(r.machine)
     for g in groups:  # the filter offers every machine, operator and dtype a table shows
         for r in g.rows:
@@ -277,6 +279,7 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
         drift=drift,
         bench=bench,
         runs=runs,
+        checks=checks,
         history=history_charts,
         releases=releases,
         release_timings=timings,

@@ -1,6 +1,8 @@
 """The report's "GPU runs" section: where the time of each ``nox -s gpu`` run went (``run.json``,
-schema ``wkvbench.run/1``) and the timing engine's stability check beside it (``stability.json``).
-Data for ``templates/runs.j2``; ``runs_section`` renders that template alone."""
+schema ``wkvbench.run/1``), the timing engine's stability check beside it (``stability.json``), and
+every other stability check (``python -m wkvbench stability`` run on its own, into a folder of its
+own or under another name). Data for ``templates/runs.j2``; ``runs_section`` renders that template
+alone."""
 
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ class Stability:
     path: str
     meta: str
     table: Table
+    machine: str = ""
+    title: str = ""
 
 
 @dataclass
@@ -103,14 +107,31 @@ def _stability(doc: dict, shown: str, bench_rows: list[dict] | None = None) -> S
             f"within the targets (spread at most {100 * doc.get('spread_max', 0.01):.0f} %, within "
             f"{100 * doc.get('ratio_max', 0.02):.0f} % of the reference)." + _unmeasured(doc, bench_rows))
     head = ("set", "variant", "dtype", "mode", "engine", "spread", "reference's spread", "ratio", "ok")
-    return Stability(shown, meta, Table(head, out))
+    prov = doc.get("provenance") or {}
+    gpu, git = prov.get("gpu") or {}, prov.get("git") or {}
+    machine = str(gpu.get("name") or "machine not recorded")
+    title = (f"{machine}, commit {str(git.get('commit') or '?')[:10]}"
+             + (f", {str(prov['timestamp'])[:10]}" if prov.get("timestamp") else ""))
+    return Stability(shown, meta, Table(head, out), machine, title)
+
+
+def _folder(path: str) -> str:
+    return path.rsplit("/", 1)[0]
+
+
+def _beside(runs: list[tuple[str, dict]], stability: list[tuple[str, dict]]) -> dict[str, tuple[str, dict]]:
+    """folder -> the check shown with the run of that folder: its ``stability.json``, the file that
+    ``nox -s gpu -- --stability N`` writes."""
+    folders = {_folder(path) for path, _ in runs}
+    return {_folder(path): (path, doc) for path, doc in stability
+            if path.rsplit("/", 1)[-1] == "stability.json" and _folder(path) in folders}
 
 
 def run_views(runs: list[tuple[str, dict]], stability: list[tuple[str, dict]],
               bench: dict[str, list[dict]] | None = None) -> list[RunView]:
     """Each run (path, ``wkvbench.run/1`` document) with the stability check found in its folder, and
     the rows of the bench file it checked (``bench``: folder -> rows) it has no result for."""
-    beside = {path.rsplit("/", 1)[0]: (path, doc) for path, doc in stability}
+    beside = _beside(runs, stability)
     out = []
     for path, doc in runs:
         v = _run_view(doc, path)
@@ -121,11 +142,21 @@ def run_views(runs: list[tuple[str, dict]], stability: list[tuple[str, dict]],
     return out
 
 
+def check_views(runs: list[tuple[str, dict]], stability: list[tuple[str, dict]],
+                bench: dict[str, list[dict]] | None = None) -> list[Stability]:
+    """The stability checks not shown with a run (:func:`run_views`): each on its own, newest first, with
+    the rows of a bench file in its folder it has no result for."""
+    shown = {path for path, _ in _beside(runs, stability).values()}
+    rest = [(path, doc) for path, doc in stability if path not in shown]
+    rest.sort(key=lambda pd: (str((pd[1].get("provenance") or {}).get("timestamp") or ""), pd[0]), reverse=True)
+    return [_stability(doc, path, (bench or {}).get(_folder(path))) for path, doc in rest]
+
+
 def runs_section(runs: list[tuple[str, dict]], stability: list[tuple[str, dict]]) -> str:
     """The section's HTML alone (``templates/runs.j2``)."""
     from .templating import render
 
-    return render("runs.j2", runs=run_views(runs, stability))
+    return render("runs.j2", runs=run_views(runs, stability), checks=check_views(runs, stability))
 
 
-__all__ = ["run_views", "runs_section"]
+__all__ = ["check_views", "run_views", "runs_section"]
