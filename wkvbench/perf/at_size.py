@@ -144,14 +144,19 @@ def compact(out: dict) -> dict:
 def _exact_float32(x: np.ndarray, block: int = 1 << 20) -> np.ndarray | None:
     """``x`` as float32 if that loses nothing (NaN for NaN), else None; a block at a time, so a 67M-element
     output converts in one pass without full-size temporaries (0.4 s instead of 2.9 s on the 2-core
-    machine; this runs in the timed process, once per row)."""
+    machine; this runs in the timed process, once per row). Each block is compared by one ``!=`` (NaNs
+    counted apart only where it finds a difference): ``np.array_equal(..., equal_nan=True)`` masks and
+    copies, and made this 0.24 s on the H100 box (2026-11-27); the count is 0.2-0.5 s against 0.72-0.75 s
+    for it on the 2-core machine."""
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty(flat.shape, np.float32)
+    differs = np.empty(min(block, flat.size), bool)
     for i in range(0, flat.size, block):
         a = flat[i:i + block]
         b = out[i:i + block]
         b[...] = a
-        if not np.array_equal(b, a, equal_nan=True):
+        d = np.not_equal(b, a, out=differs[:len(a)])  # True at NaN (NaN stays NaN, nothing else becomes it)
+        if d.any() and np.count_nonzero(d) != np.count_nonzero(np.isnan(a)):
             return None
     return out.reshape(x.shape)
 
