@@ -145,9 +145,10 @@ def _exact_float32(x: np.ndarray, block: int = 1 << 20) -> np.ndarray | None:
     """``x`` as float32 if that loses nothing (NaN for NaN), else None; a block at a time, so a 67M-element
     output converts in one pass without full-size temporaries (0.4 s instead of 2.9 s on the 2-core
     machine; this runs in the timed process, once per row). Each block is compared by one ``!=`` (NaNs
-    counted apart only where it finds a difference): ``np.array_equal(..., equal_nan=True)`` masks and
-    copies, and made this 0.24 s on the H100 box (2026-11-27); the count is 0.2-0.5 s against 0.72-0.75 s
-    for it on the 2-core machine."""
+    counted apart only where it finds a difference), not ``np.array_equal(..., equal_nan=True)``, which
+    masks and copies: on the H100 box (2026-11-27, 3 runs) the prefill output took 0.17-0.20 s against
+    0.24-0.31 s, the decode state 0.09 s against 0.12-0.13 s
+    (``reports/gpu/h100-2026-11-27-at-size-handover/``)."""
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty(flat.shape, np.float32)
     differs = np.empty(min(block, flat.size), bool)
