@@ -78,11 +78,16 @@ def test_stability_checks_apart_from_a_run_are_shown_on_their_own():
     stability = [("gpu/box/stability.json", stab("aaaa", "2026-11-27T02:20:00", ok=False)),
                  ("gpu/box/stability-queued.json", stab("bbbb", "2026-11-27T02:25:00")),
                  ("gpu/check/stability-1.json", stab("f98a3763a2", "2026-11-27T02:30:00"))]
+    stability[2][1]["provenance"]["argv"] = ["/w/wkvbench/__main__.py", "stability", "bench.json.gz", "--mode",
+                                             "queued", "--variant", "*.rwkv.*"]
     [v] = run_views([("gpu/box/run.json", run)], stability)
     assert v.stability.path == "gpu/box/stability.json" and "0/1 rows" in v.stability.meta
     checks = check_views([("gpu/box/run.json", run)], stability)
     assert [c.path for c in checks] == ["gpu/check/stability-1.json", "gpu/box/stability-queued.json"]
     assert checks[0].title == "NVIDIA H200, commit f98a3763a2, 2026-11-27" and "1/1 rows" in checks[0].meta
+    assert checks[0].meta.endswith("Command: python -m wkvbench stability bench.json.gz --mode queued "
+                                   "--variant '*.rwkv.*'")
+    assert "no result" not in checks[1].meta  # a selection: the bench rows it left are not its misses
     html = runs_section([("gpu/box/run.json", run)], stability)
     assert "Timing stability checks on their own" in html and "gpu/check/stability-1.json" in html
     assert "Timing stability checks on their own" not in runs_section([("gpu/box/run.json", run)], stability[:1])

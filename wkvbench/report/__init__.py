@@ -257,7 +257,7 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
             for r in sorted(src.verify, key=lambda r: groups.index(status[r.path]))]
     bench_by_folder = {b.path.rsplit("/", 1)[0]: b.rows for b in src.bench}
     runs = run_views(src.runs, src.stability, bench_by_folder)
-    checks = check_views(src.runs, src.stability, bench_by_folder)
+    checks = check_views(src.runs, src.stability)
     for r in [*runs, *checks]:
         charts.offer(r.machine)
     for g in groups:  # the filter offers every machine, operator and dtype a table shows

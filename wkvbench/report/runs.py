@@ -7,6 +7,7 @@ alone."""
 from __future__ import annotations
 
 import collections
+import shlex
 from dataclasses import dataclass, field
 
 
@@ -142,14 +143,21 @@ def run_views(runs: list[tuple[str, dict]], stability: list[tuple[str, dict]],
     return out
 
 
-def check_views(runs: list[tuple[str, dict]], stability: list[tuple[str, dict]],
-                bench: dict[str, list[dict]] | None = None) -> list[Stability]:
+def check_views(runs: list[tuple[str, dict]], stability: list[tuple[str, dict]]) -> list[Stability]:
     """The stability checks not shown with a run (:func:`run_views`): each on its own, newest first, with
-    the rows of a bench file in its folder it has no result for."""
+    the command that ran it. Such a check often selects rows (``--mode``, ``--set``, ``--variant``), so
+    the bench rows it has no result for are not counted against it."""
     shown = {path for path, _ in _beside(runs, stability).values()}
     rest = [(path, doc) for path, doc in stability if path not in shown]
     rest.sort(key=lambda pd: (str((pd[1].get("provenance") or {}).get("timestamp") or ""), pd[0]), reverse=True)
-    return [_stability(doc, path, (bench or {}).get(_folder(path))) for path, doc in rest]
+    views = []
+    for path, doc in rest:
+        v = _stability(doc, path)
+        argv = (doc.get("provenance") or {}).get("argv") or []
+        if len(argv) > 1:
+            v.meta += " Command: python -m wkvbench " + " ".join(shlex.quote(str(a)) for a in argv[1:])
+        views.append(v)
+    return views
 
 
 def runs_section(runs: list[tuple[str, dict]], stability: list[tuple[str, dict]]) -> str:
