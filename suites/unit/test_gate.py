@@ -335,3 +335,29 @@ def test_a_verdict_says_when_the_autotune_configuration_changed():
     assert "autotune" not in perf[same].note
     del cand.bench[same]["autotune"]
     assert "autotune" not in _perf(gate(base, cand))[same].note
+
+
+def test_a_verdict_says_when_the_rows_ran_on_other_cards(tmp_path):
+    """Cards of one model are compared as one machine's, but they differ (ChatRWKV's loops ran 11 % faster
+    on one of four H200s of a box): a row timed on other cards on the two sides says which, from each
+    file's ``provenance.gpu.devices`` and the row's ``gpu``; rows on the same card, or files that do not
+    name their cards, say nothing of it."""
+    def side(path, cards: dict[str, str], gpu_of_row):
+        doc = json.loads((D / "bench-base.json").read_text())
+        doc["provenance"]["gpu"]["devices"] = [{"index": i, "uuid": u} for i, u in cards.items()]
+        for r in doc["rows"]:
+            r["gpu"] = gpu_of_row(r)
+        return _side_from(doc, tmp_path / path)
+
+    loops = "wkv7.fla.chunk"
+    base = side("base.json", {"0": "aaaa", "1": "bbbb"}, lambda r: "0")
+    cand = side("cand.json", {"0": "aaaa", "1": "cccc"}, lambda r: "1" if r["variant"] == loops else "0")
+    perf = _perf(gate(base, cand))
+    moved = [d for (v, _), d in perf.items() if v == loops]
+    stayed = [d for (v, _), d in perf.items() if v != loops]
+    assert moved and stayed
+    for d in moved:
+        assert "timed on other cards (baseline: GPU 0 aaaa; candidate: GPU 1 cccc)" in d.note
+    assert not any("other cards" in d.note for d in stayed)
+    unnamed = load_side([D / "bench-base.json"])  # no devices recorded: nothing to say
+    assert not any("other cards" in d.note for d in _perf(gate(unnamed, cand)).values())

@@ -298,6 +298,17 @@ def autotune_change(b: dict, c: dict) -> str:
     return "autotune configuration differs (" + "; ".join(diffs) + ")" if diffs else ""
 
 
+def card_change(b: dict, c: dict) -> str:
+    """Where two bench rows ran on other cards (``cards``: ``GPU <index> <UUID>`` from each file's
+    provenance), one line; empty when they share one or either file does not say. Cards of one model
+    differ: ChatRWKV's decode loops ran 11 % faster on one of four H200s of a box than on the others
+    (reports/gpu/h200x4-2026-11-27-queued-check/), so a verdict says so."""
+    old, new = set(b.get("cards") or []), set(c.get("cards") or [])
+    if not old or not new or old & new:
+        return ""
+    return f"timed on other cards (baseline: {', '.join(sorted(old))}; candidate: {', '.join(sorted(new))})"
+
+
 def _performance(base: Side, cand: Side, out: GateReport, noise: NoiseTable | None) -> None:
     n = 0
     for key in sorted(set(base.bench) | set(cand.bench)):
@@ -330,8 +341,9 @@ def _performance(base: Side, cand: Side, out: GateReport, noise: NoiseTable | No
         row_noise = noise.lookup(cand.identity, variant, case) if noise else None
         verdict, nums, note = compare_samples(b["samples_ms"], c["samples_ms"], row_noise, out.settings)
         nums["shape"], nums["dtype"] = c.get("shape", ""), c.get("dtype", "")
-        if changed := autotune_change(b, c):
-            note = f"{note}; {changed}" if note else changed
+        for changed in (autotune_change(b, c), card_change(b, c)):
+            if changed:
+                note = f"{note}; {changed}" if note else changed
         out.decisions.append(Decision("performance", variant, case, verdict, numbers=nums, note=note))
     out.counts_checked["performance"] = n
 
