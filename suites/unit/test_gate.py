@@ -359,5 +359,7 @@ def test_a_verdict_says_when_the_rows_ran_on_other_cards(tmp_path):
     for d in moved:
         assert "timed on other cards (baseline: GPU 0 aaaa; candidate: GPU 1 cccc)" in d.note
     assert not any("other cards" in d.note for d in stayed)
+    renumbered = side("renumbered.json", {"1": "aaaa"}, lambda r: "1")  # the same card under another index
+    assert not any("other cards" in d.note for d in _perf(gate(base, renumbered)).values())
     unnamed = load_side([D / "bench-base.json"])  # no devices recorded: nothing to say
     assert not any("other cards" in d.note for d in _perf(gate(unnamed, cand)).values())

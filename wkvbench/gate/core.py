@@ -304,8 +304,8 @@ def card_change(b: dict, c: dict) -> str:
     differ: ChatRWKV's decode loops ran 11 % faster on one of four H200s of a box than on the others
     (reports/gpu/h200x4-2026-11-27-queued-check/), so a verdict says so."""
     old, new = set(b.get("cards") or []), set(c.get("cards") or [])
-    if not old or not new or old & new:
-        return ""
+    if not old or not new or {x.rsplit(" ", 1)[-1] for x in old} & {x.rsplit(" ", 1)[-1] for x in new}:
+        return ""  # a card is its UUID: its index depends on the run's CUDA_VISIBLE_DEVICES
     return f"timed on other cards (baseline: {', '.join(sorted(old))}; candidate: {', '.join(sorted(new))})"
 
 
