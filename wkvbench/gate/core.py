@@ -299,14 +299,19 @@ def autotune_change(b: dict, c: dict) -> str:
 
 
 def card_change(b: dict, c: dict) -> str:
-    """Where two bench rows ran on other cards (``cards``: ``GPU <index> <UUID>`` from each file's
-    provenance), one line; empty when they share one or either file does not say. Cards of one model
-    differ: ChatRWKV's decode loops ran 11 % faster on one of four H200s of a box than on the others
+    """Where two bench rows ran on other cards (``cards``: ``{UUID: index}`` from each file's provenance),
+    one line; empty when they share one (a card is its UUID: its index follows the run's
+    ``CUDA_VISIBLE_DEVICES``) or either file does not say. Cards of one model differ: ChatRWKV's decode
+    loops ran 11 % faster on one of four H200s of a box than on the others
     (reports/gpu/h200x4-2026-11-27-queued-check/), so a verdict says so."""
-    old, new = set(b.get("cards") or []), set(c.get("cards") or [])
-    if not old or not new or {x.rsplit(" ", 1)[-1] for x in old} & {x.rsplit(" ", 1)[-1] for x in new}:
-        return ""  # a card is its UUID: its index depends on the run's CUDA_VISIBLE_DEVICES
-    return f"timed on other cards (baseline: {', '.join(sorted(old))}; candidate: {', '.join(sorted(new))})"
+    old, new = b.get("cards") or {}, c.get("cards") or {}
+    if not old or not new or set(old) & set(new):
+        return ""
+
+    def named(cards: dict[str, str]) -> str:
+        return ", ".join(f"GPU {i} {u}" for u, i in sorted(cards.items()))
+
+    return f"timed on other cards (baseline: {named(old)}; candidate: {named(new)})"
 
 
 def _performance(base: Side, cand: Side, out: GateReport, noise: NoiseTable | None) -> None:

@@ -74,17 +74,18 @@ def _pool(old: dict, new: dict) -> dict:
         return new if old.get("status") == "OK" else old  # keep the non-OK one: it must be seen
     merged = dict(old)
     merged["samples_ms"] = list(old.get("samples_ms") or []) + list(new.get("samples_ms") or [])
-    merged["cards"] = sorted(set(old.get("cards") or []) | set(new.get("cards") or []))
+    merged["cards"] = {**(old.get("cards") or {}), **(new.get("cards") or {})}
     return merged
 
 
-def _card_of(row: dict, prov: dict) -> str | None:
-    """The card a bench row ran on, as ``GPU <index> <UUID>``: its ``gpu`` index looked up in the file's
-    ``provenance.gpu.devices`` (a one-card file's rows need no index); None where the file does not say."""
+def _cards_of(row: dict, prov: dict) -> dict[str, str]:
+    """The card a bench row ran on, ``{UUID: its index in that run}``: the row's ``gpu`` index looked up in
+    the file's ``provenance.gpu.devices`` (a one-card file's rows need no index); empty where the file
+    does not say."""
     devices = [d for d in ((prov.get("gpu") or {}).get("devices") or []) if isinstance(d, dict) and d.get("uuid")]
     if row.get("gpu") is not None:
         devices = [d for d in devices if str(d.get("index")) == str(row["gpu"])]
-    return f"GPU {devices[0].get('index')} {devices[0]['uuid']}" if len(devices) == 1 else None
+    return {devices[0]["uuid"]: str(devices[0].get("index"))} if len(devices) == 1 else {}
 
 
 def load_json(path: str | Path) -> dict:
@@ -156,8 +157,7 @@ def load_side(paths: list[str | Path]) -> Side:
                         "a non-empty list of positive times"
                     )
                 key = bench_key(row)
-                card = _card_of(row, prov)
-                row = {**row, "cards": [card] if card else []}
+                row = {**row, "cards": _cards_of(row, prov)}
                 side.bench[key] = _pool(side.bench[key], row) if key in side.bench else row
     return side
 
