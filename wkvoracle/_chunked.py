@@ -3,12 +3,13 @@ chunks of a group read in place (``chunk_view``) into token-major work arrays (`
 unit lower-triangular inverse, and the safe factorization of the decays (``ChunkDecay``; the
 docstring of ``fast`` says why it cannot overflow). NumPy only.
 
-Where the time goes (docs/verification.md has the figures): NumPy's float64 ``exp`` (about 10 ns an
-element on the 2-core machine, once per token and key), the small batched matrix products (about
-half of BLAS's large-matrix rate), and elementwise passes over the chunk. So every elementwise pass
-walks memory in the inputs' own `[B, T, H, N]` order (a transposed walk of a large input costs
-several times a contiguous one), no input is ever copied whole, and each chunk needs few NumPy
-calls."""
+Where the time goes (docs/verification.md has the figures): the small batched matrix products,
+NumPy's float64 ``exp`` once per token and key (about 1 ns an element with AVX-512, 10 without),
+and elementwise passes over the chunk. So every elementwise pass walks memory in the inputs' own
+`[B, T, H, N]` order (a transposed walk of a large input costs several times a contiguous one), no
+input is ever copied whole, each chunk needs few NumPy calls, and no product takes a transposed
+right operand where it can be avoided (OpenBLAS runs ``A @ Bᵀ`` at these sizes at about 2/3 of
+``A @ B``'s rate): the state is kept transposed (``fast._run_groups``)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from functools import lru_cache
 
 import numpy as np
 
-CHUNK = 32  # tokens per chunk: at the prefill shape wkv6/gla run alike at 32 and 64, wkv7/gdn faster at 32
+CHUNK = 32  # tokens per chunk (wkv6, gla, gdn): fastest at the prefill shape (docs/verification.md)
+CHUNK_WKV7 = 16  # wkv7's two writes a token make its score blocks 4x a chunk's area: 16 is fastest there
 CHUNK_WKV4 = 16  # wkv4's elementwise form: 16 is fastest (docs/verification.md)
 SAFE_LOG_RANGE = 300.0  # largest |cumulative log decay| factored as e^{c_t} e^{-c_s} (module docstring)
 GROUP_HEADS = 32  # (batch, head) pairs per thread task: smaller ones fit the cache but cost more NumPy calls
@@ -235,16 +237,17 @@ class ChunkDecay:
 
 # ---- diagonal decay: wkv6 and gla ----------------------------------------------------------------
 
-def diagonal_chunks(rd, k, v, lw, S, y, bs, hs, chunk: int, inclusive: bool, u=None,
+def diagonal_chunks(rd, k, v, lw, St, y, bs, hs, chunk: int, inclusive: bool, u=None,
                     scale: float = 1.0) -> None:
     """``S_t = S_{t-1} diag(e^{lw_t}) + v_t k_tᵀ`` read out by ``rd`` (new state if ``inclusive``,
     else the old one plus the bonus ``(rd_t·(u⊙k_t)) v_t``), times ``scale``, chunk by chunk, for the
-    (batch, head) pairs ``bs × hs`` of the `[B, T, H, N]` inputs: writes ``y`` and ``S`` in place.
+    (batch, head) pairs ``bs × hs`` of the `[B, T, H, N]` inputs: writes ``y`` and the transposed
+    state ``St = Sᵀ`` in place.
 
     Per chunk: ``Y = (rd ⊙ e^{c'}) S0ᵀ + M V`` with ``M`` the causal decay-weighted scores of
     ``rd`` against ``k`` (bonus on the diagonal), and ``S_L = S0 diag(e^{c_L}) + Vᵀ (K ⊙ e^{c_L - c})``.
     """
-    S = S[bs, hs]  # a view: updated in place
+    St = St[bs, hs]  # a view: updated in place
     if u is not None:
         u = u[hs][None, :, None, :]  # each pair's head's bonus, [1, h, 1, N]
     for sl in _chunks(k.shape[1], chunk):
@@ -259,10 +262,10 @@ def diagonal_chunks(rd, k, v, lw, S, y, bs, hs, chunk: int, inclusive: bool, u=N
             np.multiply(rc, u, out=bonus)
             bonus *= kc
             M[..., idx, idx] += bonus.sum(axis=-1)  # summed in a float64 block: the same for any input layout
-        Y = X @ _mT(S)
+        Y = X @ St
         Y += M @ vc
         if scale != 1.0:
             Y *= scale
         chunk_view(y, bs, sl, hs)[...] = Y
-        S *= dec.EL
-        S += _mT(vc) @ tail
+        St *= _mT(dec.EL)
+        St += _mT(tail) @ vc

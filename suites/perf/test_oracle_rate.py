@@ -25,6 +25,8 @@ def test_the_rate_of_each_oracle_and_its_goal(tmp_path, capsys):
     assert w7["gflops"] == pytest.approx(w7["flops"] / w7["first_s"] / 1e9, rel=0.02)
     assert w7["of_goal"] == pytest.approx(w7["gflops"] / doc["goal_gflops"], rel=0.02)
     assert doc["ops"]["wkv4"]["of_goal"] is None  # elementwise: no matmul goal
+    assert w7["chunk"] == 16 and doc["ops"]["wkv4"]["chunk"] == 16  # each oracle's own default
+    assert doc["exp_ns"] > 0 and isinstance(doc["simd"], list)
     assert doc["provenance"]["machine"]
     assert "of goal" in capsys.readouterr().out
     assert read(out).schema == doc["schema"]  # a results file of the one typed model

@@ -7,10 +7,13 @@ this machine:
   "the machine's matmul rate" means), before and after the oracles; the goal uses the higher of the
   two (on a shared machine the rate moves by tens of percent within minutes, and the higher one is
   the stricter goal);
-- **each operator's oracle** (``wkvoracle.FAST``) on the prefill benchmark shape's inputs
-  (``bench_inputs``, bf16, seed 0: B8-T4096-H32-N64, wkv4 B8-T4096-C2048), its first call and a
-  second one, in a child process configured as the at-size judge runs it (``wkvbench.perf.at_size``):
-  one BLAS thread, the oracle's own threads over every core.
+- **NumPy's float64 exp** (ns an element) and the SIMD extensions it dispatches on: the oracle's
+  rate follows them, and they differ between machines of one size;
+- **each operator's oracle** (``wkvoracle.FAST``, at its own default chunk length unless
+  ``--chunk``) on the prefill benchmark shape's inputs (``bench_inputs``, bf16, seed 0:
+  B8-T4096-H32-N64, wkv4 B8-T4096-C2048), its first call and a second one, in a child process
+  configured as the at-size judge runs it (``wkvbench.perf.at_size``): one BLAS thread, the
+  oracle's own threads over every core.
 
 The rate of an oracle call is ``roofline.flops(op, "chunk", B, T, H, N, C=64)`` (the chunked form's
 FLOP count, the same for every chunk length the oracle may use) over its time, and the goal is a
@@ -46,6 +49,28 @@ def matmul_gflops(n: int = 2048, reps: int = 5) -> float:
     return 2 * n**3 / best / 1e9
 
 
+def exp_ns(n: int = 1 << 20, reps: int = 10) -> float:
+    """NumPy's float64 ``exp`` in this process, ns an element (best of ``reps`` on ``n`` contiguous
+    values in ``[-30, 0]``, the range of the oracle's decays): the other machine figure the oracle's
+    rate follows. NumPy vectorizes it only where the CPU has AVX-512 (about 1 ns an element there,
+    about 10 without)."""
+    import numpy as np
+
+    x = -30 * np.random.default_rng(0).random(n)
+    out = np.empty_like(x)
+    np.exp(x, out=out)
+    return round(1e9 * min(_seconds(lambda: np.exp(x, out=out)) for _ in range(reps)) / n, 2)
+
+
+def simd() -> list[str]:
+    """The x86 SIMD extensions NumPy found on this CPU that its float64 kernels dispatch on."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__
+    except ImportError:  # NumPy 1.x
+        from numpy.core._multiarray_umath import __cpu_features__
+    return [f for f in ("AVX2", "FMA3", "AVX512F", "AVX512_SKX") if __cpu_features__.get(f)]
+
+
 def _seconds(fn) -> float:
     t = time.perf_counter()
     fn()
@@ -65,11 +90,14 @@ def measure_op(op: str, chunk: int | None = None, shape_set: str = "prefill") ->
     case = Case(op, "model", shape, "bf16", 0)
     x = round_inputs(op, bench_inputs(case), "bf16")
     x = {**default_state(op, x), **x}
+    import inspect
+
     kw = {} if chunk is None else {"chunk": chunk}
+    used = chunk if chunk is not None else inspect.signature(FAST[op]).parameters["chunk"].default
     first = _seconds(lambda: FAST[op](**x, **kw))
     second = _seconds(lambda: FAST[op](**x, **kw))
     nflops = flops(op, "chunk", shape.B, shape.T, shape.H, shape.N)
-    return {"case": case.id, "first_s": first, "second_s": second,
+    return {"case": case.id, "chunk": used, "first_s": first, "second_s": second,
             "gflops": round(nflops / first / 1e9, 2), "gflops_second": round(nflops / second / 1e9, 2),
             "flops": nflops}
 
@@ -100,18 +128,20 @@ def run(ops=OPS, chunk: int | None = None, shape_set: str = "prefill") -> dict:
         row["of_goal"] = round(row["gflops"] / (rate / 3), 3) if matrix_form else None
     return {"schema": ORACLE_RATE, "shape_set": shape_set, "chunk": chunk, "matmul_gflops": round(rate, 1),
             "matmul_gflops_before_after": [round(before, 1), round(after, 1)],
-            "goal_gflops": round(rate / 3, 1), "ops": rows, "provenance": provenance()}
+            "goal_gflops": round(rate / 3, 1), "exp_ns": exp_ns(), "simd": simd(), "ops": rows,
+            "provenance": provenance()}
 
 
 def table(doc: dict) -> str:
     lines = [f"NumPy float64 matmul {doc['matmul_gflops']} GFLOP/s (before, after: "
              f"{', '.join(map(str, doc['matmul_gflops_before_after']))}); "
              f"goal a third: {doc['goal_gflops']} GFLOP/s",
-             f"{'case':38s} {'first s':>8s} {'second s':>9s} {'GFLOP/s':>8s} {'of goal':>8s}"]
+             f"NumPy float64 exp {doc['exp_ns']} ns an element; SIMD: {', '.join(doc['simd']) or 'none'}",
+             f"{'case':38s} {'chunk':>5s} {'first s':>8s} {'second s':>9s} {'GFLOP/s':>8s} {'of goal':>8s}"]
     for r in doc["ops"].values():
         goal = "-" if r["of_goal"] is None else f"{100 * r['of_goal']:.0f} %"
-        lines.append(f"{r['case']:38s} {r['first_s']:8.2f} {r['second_s']:9.2f} {r['gflops']:8.1f} "
-                     f"{goal:>8s}")
+        lines.append(f"{r['case']:38s} {r['chunk']:5d} {r['first_s']:8.2f} {r['second_s']:9.2f} "
+                     f"{r['gflops']:8.1f} {goal:>8s}")
     return "\n".join(lines)
 
 
