@@ -203,7 +203,10 @@ def test_the_newest_committed_run_of_each_machine_comes_first(committed_page):
     # the one-variant runs of FLA's autotune order (H200, 2026-11-26 morning) came before the H200 results
     # set of c51e5a4 (that afternoon), whose shape sets hold theirs: all four are earlier
     order = "reports/gpu/h200-2026-11-26-fla-autotune-order/"
-    assert now.count("badge current") == 2
+    # and a newer run of two shape sets on an H100 (the oracle's check of 2026-11-27) covers less than the
+    # machine's results set: both stay current
+    assert now.count("badge current") == 3
+    assert "reports/gpu/h100-2026-11-27-oracle-at-size/bench.json" in now
     for f in ("long-first.json", "head128-first.json", "head128-after-long.json", "head128-after-its-gate.json"):
         assert order + f in before and order + f not in now
     assert "h100-2026-11-25-warm-caches/bench.json.gz" in before
