@@ -25,6 +25,7 @@ keeps every figure with the machine's provenance; ``docs/verification.md`` quote
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import subprocess
@@ -90,8 +91,6 @@ def measure_op(op: str, chunk: int | None = None, shape_set: str = "prefill") ->
     case = Case(op, "model", shape, "bf16", 0)
     x = round_inputs(op, bench_inputs(case), "bf16")
     x = {**default_state(op, x), **x}
-    import inspect
-
     kw = {} if chunk is None else {"chunk": chunk}
     used = chunk if chunk is not None else inspect.signature(FAST[op]).parameters["chunk"].default
     first = _seconds(lambda: FAST[op](**x, **kw))
