@@ -110,9 +110,30 @@ class FlaVariant(KernelVariant):
         return Availability.no(reason) if reason else Availability.yes()
 
     def tensors(self, inputs: dict, dtype: str) -> dict:
-        acts = op_spec(self.operator).activations
-        return {fla: to_torch(inputs[name], dtype if name in acts else "fp32", self.device)
+        spec = op_spec(self.operator)
+        acts = spec.activations + spec.raw_activations
+        raw = {"g": "a", "beta": "b"} if "A_log" in inputs else {}  # raw gates: FLA takes the logits there
+        return {fla: to_torch(inputs[raw.get(name, name)], dtype if raw.get(name, name) in acts else "fp32",
+                              self.device)
                 for fla, name in self.args.items()}
+
+    def convention_kwargs(self, inputs: dict, case: Any) -> dict:
+        """FLA's arguments for a case in production conventions (docs/conventions.md): raw gates
+        (``use_gate_in_kernel`` with ``A_log`` and ``dt_bias``, flattened to ``[HV * K]`` for KDA;
+        ``use_beta_sigmoid_in_kernel``), q/k normalised inside, ``cu_seqlens``. Grouped value heads need
+        nothing: FLA reads value head ``hv`` against key head ``hv // (HV / H)`` itself."""
+        import torch
+
+        kw: dict = {}
+        if "A_log" in inputs:
+            kw.update(use_gate_in_kernel=True, use_beta_sigmoid_in_kernel=True,
+                      A_log=to_torch(inputs["A_log"], "fp32", self.device),
+                      dt_bias=to_torch(np.ascontiguousarray(inputs["dt_bias"]).reshape(-1), "fp32", self.device))
+        if getattr(case.shape, "qkn", False):
+            kw["use_qk_l2norm_in_kernel"] = True
+        if "cu_seqlens" in inputs:
+            kw["cu_seqlens"] = torch.as_tensor(np.asarray(inputs["cu_seqlens"], np.int64), device=self.device)
+        return kw
 
 
 class FlaTriton(FlaVariant):
@@ -156,6 +177,7 @@ class FlaTriton(FlaVariant):
         kw = self.tensors(inputs, case.dtype)
         kw.update(scale=float(inputs["scale"]) if op_spec(self.operator).has_scale else 1.0,
                   initial_state=state_in(inputs, "fp32", self.device), output_final_state=True, **self.fixed)
+        kw.update(self.convention_kwargs(inputs, case))
         fn = env.fla_fn(*self.entry)
         return fn, {**kw, **env.time_first(fn)}
 

@@ -22,6 +22,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from wkvkernels.cases import CONVENTIONS
 from wkvkernels.ops import op_spec, round_inputs
 from wkvkernels.releases import Releases, out_of_range
 
@@ -71,6 +72,9 @@ class KernelVariant(ABC):
     # the releases of its package (``source``) the adapter supports; outside them: unavailable, with the
     # reason (wkvkernels/releases.py, docs/history.md). None: any release.
     releases: ClassVar[Releases | None] = None
+    # the production conventions it takes (names of wkvkernels.cases.CONVENTIONS: grouped value heads, a
+    # state pool, packed sequences, raw gates, q/k normalised inside); a case asking another is refused
+    conventions: ClassVar[frozenset[str]] = frozenset()
 
     def available(self) -> Availability:
         return Availability.yes()
@@ -81,6 +85,9 @@ class KernelVariant(ABC):
             return Availability.no(f"dtype {case.dtype} not supported (supports {supported})")
         if case.shape.h0 and not self.supports_state:
             return Availability.no("no initial-state input")
+        missing = [c for c in CONVENTIONS if c in getattr(case.shape, "conventions", ()) and c not in self.conventions]
+        if missing:  # the first, in CONVENTIONS' order: one reason per convention in the skip counts
+            return Availability.no(f"takes no {CONVENTIONS[missing[0]]}")
         return Availability.yes()
 
     def effective_inputs(self, inputs: dict, dtype: str) -> dict:

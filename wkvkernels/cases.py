@@ -45,28 +45,88 @@ EDGE_OP_DOMAINS: dict[str, tuple[str, ...]] = {
 }
 
 
+# The production conventions (docs/conventions.md) a case may ask of a kernel, and what each means; the
+# operators each applies to (``CONVENTION_OPS``). A variant lists the ones it takes (``KernelVariant.
+# conventions``) and refuses a case asking for another, with the reason.
+CONVENTIONS: dict[str, str] = {
+    "gva": "grouped value heads (HV a multiple of H)",
+    "pool": "state pool indexed per sequence (index -1: padding)",
+    "varlen": "packed sequences (cu_seqlens)",
+    "raw": "raw gating inputs (A_log, a, dt_bias, b)",
+    "qkn": "in-kernel q/k normalisation",
+}
+CONVENTION_OPS: dict[str, frozenset[str]] = {
+    "gdn": frozenset(CONVENTIONS), "kda": frozenset(CONVENTIONS), "gdn_wy": frozenset({"gva"}),
+}
+
+
 @dataclass(frozen=True, order=True)
 class Shape:
+    """A case's dimensions and, for the delta rules (``CONVENTION_OPS``), the production conventions its
+    inputs come in (docs/conventions.md). Every convention field defaults to off, so an id without them
+    reads as before.
+
+    * ``HV``: value heads, a multiple of the key heads ``H`` (grouped value heads: value head ``hv`` reads
+      key head ``hv // (HV / H)``); 0 means ``HV = H``. Written ``-HV<n>`` after ``H``.
+    * ``P``: a state pool of ``P`` slots ``[P, HV, V, K]``; row ``b`` of the batch reads and writes slot
+      ``state_indices[b]`` (distinct, drawn from the case's seed). ``pad``: that many rows are padding,
+      index -1, whose outputs are not judged and whose call may write no slot. ``-P<n>``, ``-pad<n>``.
+    * ``varlen``: ``B`` sequences of different lengths packed into one row of ``T`` tokens in all, with
+      ``cu_seqlens`` (lengths drawn from the seed, each at least 1). ``-varlen``.
+    * ``raw``: the gates come raw, ``A_log, a, dt_bias, b``; the kernel computes
+      ``g = -exp(A_log) softplus(a + dt_bias)`` and ``beta = sigmoid(b)``. ``-raw``.
+    * ``qkn``: q and k come unnormalised; the kernel L2-normalises them (``x / sqrt(sum x^2 + 1e-6)``).
+      ``-qkn``.
+    """
+
     B: int
     T: int
     H: int
     N: int
     h0: bool = False  # an initial state is given
     C: int = 0  # chunk length (gdn_wy only)
+    HV: int = 0  # value heads (0: as many as H)
+    P: int = 0  # state pool slots (0: one state per sequence, no pool)
+    pad: int = 0  # padding rows (state index -1) of a pooled batch
+    varlen: bool = False  # B sequences of different lengths packed into T tokens (cu_seqlens)
+    raw: bool = False  # raw gating inputs (A_log, a, dt_bias, b)
+    qkn: bool = False  # q and k unnormalised: normalised in the kernel
+
+    @property
+    def value_heads(self) -> int:
+        return self.HV or self.H
+
+    @property
+    def conventions(self) -> frozenset[str]:
+        """The production conventions this shape asks of a kernel (names of ``CONVENTIONS``)."""
+        return frozenset(name for name, on in (("gva", self.value_heads != self.H), ("pool", self.P > 0),
+                                               ("varlen", self.varlen), ("raw", self.raw),
+                                               ("qkn", self.qkn)) if on)
 
     def __str__(self) -> str:
-        s = f"B{self.B}-T{self.T}-H{self.H}-N{self.N}"
+        s = f"B{self.B}-T{self.T}-H{self.H}"
+        if self.HV:
+            s += f"-HV{self.HV}"
+        s += f"-N{self.N}"
         if self.C:
             s += f"-C{self.C}"
+        if self.P:
+            s += f"-P{self.P}"
+        if self.pad:
+            s += f"-pad{self.pad}"
+        s += "".join(f"-{flag}" for flag in ("varlen", "raw", "qkn") if getattr(self, flag))
         return s + ("-h0" if self.h0 else "")
 
     @classmethod
     def parse(cls, text: str) -> Shape:
-        m = re.fullmatch(r"B(\d+)-T(\d+)-H(\d+)-N(\d+)(?:-C(\d+))?(-h0)?", text)
+        m = re.fullmatch(r"B(\d+)-T(\d+)-H(\d+)(?:-HV(\d+))?-N(\d+)(?:-C(\d+))?(?:-P(\d+))?(?:-pad(\d+))?"
+                         r"(-varlen)?(-raw)?(-qkn)?(-h0)?", text)
         if not m:
-            raise ValueError(f"bad shape {text!r}; expected e.g. B2-T64-H2-N64[-C16][-h0]")
-        B, T, H, N, C, h0 = m.groups()
-        return cls(int(B), int(T), int(H), int(N), bool(h0), int(C or 0))
+            raise ValueError(f"bad shape {text!r}; expected e.g. B2-T64-H2-N64[-C16][-h0], with the conventions "
+                             "B8-T1-H2-HV4-N128-P32-pad1-varlen-raw-qkn-h0 in that order")
+        B, T, H, HV, N, C, P, pad, varlen, raw, qkn, h0 = m.groups()
+        return cls(int(B), int(T), int(H), int(N), bool(h0), int(C or 0), int(HV or 0), int(P or 0),
+                   int(pad or 0), bool(varlen), bool(raw), bool(qkn))
 
 
 @dataclass(frozen=True, order=True)
@@ -97,6 +157,30 @@ class Case:
             raise ValueError(f"every dimension must be >= 1, got {s}")
         if self.op == "gdn_wy" and s.C < 1:
             raise ValueError("gdn_wy needs a chunk length C (shape ...-C16)")
+        self._check_conventions()
+
+    def _check_conventions(self) -> None:
+        s = self.shape
+        asked = s.conventions
+        allowed = CONVENTION_OPS.get(self.op, frozenset())
+        if asked - allowed:
+            raise ValueError(f"{self.op} takes no {', '.join(sorted(asked - allowed))} convention "
+                             f"(its conventions: {', '.join(sorted(allowed)) or 'none'})")
+        if s.HV and (s.HV < s.H or s.HV % s.H):
+            raise ValueError(f"value heads HV{s.HV} must be a multiple of the key heads H{s.H}")
+        if s.pad and not s.P:
+            raise ValueError("padding rows (-pad) need a state pool (-P)")
+        if s.P:
+            if s.h0:
+                raise ValueError("a pooled case's initial states are its pool slots: drop -h0")
+            if s.pad >= s.B:
+                raise ValueError(f"-pad{s.pad} leaves no real row of B{s.B}")
+            if s.P < s.B - s.pad:
+                raise ValueError(f"a pool of {s.P} slots cannot hold {s.B - s.pad} sequences")
+        if s.raw and self.domain not in DOMAINS:
+            raise ValueError(f"raw gates are drawn in the domains {', '.join(DOMAINS)} only, not {self.domain!r}")
+        if s.varlen and s.T < s.B:
+            raise ValueError(f"-varlen packs B{s.B} sequences of at least one token into T{s.T} tokens: T < B")
 
     @property
     def id(self) -> str:

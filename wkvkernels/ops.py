@@ -45,6 +45,10 @@ class OpSpec:
     # the initial state's tensors and the value of each when none is given (spec §9: zeros; wkv4's
     # running maximum pp starts at -1e38)
     state_fill: tuple[tuple[str, float], ...] = ()
+    # inputs that exist only in production conventions (wkvkernels/cases.py, docs/conventions.md) and come
+    # in the case dtype like the activations: the raw gate logits a and b of the delta rules (their A_log and
+    # dt_bias are float32 parameters)
+    raw_activations: tuple[str, ...] = ()
 
     def dims(self, inputs: dict) -> tuple[int, int, int, int]:
         """``(B, T, H, N)`` of a canonical problem, read from its ``k``."""
@@ -99,6 +103,7 @@ OPS: dict[str, OpSpec] = {
                step_flops=(5, 0, 0, 0, 0), chunk_flops=(4, 4, 0, 0, 0)),
         OpSpec("gdn", ("q", "k", "v", "g", "beta"), ("q", "k", "v", "beta"), ("state",),
                ("y", "state"), ("y",), has_scale=True, section="§5", state_fill=_ZERO_STATE,
+               raw_activations=("a", "b"),
                shapes=(("q", "bthn"), ("k", "bthn"), ("v", "bthn"), ("g", "bth"), ("beta", "bth"), *_MATRIX),
                step_flops=(8, 0, 0, 0, 0), chunk_flops=(6, 8, 1, 0, 0)),
         OpSpec("gdn_wy", ("k", "v", "beta", "A", "gc"), ("k", "v", "beta", "A"), (),
@@ -170,13 +175,17 @@ def round_to(x: np.ndarray, dtype: str) -> np.ndarray:
 def round_inputs(op: str, inputs: dict, dtype: str) -> dict:
     """Canonical inputs as a kernel of ``dtype`` sees them, in float64.
 
-    Activations are rounded to ``dtype``; every other array to float32; floats pass through.
+    Activations are rounded to ``dtype``; every other array to float32; floats and integer arrays (the
+    ``cu_seqlens`` and ``state_indices`` of production conventions) pass through.
     """
     spec = op_spec(op)
+    low = spec.activations + spec.raw_activations
     out: dict = {}
     for name, value in inputs.items():
-        if isinstance(value, np.ndarray):
-            out[name] = round_to(value, dtype if name in spec.activations else "fp32")
+        if isinstance(value, np.ndarray) and value.dtype.kind in "iu":
+            out[name] = value
+        elif isinstance(value, np.ndarray):
+            out[name] = round_to(value, dtype if name in low else "fp32")
         else:
             out[name] = value
     return out
@@ -185,5 +194,10 @@ def round_inputs(op: str, inputs: dict, dtype: str) -> dict:
 def default_state(op: str, inputs: dict) -> dict[str, np.ndarray]:
     """The initial state of spec §9 when none is given, for the shapes in ``inputs`` (float64)."""
     spec = op_spec(op)
+    if "state_pool" in inputs:  # production conventions: the pool holds every initial state
+        return {}
     shapes = spec.tensor_shapes(*spec.dims(inputs), 0)
+    if "state" in shapes and not spec.per_channel:  # one state per sequence and value head: [N, HV, V, K]
+        seqs = len(inputs["cu_seqlens"]) - 1 if "cu_seqlens" in inputs else inputs["v"].shape[0]
+        shapes["state"] = (seqs, inputs["v"].shape[2], inputs["v"].shape[-1], inputs["k"].shape[-1])
     return {name: np.full(shapes[name], fill) for name, fill in spec.state_fill}

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -38,6 +38,8 @@ def _rng(case) -> np.random.Generator:
     s = case.shape
     key = [case.seed, zlib.crc32(case.op.encode()), zlib.crc32(case.domain.encode()),
            s.B, s.T, s.H, s.N, s.C, int(s.h0)]
+    if s.HV or s.conventions:  # only then: the inputs of every case without conventions stay as they were
+        key += [s.HV, s.P, s.pad, int(s.varlen), int(s.raw), int(s.qkn)]
     return np.random.default_rng(key)
 
 
@@ -392,13 +394,66 @@ GENERATORS: dict[str, Callable] = {
 }
 
 
+def _drawn(op: str, rng, domain: str, s) -> dict:
+    if domain in ("lw0", "lwneg", "beta0", "beta1") and op != "gdn_wy":
+        return _edge(op, rng, domain, s)
+    if (domain, op) in BOUNDARY_RANGES:
+        return _boundary(op, rng, domain, s)
+    return GENERATORS[op](rng, domain, s)
+
+
+# ---- Production conventions (wkvkernels/cases.py Shape; docs/conventions.md) --------------------------
+# Raw gates as Qwen3-Next's and Kimi Linear's layers initialise them (Mamba-2's initialisation):
+# A = U(1, 16), so A_log = log A; dt = exp(U(log 1e-3, log 1e-1)) and dt_bias = softplus^-1(dt).
+RAW_A_RANGE = (1.0, 16.0)
+RAW_DT_RANGE = (1e-3, 1e-1)
+# the raw logits a (gate) and b (beta) per domain: a projection's outputs (model), wide (stress), ggml-like
+RAW_LOGIT_SCALE = {"model": 1.0, "stress": 6.0}
+QKN_SCALE = (0.25, 4.0)  # qkn: each raw q/k vector's norm, drawn per token and head
+
+
+def _with_conventions(op: str, rng, domain: str, s) -> dict:
+    """The inputs of a case in production conventions: the canonical draws of the same problem (one row
+    per sequence, value heads throughout), then put into the conventions the shape names."""
+    HV, nseq = s.value_heads, s.B
+    flat = replace(s, B=1 if s.varlen else s.B, H=HV, HV=0, P=0, pad=0, varlen=False, raw=False, qkn=False,
+                   h0=s.h0 and not s.varlen)
+    out = _drawn(op, rng, domain, flat)
+    G = HV // s.H
+    if G > 1:  # the key heads: one of every group's G value heads' draws
+        out["q"], out["k"] = out["q"][:, :, ::G], out["k"][:, :, ::G]
+    if s.varlen:
+        cuts = np.sort(rng.choice(np.arange(1, s.T), s.B - 1, replace=False)) if s.B > 1 else np.array([], int)
+        out["cu_seqlens"] = np.array([0, *cuts, s.T], np.int64)
+        if s.h0:
+            out["state"] = _state(rng, domain, replace(flat, B=nseq))
+    if s.P:
+        out["state_pool"] = _state(rng, domain, replace(flat, B=s.P))
+        idx = rng.permutation(s.P)[:nseq].astype(np.int32)
+        idx[rng.choice(nseq, s.pad, replace=False)] = -1
+        out["state_indices"] = idx
+    if s.raw:
+        g, beta = out.pop("g"), out.pop("beta")
+        out["A_log"] = np.log(rng.uniform(*RAW_A_RANGE, HV))
+        dt = np.exp(rng.uniform(np.log(RAW_DT_RANGE[0]), np.log(RAW_DT_RANGE[1]), (HV, *g.shape[3:])))
+        out["dt_bias"] = dt + np.log(-np.expm1(-dt))
+        if domain == "uniform":
+            out["a"], out["b"] = rng.uniform(-1, 1, g.shape), rng.uniform(-1, 1, beta.shape)
+        else:
+            scale = RAW_LOGIT_SCALE[domain]
+            out["a"], out["b"] = scale * rng.standard_normal(g.shape), scale * rng.standard_normal(beta.shape)
+    if s.qkn:
+        for n in ("q", "k"):
+            out[n] = out[n] * rng.uniform(*QKN_SCALE, (*out[n].shape[:-1], 1))
+    return out
+
+
 def generate(case) -> dict:
-    """Canonical inputs of ``case`` (float32 arrays; ``scale`` a float where the operator has one)."""
-    if case.domain in ("lw0", "lwneg", "beta0", "beta1") and case.op != "gdn_wy":
-        raw = _edge(case.op, _rng(case), case.domain, case.shape)
-    elif (case.domain, case.op) in BOUNDARY_RANGES:
-        raw = _boundary(case.op, _rng(case), case.domain, case.shape)
+    """Canonical inputs of ``case`` (float32 arrays; ``scale`` a float where the operator has one; the
+    integer ``cu_seqlens`` (int64) and ``state_indices`` (int32) of production conventions)."""
+    if case.shape.HV or case.shape.conventions:
+        raw = _with_conventions(case.op, _rng(case), case.domain, case.shape)
     else:
-        raw = GENERATORS[case.op](_rng(case), case.domain, case.shape)
-    return {n: (np.ascontiguousarray(x, dtype=np.float32) if isinstance(x, np.ndarray) else x)
-            for n, x in raw.items()}
+        raw = _drawn(case.op, _rng(case), case.domain, case.shape)
+    return {n: (x if not isinstance(x, np.ndarray) or x.dtype.kind in "iu"
+                else np.ascontiguousarray(x, dtype=np.float32)) for n, x in raw.items()}

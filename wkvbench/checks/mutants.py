@@ -16,7 +16,9 @@ import numpy as np
 
 from wkvkernels.base import KernelVariant, register, unregister, variants
 from wkvkernels.ops import DTYPES, default_state, op_spec, round_inputs, round_to
+from wkvkernels.cases import CONVENTIONS
 from wkvoracle import ORACLES
+from wkvoracle.conventions import solve
 
 CHUNK = 16
 
@@ -27,11 +29,15 @@ class Mutant(KernelVariant):
     algorithm = "mutant"
     dtypes = frozenset(DTYPES)
 
-    def __init__(self, op: str, bug: str, fn: Callable[[dict], dict], doc: str) -> None:
+    def __init__(self, op: str, bug: str, fn: Callable[[dict], dict], doc: str,
+                 conventions: frozenset[str] = frozenset()) -> None:
         self.name, self.operator, self.fn, self.doc = f"{op}.mutant.{bug}", op, fn, doc  # type: ignore[misc]
+        self.conventions = conventions  # type: ignore[misc]
 
     def prepare(self, inputs: dict, case: Any) -> tuple[dict, str]:
         eff = round_inputs(self.operator, inputs, case.dtype)
+        if case.shape.qkn:
+            eff["qkn"] = True  # read by the convention mutants (their solve normalises q and k)
         return {**default_state(self.operator, eff), **eff}, case.dtype
 
     def run(self, native: tuple[dict, str]) -> dict:
@@ -164,6 +170,29 @@ def _wkv7_sa_after_decay(x):  # sa = (S diag(d)) a instead of S a
     return {"y": y, "state": S}
 
 
+# ---- production conventions (docs/conventions.md): the oracle's solve with one convention read wrong ----
+
+def _convention_bug(op, **bug):
+    def f(x):
+        x = dict(x)
+        return solve(ORACLES[op], x, qkn=bool(x.pop("qkn", False)), **bug)
+    return f
+
+
+def _convention_panel(op: str) -> list[tuple[str, str, Callable, str, frozenset]]:
+    every = frozenset(CONVENTIONS)
+    return [
+        (op, "value_heads_tiled", _convention_bug(op, head_map="tiled"),
+         "value head hv reads key head hv % H (tiled), not hv // (HV / H)", every),
+        (op, "pool_index_off_by_one", _convention_bug(op, index_shift=1),
+         "each sequence reads and writes pool slot index + 1", every),
+        (op, "padding_slot_written", _convention_bug(op, write_padding=True),
+         "a padding row (index -1) writes its state to slot 0", every),
+        (op, "gate_without_softplus", _convention_bug(op, softplus_fn=lambda z: z),
+         "raw gate computed as -exp(A_log) (a + dt_bias), the softplus left out", every),
+    ]
+
+
 def _panel() -> list[tuple[str, str, Callable, str]]:
     """(operator, bug, function, description) for every mutant."""
     panel = []
@@ -196,8 +225,8 @@ def register_mutants() -> list[str]:
     """Register the whole panel (idempotent); returns the mutant names."""
     names = []
     existing = {v.name for v in variants()}
-    for op, bug, fn, doc in _panel():
-        m = Mutant(op, bug, fn, doc)
+    for op, bug, fn, doc, *conv in [*_panel(), *_convention_panel("gdn")]:
+        m = Mutant(op, bug, fn, doc, *conv)
         if m.name not in existing:
             register(m)
         names.append(m.name)

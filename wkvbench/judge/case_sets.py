@@ -32,6 +32,21 @@ _GPU_SHAPES = (Shape(2, 37, 2, 128, h0=True), Shape(1, 1, 2, 128, h0=True))
 _GPU_WKV4_SHAPES = (Shape(2, 300, 1, 256, h0=True),)
 _GPU_GDN_WY_SHAPES = (Shape(2, 100, 2, 128, C=64),)
 
+# Production conventions (wkvkernels/cases.py Shape, docs/conventions.md) of the delta rules, in the default
+# and gpu sets: grouped value heads in prefill (T = 37), decode steps (T = 1, 2, 4) from a state pool with a
+# padding row, raw gates and q/k normalised in the kernel, the same without a pool, and packed sequences.
+_CONVENTION_SHAPES = (
+    Shape(2, 37, 1, 64, h0=True, HV=2),
+    Shape(3, 1, 2, 64, HV=4, P=6, pad=1, raw=True, qkn=True),
+    Shape(2, 2, 1, 64, HV=2, P=3),
+    Shape(3, 4, 1, 64, HV=2, P=5, pad=1, raw=True, qkn=True),
+    Shape(3, 4, 1, 64, h0=True, HV=2, raw=True, qkn=True),
+    Shape(3, 50, 1, 64, h0=True, HV=2, varlen=True, raw=True, qkn=True),
+)
+_GPU_CONVENTION_SHAPES = (Shape(4, 1, 2, 128, HV=4, P=9, pad=1, raw=True, qkn=True),
+                          Shape(3, 200, 2, 128, h0=True, HV=4, varlen=True, raw=True, qkn=True))
+CONVENTION_SET_OPS = ("gdn",)  # the operators whose default and gpu sets include them
+
 CASE_SETS: tuple[str, ...] = ("default", "gpu", "edge")
 _EDGE_SHAPES = (Shape(1, 1, 1, 64, h0=True), Shape(1, 15, 1, 64), Shape(1, 17, 1, 64, h0=True),
                 Shape(1, 63, 1, 64, h0=True), Shape(1, 65, 1, 64), Shape(1, 17, 1, 128, h0=True))
@@ -56,7 +71,9 @@ def _shapes(op: str, domain: str, case_set: str = "default") -> tuple[Shape, ...
         return base + ((Shape(1, 512, 1, 64, h0=True),) if domain == "stress" else ())
     if op == "gdn_wy":
         return _GDN_WY_SHAPES + (_GPU_GDN_WY_SHAPES if gpu else ())
-    return _DEFAULT_SHAPES + (_GPU_SHAPES if gpu else ()) + (_STRESS_SHAPES if domain == "stress" else ())
+    conv = (_CONVENTION_SHAPES + (_GPU_CONVENTION_SHAPES if gpu else ())) if op in CONVENTION_SET_OPS else ()
+    return (_DEFAULT_SHAPES + (_GPU_SHAPES if gpu else ()) + (_STRESS_SHAPES if domain == "stress" else ())
+            + conv)
 
 
 def _domains(op: str, case_set: str) -> tuple[str, ...]:

@@ -25,9 +25,10 @@ from wkvkernels.base import KernelVariant, Unsupported, availability, variants
 from wkvkernels.cases import Case
 from wkvkernels.ops import default_state, op_spec
 from wkvoracle import ORACLES
+from wkvoracle.conventions import CONVENTION_INPUTS, solve
 from wkvoracle.inputs import generate
 
-from . import tolerances
+from . import conventions, tolerances
 from .metrics import TensorError, tensor_error
 from .validate import InvalidInput, validate_inputs
 
@@ -114,7 +115,7 @@ def validate_case_inputs(case: Case, inputs: dict) -> None:
     """``inputs`` must be a valid problem of ``case.op`` whose B, T and H agree with ``case.shape``."""
     validate_inputs(case.op, inputs, where=f"inputs for {case.id}")
     k, per_channel = inputs["k"], op_spec(case.op).per_channel
-    want = (case.shape.B, case.shape.T) + (() if per_channel else (case.shape.H,))
+    want = (1 if case.shape.varlen else case.shape.B, case.shape.T) + (() if per_channel else (case.shape.H,))
     if tuple(k.shape[: len(want)]) != want:
         raise InvalidInput(f"inputs for {case.id}: k has shape {k.shape}, but the case says "
                            f"{'[B, T]' if per_channel else '[B, T, H]'} = {list(want)}")
@@ -148,12 +149,18 @@ class Checker:
             self._inputs[key] = generate(case)
         return self._inputs[key]
 
-    def oracle(self, op: str, effective: dict) -> dict:
-        key = op + _digest(effective)
+    def oracle(self, op: str, effective: dict, qkn: bool = False) -> dict:
+        """The oracle's outputs on ``effective`` (cached by their digest). Inputs in production conventions
+        (grouped value heads, raw gates, a pool, ``cu_seqlens``; ``qkn``: q and k normalised by the
+        kernel) go through ``wkvoracle.conventions.solve``: the canonical oracle on each sequence."""
+        conv = qkn or any(n in effective for n in CONVENTION_INPUTS) or (
+            "v" in effective and "k" in effective and np.ndim(effective["k"]) == 4
+            and np.shape(effective["v"])[2] != np.shape(effective["k"])[2])
+        key = op + ("qkn" if qkn else "") + _digest(effective)
         if key not in self._oracle:
             self._oracle[key] = self._stored_oracle(key) if self.oracle_dir else None
             if self._oracle[key] is None:
-                self._oracle[key] = ORACLES[op](**effective)
+                self._oracle[key] = (solve(ORACLES[op], effective, qkn=qkn) if conv else ORACLES[op](**effective))
                 if self.oracle_dir:
                     self._store_oracle(key, self._oracle[key])
         return self._oracle[key]
@@ -236,8 +243,11 @@ class Checker:
             where = f" (at {tb.filename.rsplit('/', 1)[-1]}:{tb.lineno})"
             return CheckResult(variant.name, case, ERROR, f"{type(exc).__name__}: {exc}{where}",
                                seconds=time.perf_counter() - t0)
-        ref = self.oracle(case.op, {**default_state(case.op, effective), **effective})
+        ref = self.oracle(case.op, {**default_state(case.op, effective), **effective}, case.shape.qkn)
+        out, ref, problems = conventions.judged(case, inputs, out, ref)
         res = compare_outputs(variant.name, case, out, ref)
+        if problems:
+            res.status, res.reason = FAIL, "; ".join(([res.reason] if res.status == FAIL else []) + problems)
         res.seconds = time.perf_counter() - t0
         return res
 
@@ -334,6 +344,9 @@ def check_backward(checker: Checker, variant: KernelVariant, case: Case) -> Chec
         return CheckResult(variant.name, case, SKIP, "no backward", kind="backward")
     if case.op not in BACKWARDS:
         return CheckResult(variant.name, case, SKIP, f"no float64 backward oracle for {case.op} yet", kind="backward")
+    if case.shape.HV or case.shape.conventions:
+        return CheckResult(variant.name, case, SKIP, "the backward is judged in the canonical form only, not in "
+                           "production conventions (docs/conventions.md)", kind="backward")
     av = availability(variant.name)
     av = variant.supports(case) if av else av
     if not av:

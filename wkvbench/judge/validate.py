@@ -23,7 +23,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from wkvkernels.cases import CONVENTION_OPS
 from wkvkernels.ops import OPS, op_spec
+from wkvoracle.conventions import CONVENTION_INPUTS
 
 
 class InvalidInput(ValueError):
@@ -75,6 +77,9 @@ def validate_inputs(op: str, inputs: Mapping, where: str = "inputs") -> None:
         raise InvalidInput(f"{where}: expected a dict of arrays keyed by input name, "
                            f"got {type(inputs).__name__}")
     spec = op_spec(op)
+    if _in_conventions(op, inputs):
+        _validate_conventions(op, inputs, where)
+        return
     missing = [n for n in required(op) if n not in inputs]
     if missing:
         raise InvalidInput(f"{where}: {op} is missing input(s) {missing}; expected {list(required(op))}"
@@ -115,6 +120,74 @@ def validate_inputs(op: str, inputs: Mapping, where: str = "inputs") -> None:
         number = isinstance(s, (int, float, np.floating, np.integer)) and not isinstance(s, bool)
         if not number or not math.isfinite(s):
             raise InvalidInput(f"{where}: scale must be a finite number, got {s!r}")
+
+
+def _in_conventions(op: str, inputs: Mapping) -> bool:
+    """Whether ``inputs`` come in production conventions (docs/conventions.md)."""
+    if op not in CONVENTION_OPS or not isinstance(inputs, Mapping):
+        return False
+    k, v = inputs.get("k"), inputs.get("v")
+    grouped = (isinstance(k, np.ndarray) and isinstance(v, np.ndarray) and k.ndim == 4 and v.ndim == 4
+               and k.shape[2] != v.shape[2])
+    return grouped or any(n in inputs for n in CONVENTION_INPUTS)
+
+
+def _validate_conventions(op: str, inputs: Mapping, where: str) -> None:
+    """A problem in production conventions: the names it needs, integer index arrays, and the shapes
+    that tie them (value heads a multiple of key heads, a pool's slots, ``cu_seqlens``)."""
+    raw = "A_log" in inputs
+    gates = ("A_log", "a", "dt_bias", "b") if raw else ("g", "beta")
+    need = ("q", "k", "v") + gates if op != "gdn_wy" else ("k", "v", "beta", "A", "gc")
+    known = set(need) | {"scale", "state", "state_pool", "state_indices", "cu_seqlens"}
+    missing = [n for n in need if n not in inputs]
+    if missing:
+        raise InvalidInput(f"{where}: {op} in production conventions is missing {missing}; expected {list(need)}")
+    unknown = sorted(set(inputs) - known)
+    if unknown:
+        raise InvalidInput(f"{where}: unknown input(s) {unknown} for {op} in production conventions; "
+                           f"expected {sorted(known)}")
+    for name, x in inputs.items():
+        if name == "scale":
+            continue
+        if not isinstance(x, np.ndarray):
+            raise InvalidInput(f"{where}: {name} must be a NumPy array, got {type(x).__name__}")
+        if name in ("state_indices", "cu_seqlens"):
+            if not np.issubdtype(x.dtype, np.integer) or x.ndim != 1:
+                raise InvalidInput(f"{where}: {name} must be a 1-D integer array, got {x.dtype} {list(x.shape)}")
+            continue
+        if not np.issubdtype(x.dtype, np.floating):
+            raise InvalidInput(f"{where}: {name} has dtype {x.dtype}; expected a float array")
+        if not np.isfinite(x).all():
+            raise InvalidInput(f"{where}: {name} has non-finite values; expected finite values")
+    k, v = inputs["k"], inputs["v"]
+    if k.ndim != 4 or v.ndim != 4 or k.shape[:2] != v.shape[:2]:
+        raise InvalidInput(f"{where}: k {list(k.shape)} and v {list(v.shape)} must be [B, T, H, K] and [B, T, HV, V]")
+    H, HV = k.shape[2], v.shape[2]
+    if HV % H:
+        raise InvalidInput(f"{where}: value heads {HV} are not a multiple of key heads {H}")
+    cu = inputs.get("cu_seqlens")
+    seqs = k.shape[0]
+    if cu is not None:
+        if k.shape[0] != 1 or len(cu) < 2 or cu[0] != 0 or cu[-1] != k.shape[1] or np.any(np.diff(cu) < 1):
+            raise InvalidInput(f"{where}: cu_seqlens {cu.tolist()[:8]} must rise from 0 to T = {k.shape[1]} in "
+                               "steps >= 1, over one packed row (B = 1)")
+        seqs = len(cu) - 1
+    if "state_pool" in inputs:
+        pool, idx = inputs["state_pool"], inputs.get("state_indices")
+        if idx is None or len(idx) != seqs:
+            raise InvalidInput(f"{where}: a state pool needs state_indices, one per sequence ({seqs})")
+        real = idx[idx >= 0]
+        if np.any(idx < -1) or np.any(idx >= len(pool)) or len(set(real.tolist())) != len(real):
+            raise InvalidInput(f"{where}: state_indices {idx.tolist()[:8]} must be distinct slots of the pool "
+                               f"[0, {len(pool)}) or -1 (padding)")
+        if "state" in inputs:
+            raise InvalidInput(f"{where}: give the initial states either as state or in state_pool, not both")
+        if pool.shape[1:] != (HV, v.shape[-1], k.shape[-1]):
+            raise InvalidInput(f"{where}: state_pool {list(pool.shape)} must be [P, HV, V, K] = "
+                               f"[P, {HV}, {v.shape[-1]}, {k.shape[-1]}]")
+    elif "state" in inputs and inputs["state"].shape != (seqs, HV, v.shape[-1], k.shape[-1]):
+        raise InvalidInput(f"{where}: state {list(inputs['state'].shape)} must be [N, HV, V, K] = "
+                           f"[{seqs}, {HV}, {v.shape[-1]}, {k.shape[-1]}]")
 
 
 def _check_values(op: str, name: str, x: np.ndarray, where: str) -> None:

@@ -19,6 +19,9 @@ _FP32_REFUSED = Releases(until="0.4.0")  # ChunkGatedDeltaRuleFunction: "does no
 
 _ARGS = {"q": "q", "k": "k", "v": "v", "g": "g", "beta": "beta"}
 _FIXED = {"use_qk_l2norm_in_kernel": False}
+# the production conventions both entry points take (docs/conventions.md); no state pool: fla-core 0.6.0's
+# GDN functions take no state indices (its KDA fused_recurrent_kda_fwd does)
+_CONVENTIONS = frozenset({"gva", "varlen", "raw", "qkn"})
 
 
 class GdnFlaFusedRecurrent(FlaTriton):
@@ -30,6 +33,7 @@ class GdnFlaFusedRecurrent(FlaTriton):
     entry = ("ops.gated_delta_rule", "fused_recurrent_gated_delta_rule")
     args = _ARGS
     fixed = _FIXED
+    conventions = _CONVENTIONS
     supports_backward = False  # its autograd backward raises NotImplementedError (fla-core 0.6.0)
 
 
@@ -43,6 +47,7 @@ class GdnFlaChunk(FlaTriton):
     entry = ("ops.gated_delta_rule", "chunk_gated_delta_rule")
     args = _ARGS
     fixed = _FIXED
+    conventions = _CONVENTIONS
     gated_dqkwg_backward = True  # refused by FLA on Hopper with Triton < 3.7.1 (wkvkernels/_fla_env.py)
 
     def supports(self, case: Any) -> Availability:

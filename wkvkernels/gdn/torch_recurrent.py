@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from .._recurrent import TorchRecurrent
+from .._recurrent import DeltaRuleTorchRecurrent
 from ..base import register
 
 
-class GdnTorchRecurrent(TorchRecurrent):
+class GdnTorchRecurrent(DeltaRuleTorchRecurrent):
     name = "gdn.torch.recurrent"
     operator = "gdn"
 
-    def run(self, n: dict) -> dict:
+    def recur(self, n: dict) -> dict:
         import torch
 
         q, k, v, g, beta, scale = n["q"], n["k"], n["v"], n["g"], n["beta"], n["scale"]

@@ -1,0 +1,75 @@
+"""Judging a case in production conventions (``wkvkernels.cases.Shape``; docs/conventions.md).
+
+The oracle's side is ``wkvoracle.conventions.solve``: the canonical recurrence run per sequence on the
+inputs as the conventions define them. This module puts a kernel's outputs and the oracle's side by
+side on what is judged:
+
+* ``y`` of the real sequences only: a pool's padding rows (state index -1) are not judged, whatever
+  the kernel left there (vLLM and FlashInfer leave them unwritten);
+* ``state``: the final state of every real sequence. A pooled kernel returns its pool
+  (``state_pool``, canonical ``[P, HV, V, K]``), and each real sequence's final state is read from the
+  slot its index names;
+* the pool slots the call must not touch (those no real row names, the padding rows' -1 included)
+  must come back bit-identical to the pool the kernel was given, or the case FAILs naming them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from wkvoracle.conventions import real_rows, seq_slices
+
+
+def _real_y(inputs: dict, y: np.ndarray) -> np.ndarray:
+    rows = real_rows(inputs)
+    seqs = seq_slices(inputs)
+    if "cu_seqlens" not in inputs:
+        return np.asarray(y)[rows]
+    return np.concatenate([np.asarray(y)[0:1, seqs[n][1]] for n in rows], axis=1)
+
+
+def untouched_slots(inputs: dict) -> np.ndarray:
+    """The pool slots no real sequence names: a call must leave them as they came."""
+    idx = np.asarray(inputs["state_indices"])
+    used = set(idx[idx >= 0].tolist())
+    return np.array([s for s in range(len(inputs["state_pool"])) if s not in used], np.int64)
+
+
+def judged(case, inputs: dict, out: dict, ref: dict) -> tuple[dict, dict, list[str]]:
+    """``(out, ref, problems)``: the kernel's canonical outputs and the oracle's reduced to what a case
+    in production conventions judges (module docstring), and the problems found on the way (a missing
+    pool, a slot that must not change and did). A case without conventions comes back unchanged."""
+    if not (case.shape.HV or case.shape.conventions):
+        return out, ref, []
+    problems: list[str] = []
+    out, ref = dict(out), dict(ref)
+    rows = real_rows(inputs)
+    ref["state"] = np.asarray(ref["state"])[rows]
+    if "state_pool" in inputs:
+        ref.pop("state_pool", None)
+        pool = out.pop("state_pool", None)
+        if pool is None:
+            problems.append(f"missing output 'state_pool' (a pooled case; got {sorted(out)})")
+            out.pop("state", None)
+        else:
+            pool = np.asarray(pool, np.float64)
+            given = np.asarray(inputs["state_pool"], np.float32).astype(np.float64)
+            if pool.shape != given.shape:
+                problems.append(f"state_pool: shape {list(pool.shape)}, the pool given is {list(given.shape)}")
+            else:
+                idx = np.asarray(inputs["state_indices"])
+                out["state"] = pool[idx[rows]]
+                slots = untouched_slots(inputs)
+                changed = [int(s) for s in slots if not np.array_equal(pool[s], given[s])]
+                if changed:
+                    worst = max(float(np.nanmax(np.abs(pool[s] - given[s]), initial=0.0))
+                                if np.isfinite(pool[s]).all() else float("nan") for s in changed)
+                    problems.append(f"state_pool: slots {changed} changed, which no real sequence names "
+                                    f"(padding index -1 or unused; must come back bit-identical; max |change| "
+                                    f"{worst:.3g})")
+    elif "state" in out:
+        out["state"] = np.asarray(out["state"])[rows]
+    for side in (out, ref):
+        if "y" in side:
+            side["y"] = _real_y(inputs, side["y"])
+    return out, ref, problems
