@@ -132,7 +132,11 @@ def solve(fn: Callable[..., dict], inputs: dict, *, qkn: bool = False, head_map:
 
 
 def real_rows(inputs: dict) -> np.ndarray:
-    """The sequences whose outputs are judged: all but the padding rows (state index -1) of a pool."""
-    n = len(seq_slices(inputs))
+    """The sequences whose outputs are judged: all but the padding rows (state index -1) of a pool. Read
+    from ``state_indices``, ``cu_seqlens`` or ``k``, whichever ``inputs`` has first."""
     idx = inputs.get("state_indices")
-    return np.arange(n) if idx is None else np.flatnonzero(np.asarray(idx) >= 0)
+    if idx is not None:
+        return np.flatnonzero(np.asarray(idx) >= 0)
+    if inputs.get("cu_seqlens") is not None:
+        return np.arange(len(inputs["cu_seqlens"]) - 1)
+    return np.arange(inputs["k"].shape[0])

@@ -219,3 +219,41 @@ def test_bad_cu_seqlens_are_refused():
     x["cu_seqlens"] = np.array([0, 12, 7, 20], np.int64)
     with pytest.raises(InvalidInput, match="cu_seqlens"):
         validate_inputs("gdn", x)
+
+
+def test_every_timed_row_in_conventions_is_judged_at_its_own_shape(tmp_path):
+    """The at-size judge of ``bench`` (``wkvbench.perf.at_size``) on a case in conventions: the fast oracle
+    per sequence, the real rows, and the pool's untouched slots."""
+    from wkvbench.perf import at_size
+    from wkvbench.perf.shapes import bench_inputs
+
+    case = Case.parse("gdn/model/B3-T2-H1-HV2-N16-P6-pad1-raw-qkn/bf16/s0")
+    ref = at_size._oracle_job(None, case.id, str(tmp_path / "ref"), 1)
+    v = get("gdn.torch.recurrent")
+    out = v.to_canonical(v.run(v.prepare(bench_inputs(case), case)))
+    at_size.save_arrays(str(tmp_path / "out"), at_size.compact(out))
+    assert at_size._judge_job(v.name, case.id, str(tmp_path / "out"), ref)["status"] == PASS
+    x = bench_inputs(case)
+    free = [s for s in range(6) if s not in x["state_indices"]][0]
+    out["state_pool"][free] *= 1.5
+    at_size.save_arrays(str(tmp_path / "out"), at_size.compact(out))
+    verdict = at_size._judge_job(v.name, case.id, str(tmp_path / "out"), ref)
+    assert verdict["status"] == FAIL and f"slots [{free}] changed" in verdict["reason"]
+
+
+def test_the_models_set_names_its_sources_and_keeps_its_conventions_at_the_gate():
+    from wkvbench.perf.shapes import MODEL_ROWS, expand_sets, gate_case, model_source
+
+    assert expand_sets(["models"]) == tuple(MODEL_ROWS)
+    for name, (op, shape) in MODEL_ROWS.items():
+        assert model_source(name)
+        if op not in wkvkernels.ops.OPS:  # an operator not in this tree yet
+            continue
+        case = Case(op, "model", shape, "bf16", 0)
+        gate = gate_case(op, shape, "bf16")
+        assert gate.shape.conventions == case.shape.conventions, name
+    qwen = MODEL_ROWS["qwen3-next.decode-b256"][1]
+    assert (qwen.H, qwen.value_heads, qwen.N, qwen.B) == (16, 32, 128, 256) and qwen.P > qwen.B and qwen.pad
+    assert {MODEL_ROWS[f"qwen3-next-tp{n}.decode-b64"][1].H for n in (2, 4, 8)} == {8, 4, 2}
+    assert {s.T for n, (op, s) in MODEL_ROWS.items() if n.startswith("qwen3-next.mtp")} == {2, 4}
+    assert {s.T for n, (op, s) in MODEL_ROWS.items() if n.startswith("qwen3-next.prefill")} == {8192, 32768}

@@ -82,7 +82,8 @@ def _parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="time CUDA variants on named shape sets (device time, roofline, bench/1 JSON)")
     selection_args(b)
     b.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME",
-                   help="shape set: quick, decode, prefill, long, head128, or 'standard' for all (repeatable)")
+                   help="shape set: quick, decode, prefill, long, head128, or 'standard' for all of them; "
+                        "'models' for the rows of released models' configurations (repeatable)")
     b.add_argument("--warm", action="store_true", help="warm L2 (default: cold, flushed before every repetition)")
     mode = b.add_mutually_exclusive_group()
     mode.add_argument("--graph", dest="graph", action="store_const", const=True, default=None,

@@ -13,10 +13,10 @@ from .args import results_dir
 
 
 def _bench(args: argparse.Namespace, console: Console) -> int:
-    from ..perf.bench import STANDARD_SETS, Bench, BenchSelection
+    from ..perf.bench import Bench, BenchSelection, expand_sets
     from ..perf.tables import bench_table
 
-    sets = tuple(x for s in (args.sets or ["quick"]) for x in (STANDARD_SETS if s == "standard" else (s,)))
+    sets = expand_sets(args.sets or ["quick"])
     try:
         i, n = (int(x) for x in args.shard.split("/"))
         if not 0 <= i < n:
@@ -35,7 +35,7 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
     for s in sets:
         from ..perf.bench import set_shape
 
-        set_shape(s, "wkv7")  # unknown names fail here, with the known ones
+        set_shape(s, "wkv7")  # unknown names fail here, with the known ones ("standard", "models" too)
     if not sel.variants():
         console.print(f"[red]no benchmarkable variant matches {args.variant or args.op} "
                       f"on {sel.devices}[/red]")

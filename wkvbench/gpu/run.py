@@ -126,9 +126,9 @@ class GpuRun:
         return [v for v in vs if device is None or v.device == device]
 
     def _sets(self) -> tuple[str, ...]:
-        from ..perf.bench import STANDARD_SETS
+        from ..perf.bench import expand_sets
 
-        return tuple(x for s in self.opt.sets for x in (STANDARD_SETS if s == "standard" else (s,)))
+        return expand_sets(self.opt.sets)
 
     def _gate_ids(self) -> list[str]:
         from ..perf.bench import BenchSelection, gate_cases

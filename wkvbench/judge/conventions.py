@@ -21,10 +21,12 @@ from wkvoracle.conventions import real_rows, seq_slices
 
 
 def _real_y(inputs: dict, y: np.ndarray) -> np.ndarray:
+    if "state_indices" not in inputs:  # no padding: every row and token is judged
+        return np.asarray(y)
     rows = real_rows(inputs)
-    seqs = seq_slices(inputs)
     if "cu_seqlens" not in inputs:
         return np.asarray(y)[rows]
+    seqs = seq_slices(inputs)
     return np.concatenate([np.asarray(y)[0:1, seqs[n][1]] for n in rows], axis=1)
 
 
@@ -43,32 +45,27 @@ def judged(case, inputs: dict, out: dict, ref: dict) -> tuple[dict, dict, list[s
         return out, ref, []
     problems: list[str] = []
     out, ref = dict(out), dict(ref)
-    rows = real_rows(inputs)
+    if "state_indices" not in inputs:  # no pool: every sequence is real, nothing more to read
+        return out, ref, problems
+    rows = real_rows(inputs)  # a pool: the real rows' final states are read from their slots
     ref["state"] = np.asarray(ref["state"])[rows]
-    if "state_pool" in inputs:
-        ref.pop("state_pool", None)
-        pool = out.pop("state_pool", None)
-        if pool is None:
-            problems.append(f"missing output 'state_pool' (a pooled case; got {sorted(out)})")
-            out.pop("state", None)
-        else:
-            pool = np.asarray(pool, np.float64)
-            given = np.asarray(inputs["state_pool"], np.float32).astype(np.float64)
-            if pool.shape != given.shape:
-                problems.append(f"state_pool: shape {list(pool.shape)}, the pool given is {list(given.shape)}")
-            else:
-                idx = np.asarray(inputs["state_indices"])
-                out["state"] = pool[idx[rows]]
-                slots = untouched_slots(inputs)
-                changed = [int(s) for s in slots if not np.array_equal(pool[s], given[s])]
-                if changed:
-                    worst = max(float(np.nanmax(np.abs(pool[s] - given[s]), initial=0.0))
-                                if np.isfinite(pool[s]).all() else float("nan") for s in changed)
-                    problems.append(f"state_pool: slots {changed} changed, which no real sequence names "
-                                    f"(padding index -1 or unused; must come back bit-identical; max |change| "
-                                    f"{worst:.3g})")
-    elif "state" in out:
-        out["state"] = np.asarray(out["state"])[rows]
+    ref.pop("state_pool", None)
+    pool = out.pop("state_pool", None)
+    given = np.asarray(inputs["state_pool"], np.float32).astype(np.float64)
+    if pool is None:
+        problems.append(f"missing output 'state_pool' (a pooled case; got {sorted(out)})")
+        out.pop("state", None)
+    elif np.shape(pool) != given.shape:
+        problems.append(f"state_pool: shape {list(np.shape(pool))}, the pool given is {list(given.shape)}")
+        out.pop("state", None)
+    else:
+        pool = np.asarray(pool, np.float64)
+        out["state"] = pool[np.asarray(inputs["state_indices"])[rows]]
+        changed = [int(s) for s in untouched_slots(inputs) if not np.array_equal(pool[s], given[s])]
+        if changed:
+            worst = max(float(np.max(np.abs(pool[s] - given[s]))) for s in changed)
+            problems.append(f"state_pool: slots {changed} changed, which no real sequence names (padding "
+                            f"index -1 or unused; must come back bit-identical; max |change| {worst:.3g})")
     for side in (out, ref):
         if "y" in side:
             side["y"] = _real_y(inputs, side["y"])

@@ -36,8 +36,9 @@ from ..judge.check import PASS, Checker
 from ..results.provenance import Machine, provenance, release_named
 from ..results.schemas import BENCH, append_partial, atomic_write, partial_rows
 from ..results.verify_file import REWRITE_S
-from .roofline import Ceilings, flops, measure_ceilings, min_bytes
-from .shapes import SHAPE_SETS, STANDARD_SETS, TILE_T, bench_inputs, gate_case, set_shape  # noqa: F401 - re-exported
+from .roofline import Ceilings, case_bytes, case_flops, flops, measure_ceilings, min_bytes  # noqa: F401
+from .shapes import (  # noqa: F401 - re-exported
+    MODEL_SETS, SHAPE_SETS, STANDARD_SETS, TILE_T, bench_inputs, expand_sets, gate_case, model_source, set_shape)
 from .timing import SEM_BOUND
 
 SCHEMA = BENCH
@@ -215,8 +216,8 @@ class Bench:
         s = case.shape
         row = {"variant": v.name, "op": v.operator, "algorithm": v.algorithm, "source": v.source,
                "shape_set": set_name, "shape": str(s), "dtype": case.dtype, "case": case.id,
-               "bytes": min_bytes(case.op, case.dtype, s.B, s.T, s.H, s.N, s.h0),
-               "flops": flops(case.op, v.algorithm, s.B, s.T, s.H, s.N)}
+               "bytes": case_bytes(case), "flops": case_flops(case, v.algorithm),
+               **({"model": src} if (src := model_source(set_name)) else {})}
         av = availability(v.name)
         av = v.supports(case) if av else av
         if not av:

@@ -78,6 +78,37 @@ def min_bytes(op: str, dtype: str, B: int, T: int, H: int, N: int, h0: bool = Fa
     return total
 
 
+def case_bytes(case) -> int:
+    """``min_bytes`` of a case, in production conventions too (docs/conventions.md): q and k over the key
+    heads, everything else over the value heads; a packed row's tokens; raw gates in place of ``g`` and
+    ``beta`` (the logits in the case dtype, ``A_log`` and ``dt_bias`` in float32); a pool's real rows
+    read and written, the rest of the pool untouched."""
+    s = case.shape
+    if not (s.HV or s.conventions):
+        return min_bytes(case.op, case.dtype, s.B, s.T, s.H, s.N, s.h0)
+    low, HV, N = DTYPE_BYTES[case.dtype], s.value_heads, s.N
+    tokens = s.T if s.varlen else s.B * s.T
+    gate_width = N if case.op == "kda" else 1  # kda's gate is per key
+    total = low * tokens * N * (2 * s.H + 2 * HV)  # q, k; v, y
+    if s.raw:
+        total += low * tokens * HV * (gate_width + 1) + 4 * HV * (1 + gate_width)  # a, b; A_log, dt_bias
+    else:
+        total += 4 * tokens * HV * gate_width + low * tokens * HV  # g (fp32), beta (case dtype)
+    state = 4 * HV * N * N
+    if s.P:
+        total += 2 * state * (s.B - s.pad)
+    else:
+        total += state * s.B * (2 if s.h0 else 1)
+    return total
+
+
+def case_flops(case, algorithm: str, C: int = CHUNK) -> int:
+    """``flops`` of a case; in production conventions over its tokens and value heads."""
+    s = case.shape
+    tokens = s.T if s.varlen else s.B * s.T
+    return tokens * s.value_heads * op_spec(case.op).flops_per_token_head(algorithm == "chunk", s.N, C)
+
+
 def flops(op: str, algorithm: str, B: int, T: int, H: int, N: int, C: int = CHUNK) -> int:
     """Executed FLOPs of the model in the module docstring (``OpSpec.step_flops``/``chunk_flops``)."""
     return B * T * H * op_spec(op).flops_per_token_head(algorithm == "chunk", N, C)
