@@ -341,6 +341,40 @@ KNOWN_FAILURES: dict[tuple[str, str], str | None] = {
            "model/B3-T4-H1-HV2-N64-raw-qkn-h0/bf16", "model/B3-T4-H1-HV2-N64-raw-qkn-h0/fp32",
            "stress/B3-T4-H1-HV2-N64-raw-qkn-h0/fp32", "uniform/B3-T4-H1-HV2-N64-raw-qkn-h0/fp32",
            "uniform/B3-T50-H1-HV2-N64-varlen-raw-qkn-h0/fp16", "uniform/B3-T50-H1-HV2-N64-varlen-raw-qkn-h0/fp32")},
+    # The same on the H100 (reports/gpu/h100-2026-11-27-conventions/, fla-core 0.6.0, triton 3.6.0), where FLA's
+    # softplus is softplus_nv: ex2.approx / lg2.approx of 1 + 2^(x log2 e): 25 of the 27 raw-gate cases of the
+    # gpu set that the kernel takes (no pool) fail, state 3.4e-07..7.1e-06 relative (13-278x floor,
+    # worst gdn/model/B3-T200-H2-HV4-N128-varlen-raw-qkn-h0/bf16), y in fp32 up to 4.9e-6 (193x). The chunked
+    # kernel passes the same cases in bf16 and fp16 (its limits there follow the same-dtype baseline) and is
+    # XFAIL in fp32 under the TF32 entry above.
+    **{("gdn.fla.fused_recurrent", f"gdn/{c}/*"): "FLA's in-kernel softplus (ex2.approx/lg2.approx of 1 + exp(x) on "
+       "the GPU): the raw gate g off by hundreds of ulps" for c in (
+           "model/B3-T200-H2-HV4-N128-varlen-raw-qkn-h0/bf16",
+           "model/B3-T200-H2-HV4-N128-varlen-raw-qkn-h0/fp16",
+           "model/B3-T200-H2-HV4-N128-varlen-raw-qkn-h0/fp32",
+           "model/B3-T4-H1-HV2-N64-raw-qkn-h0/bf16",
+           "model/B3-T4-H1-HV2-N64-raw-qkn-h0/fp16",
+           "model/B3-T4-H1-HV2-N64-raw-qkn-h0/fp32",
+           "model/B3-T50-H1-HV2-N64-varlen-raw-qkn-h0/bf16",
+           "model/B3-T50-H1-HV2-N64-varlen-raw-qkn-h0/fp16",
+           "model/B3-T50-H1-HV2-N64-varlen-raw-qkn-h0/fp32",
+           "stress/B3-T200-H2-HV4-N128-varlen-raw-qkn-h0/bf16",
+           "stress/B3-T200-H2-HV4-N128-varlen-raw-qkn-h0/fp16",
+           "stress/B3-T200-H2-HV4-N128-varlen-raw-qkn-h0/fp32",
+           "stress/B3-T4-H1-HV2-N64-raw-qkn-h0/bf16",
+           "stress/B3-T4-H1-HV2-N64-raw-qkn-h0/fp16",
+           "stress/B3-T4-H1-HV2-N64-raw-qkn-h0/fp32",
+           "stress/B3-T50-H1-HV2-N64-varlen-raw-qkn-h0/fp16",
+           "uniform/B3-T200-H2-HV4-N128-varlen-raw-qkn-h0/bf16",
+           "uniform/B3-T200-H2-HV4-N128-varlen-raw-qkn-h0/fp16",
+           "uniform/B3-T200-H2-HV4-N128-varlen-raw-qkn-h0/fp32",
+           "uniform/B3-T4-H1-HV2-N64-raw-qkn-h0/bf16",
+           "uniform/B3-T4-H1-HV2-N64-raw-qkn-h0/fp16",
+           "uniform/B3-T4-H1-HV2-N64-raw-qkn-h0/fp32",
+           "uniform/B3-T50-H1-HV2-N64-varlen-raw-qkn-h0/bf16",
+           "uniform/B3-T50-H1-HV2-N64-varlen-raw-qkn-h0/fp16",
+           "uniform/B3-T50-H1-HV2-N64-varlen-raw-qkn-h0/fp32",
+       )},
 }
 
 
