@@ -420,8 +420,8 @@ def _with_conventions(op: str, rng, domain: str, s) -> dict:
                    h0=s.h0 and not s.varlen)
     out = _drawn(op, rng, domain, flat)
     G = HV // s.H
-    if G > 1:  # the key heads: one of every group's G value heads' draws
-        out["q"], out["k"] = out["q"][:, :, ::G], out["k"][:, :, ::G]
+    if G > 1:  # the key heads: one of every group's G value heads' draws (gdn_wy has no q)
+        out.update({n: out[n][:, :, ::G] for n in ("q", "k") if n in out})
     if s.varlen:
         cuts = np.sort(rng.choice(np.arange(1, s.T), s.B - 1, replace=False)) if s.B > 1 else np.array([], int)
         out["cu_seqlens"] = np.array([0, *cuts, s.T], np.int64)

@@ -69,8 +69,9 @@ def _shapes(op: str, domain: str, case_set: str = "default") -> tuple[Shape, ...
     if OPS[op].per_channel:  # wkv4: H=1 and N is the channel count C
         base = _WKV4_SHAPES + (_GPU_WKV4_SHAPES if gpu else ())
         return base + ((Shape(1, 512, 1, 64, h0=True),) if domain == "stress" else ())
-    if op == "gdn_wy":
-        return _GDN_WY_SHAPES + (_GPU_GDN_WY_SHAPES if gpu else ())
+    if op == "gdn_wy":  # with grouped value heads, the one convention of the WY stage
+        return (_GDN_WY_SHAPES + (Shape(2, 37, 1, 64, C=16, HV=2),)
+                + ((*_GPU_GDN_WY_SHAPES, Shape(2, 100, 2, 128, C=64, HV=4)) if gpu else ()))
     conv = (_CONVENTION_SHAPES + (_GPU_CONVENTION_SHAPES if gpu else ())) if op in CONVENTION_SET_OPS else ()
     return (_DEFAULT_SHAPES + (_GPU_SHAPES if gpu else ()) + (_STRESS_SHAPES if domain == "stress" else ())
             + conv)

@@ -36,6 +36,7 @@ class GdnWyFlaRecomputeWU(FlaTriton):
     supports_state = False
     supports_packing = False  # a stage, not a sequence op: packing is checked on gdn.fla.chunk
     supports_backward = False  # recompute_w_u_fwd is a forward helper without autograd
+    conventions = frozenset({"gva"})  # w, u per value head, k read from key head hv // (HV / H)
     uses_dot = True
     args = {"k": "k", "v": "v", "beta": "beta", "A": "A"}
     releases = Releases(since="0.5.2", why="the log2 gate; before: a natural-log g by default (0.3.0 to "

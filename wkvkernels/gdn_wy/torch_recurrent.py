@@ -14,11 +14,13 @@ class GdnWyTorchRecurrent(TorchRecurrent):
     name = "gdn_wy.torch.recurrent"
     operator = "gdn_wy"
     supports_state = False
+    conventions = frozenset({"gva"})  # value head hv reads key head hv // (HV / H) (docs/conventions.md)
 
     def run(self, n: dict) -> dict:
         import torch
 
         k, v, beta, A, gc = n["k"], n["v"], n["beta"], n["A"], n["gc"]
+        k = k.repeat_interleave(v.shape[2] // k.shape[2], dim=2)
         B, T, H, BT = A.shape
         w = torch.full_like(k, float("nan"))
         u = torch.full_like(v, float("nan"))
