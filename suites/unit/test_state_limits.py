@@ -64,6 +64,9 @@ class HalfState(KernelVariant):
         eff = round_inputs(self.operator, inputs, dtype)
         return {**eff, **{n: round_to(eff[n], dtype) for n in op_spec(self.operator).state if n in eff}}
 
+    def returned_dtypes(self, out: dict, case: Case) -> dict:
+        return self.output_dtypes(case)  # y rounded to the case dtype, the state held as fp32 values
+
     def to_canonical(self, out: dict) -> dict:
         return out
 

@@ -32,6 +32,12 @@ from .known_failures import KNOWN_FAILURES, known_failure  # noqa: F401 - re-exp
 #   the baseline of every state tensor in bf16 and fp16 cases; in fp32 cases the two are the same run.
 SAME_DTYPE = "dtype"
 FP32_STATE = "fp32"
+# The third run, for a variant that declares its state held in a half precision by design
+# (``KernelVariant.state_precision``): ``<op>.torch.recurrent`` in the case dtype, one token at a time,
+# its state rounded to that precision after every token (``check.StateRounded``). Every output of such
+# a variant is held to it, with the ceilings of ``STATE_PRECISION`` below.
+STATE_RUNS = {"bf16": "bf16-state", "fp16": "fp16-state"}
+BASELINES = (SAME_DTYPE, FP32_STATE, *STATE_RUNS.values())
 
 
 @dataclass(frozen=True)
@@ -42,8 +48,8 @@ class Tol:
     baseline: str = SAME_DTYPE  # which baseline run ``factor`` refers to: SAME_DTYPE or FP32_STATE
 
     def __post_init__(self) -> None:
-        if self.baseline not in (SAME_DTYPE, FP32_STATE):
-            raise ValueError(f"unknown baseline {self.baseline!r}; known: {SAME_DTYPE!r}, {FP32_STATE!r}")
+        if self.baseline not in BASELINES:
+            raise ValueError(f"unknown baseline {self.baseline!r}; known: {', '.join(map(repr, BASELINES))}")
 
 
 DEFAULT_FACTOR = 4.0
@@ -64,7 +70,8 @@ def _measured(floor_x: float, where: str, margin: float = 4.0, baseline: str = S
     allowed 4x its worst error over the whole set as an absolute ceiling. ``baseline`` names the
     baseline run that was measured, and that the factor refers to on each case.
     """
-    which = "fp32-state baseline" if baseline == FP32_STATE else "baseline"
+    which = {FP32_STATE: "fp32-state baseline", **{r: f"{p}-state baseline" for p, r in STATE_RUNS.items()}
+             }.get(baseline, "baseline")
     return Tol(_nice(margin * floor_x), DEFAULT_FACTOR,
                f"{which} worst {floor_x:.3g}x floor at {where}; ceiling = {margin:g}x that", baseline)
 
@@ -310,10 +317,25 @@ VARIANT_TOLERANCES: dict[tuple[str, str, str, str], Tol] = {
 }
 
 
-def lookup(variant: str, op: str, dtype: str, tensor: str) -> Tol:
+# A declared half-precision state (``KernelVariant.state_precision``): (operator, case dtype, state
+# precision, tensor) -> Tol against the STATE_RUNS baseline. Floors: y the case dtype's, the state the
+# declared precision's. TO BE MEASURED.
+STATE_PRECISION: dict[tuple[str, str, str, str], Tol] = {}
+
+
+def lookup(variant: str, op: str, dtype: str, tensor: str, state_precision: str = "fp32") -> Tol:
+    """The entry for ``tensor`` of ``variant`` on an ``op`` case in ``dtype``: a variant-specific entry,
+    else, for a variant that declares its state in a half precision (forward outputs), its
+    ``STATE_PRECISION`` entry, else ``CEILINGS``."""
     for (pattern, o, d, t), tol in VARIANT_TOLERANCES.items():
         if o == op and d == dtype and t == tensor and fnmatch.fnmatchcase(variant, pattern):
             return tol
+    if state_precision != "fp32" and not tensor.startswith("grad_"):
+        try:
+            return STATE_PRECISION[(op, dtype, state_precision, tensor)]
+        except KeyError:
+            raise KeyError(f"no tolerance for ({op!r}, {dtype!r}, {state_precision!r} state, {tensor!r}) "
+                           "in wkvbench/judge/tolerances.py STATE_PRECISION") from None
     try:
         return CEILINGS[(op, dtype, tensor)]
     except KeyError:
