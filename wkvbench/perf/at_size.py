@@ -97,13 +97,15 @@ def _oracle_job(variant: str | None, case_id: str, path: str, threads: int) -> s
 
 
 def _judge_job(variant: str, case_id: str, out_path: str, ref_path: str) -> dict:
-    from ..judge.check import apply_limits, compare_outputs
+    from ..judge.check import apply_limits, compare_outputs, declared_dtypes
 
     case = Case.parse(case_id)
     out = load_arrays(out_path)
     os.unlink(out_path)
     ref = load_arrays(ref_path)
-    res = apply_limits(compare_outputs(variant, case, out, ref), None)
+    v = get(variant)  # its declared contract: the floors of its output dtypes, its state precision
+    res = apply_limits(compare_outputs(variant, case, out, ref, declared_dtypes(v, case), None,
+                                       getattr(v, "state_precision", "fp32")), None)
     return verdict(res.status, res.reason, {k: e.rel for k, e in res.errors.items()},
                    {k: e.floor_x for k, e in res.errors.items()})
 
