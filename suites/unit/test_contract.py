@@ -137,7 +137,8 @@ def _held_in(hold, returned=None, garbage: float = 0.0):
         for t in range(inputs["k"].shape[1]):
             step = {k: (v[:, t:t + 1] if k in "rkvab" or k == "lw" else v)
                     for k, v in inputs.items() if k != "state"}
-            step = {k: round_to(v, dtype if k in op_spec("wkv7").activations else "fp32") for k, v in step.items()}
+            low = op_spec("wkv7").activations
+            step = {k: round_to(v, dtype if k in low else "fp32") for k, v in step.items()}
             out = ORACLES["wkv7"](**step, state=state)
             state = hold(out["state"])
             ys.append(out["y"])
@@ -237,3 +238,21 @@ def _path(name):
     from pathlib import Path
 
     return Path(name)
+
+
+@pytest.mark.thirdparty
+def test_every_available_variant_says_what_came_back():
+    """Every variant available here reports the dtype of every output (never unknown) on a small case
+    of each of its dtypes; the tolerance tests (suites/variants/test_variants.py) fail any mismatch."""
+    from wkvkernels.base import availability, variants
+
+    unknown = []
+    for v in variants():
+        if not availability(v.name) or v.name.startswith(("wkv7.test.", "gdn.test.")):
+            continue
+        for dt in sorted(v.dtypes):
+            shape = (Shape(1, 1, 1, 64, C=16) if v.operator == "gdn_wy" else
+                     Shape(1, 5, 1, 64, h0=True) if v.operator == "wkv4" else Shape(1, 5, 2, 64, h0=True))
+            res = CHECKER.check(v, Case(v.operator, "model", shape, dt, 0))
+            unknown += [f"{v.name} {dt} {n}" for n, e in res.errors.items() if e.returned_dtype is None]
+    assert not unknown, unknown

@@ -42,7 +42,8 @@ def test_a_wrong_plugin_fails_with_numbers():
         from wkvoracle import recurrent_wkv7
 
         out = recurrent_wkv7(**inputs)  # float64: returned as the fp32 the contract declares
-        return {"y": out["y"].astype(np.float32), "state": np.swapaxes(out["state"], -1, -2).astype(np.float32)}
+        state = np.swapaxes(out["state"], -1, -2)
+        return {"y": out["y"].astype(np.float32), "state": state.astype(np.float32)}
 
     register_function("wkv7.example.transposed", "wkv7", off_by_transpose)
     try:

@@ -63,6 +63,9 @@ class CheckResult:
     # declares a half precision by design) and the reason it gave
     state_precision: str = "fp32"
     state_reason: str = ""
+    # outputs that came back in another dtype than declared, until ``apply_limits`` adds them to the
+    # failures (so the reason also gives the errors); not written: the reason carries them
+    dtype_problems: list[str] = field(default_factory=list, repr=False)
 
     @property
     def contract(self) -> str:
@@ -292,9 +295,8 @@ class Checker:
                 res = self._measure(base[0], case.with_dtype("fp32"), rounded)
             elif base:
                 res = self._measure(base[0], case, inputs)
-            self._baseline[key] = (
-                {k: e.rel for k, e in res.errors.items()} if res and res.status == PASS else None
-            )
+            ok = res is not None and res.status == PASS and not res.dtype_problems
+            self._baseline[key] = {k: e.rel for k, e in res.errors.items()} if ok else None
         return self._baseline[key]
 
     def check(self, variant: KernelVariant, case: Case, inputs: dict | None = None) -> CheckResult:
@@ -306,10 +308,11 @@ class Checker:
             validate_case_inputs(case, inputs)
         res = self._measure(variant, case, inputs)
         res.state_precision = getattr(variant, "state_precision", "fp32")
-        res.state_reason = getattr(variant, "state_precision_reason", "") if res.state_precision != "fp32" else ""
+        if res.state_precision != "fp32":
+            res.state_reason = getattr(variant, "state_precision_reason", "")
         if variant.baseline and inputs is None and res.status != SKIP:  # measured: no need to run it again
             self._baseline.setdefault(case.id, {k: e.rel for k, e in res.errors.items()}
-                                      if res.status == PASS else None)
+                                      if res.status == PASS and not res.dtype_problems else None)
         base = None if variant.baseline else (lambda run: self.baseline(case, inputs, run))
         return apply_limits(res, base)
 
@@ -344,13 +347,13 @@ class Checker:
         ref = self.oracle(case.op, {**default_state(case.op, effective), **effective})
         res = compare_outputs(variant.name, case, out, ref, declared_dtypes(variant, case), returned,
                               getattr(variant, "state_precision", "fp32"))
-        res.state_reason = getattr(variant, "state_precision_reason", "") if res.state_precision != "fp32" else ""
         res.seconds = time.perf_counter() - t0
         return res
 
 
 def compare_outputs(variant: str, case: Case, out: dict, ref: dict, declared: dict[str, str] | None = None,
-                    returned: dict[str, str | None] | None = None, state_precision: str = "fp32") -> CheckResult:
+                    returned: dict[str, str | None] | None = None,
+                    state_precision: str = "fp32") -> CheckResult:
     """The errors of canonical outputs ``out`` against the oracle's ``ref``: PASS with the errors, FAIL
     for a missing output, a NaN/Inf or an output that came back in another dtype than ``declared``
     (``returned``: the dtype each came back in, where known), SKIP where the exact result overflows the
@@ -379,11 +382,11 @@ def compare_outputs(variant: str, case: Case, out: dict, ref: dict, declared: di
             problems.append(f"{name}: {exc}")
             continue
         if got is not None and got != want:
-            problems.append(f"{name} came back {got}, declared {want}")
+            res.dtype_problems.append(f"{name} came back {got}, declared {want}")
         if err.nonfinite:
             problems.append(f"{name}: {err.nonfinite} NaN/Inf, first at {list(err.nonfinite_at)}")
     if problems:
-        res.status, res.reason = FAIL, "; ".join(problems)
+        res.status, res.reason = FAIL, "; ".join(problems + res.dtype_problems)
     return res
 
 
@@ -404,7 +407,7 @@ def apply_limits(res: CheckResult, base: Callable[[str], dict[str, float] | None
     run; ``base`` None: no baseline. ``res`` is rewritten and returned."""
     if res.status != PASS:
         return Checker._known(res) if res.status == FAIL else res
-    failures = limit_failures(res, base)
+    failures = res.dtype_problems + limit_failures(res, base)
     if failures:
         res.status, res.reason = FAIL, "; ".join(failures)
     return Checker._known(res)
@@ -418,7 +421,8 @@ def limit_failures(res: CheckResult, base: Callable[[str], dict[str, float] | No
     for name, err in res.errors.items():
         # an output declared in fp32 on a bf16/fp16 case (FLA's naive GDN references return fp32) is
         # judged as fp32 arithmetic on the case's rounded inputs: fp32's entry, the FP32_STATE run
-        as_fp32 = name in low and err.declared_dtype == "fp32" and res.case.dtype != "fp32"
+        as_fp32 = (name in low and err.declared_dtype == "fp32" and res.case.dtype != "fp32"
+                   and res.state_precision == "fp32")
         tol = tolerances.lookup(res.variant, res.case.op, "fp32" if as_fp32 else res.case.dtype, name,
                                 res.state_precision)
         limit = tol.ceiling * err.floor

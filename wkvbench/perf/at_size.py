@@ -96,16 +96,16 @@ def _oracle_job(variant: str | None, case_id: str, path: str, threads: int) -> s
     return path
 
 
-def _judge_job(variant: str, case_id: str, out_path: str, ref_path: str) -> dict:
-    from ..judge.check import apply_limits, compare_outputs, declared_dtypes
+def _judge_job(variant: str, case_id: str, out_path: str, ref_path: str,
+               declared: dict[str, str] | None = None, state_precision: str = "fp32") -> dict:
+    """``declared``, ``state_precision``: the variant's contract (its output dtypes' floors, its state)."""
+    from ..judge.check import apply_limits, compare_outputs
 
     case = Case.parse(case_id)
     out = load_arrays(out_path)
     os.unlink(out_path)
     ref = load_arrays(ref_path)
-    v = get(variant)  # its declared contract: the floors of its output dtypes, its state precision
-    res = apply_limits(compare_outputs(variant, case, out, ref, declared_dtypes(v, case), None,
-                                       getattr(v, "state_precision", "fp32")), None)
+    res = apply_limits(compare_outputs(variant, case, out, ref, declared, None, state_precision), None)
     return verdict(res.status, res.reason, {k: e.rel for k, e in res.errors.items()},
                    {k: e.floor_x for k, e in res.errors.items()})
 
@@ -223,7 +223,10 @@ class SizeJudge:
             self.oracles[key] = self._oracle(v, case, key)
         out_path = self._path(f"{key}|{v.name}|{id(row)}", "out")
         save_arrays(out_path, compact(out))
-        row["_at_size"] = (v.name, case.id, out_path)
+        from ..judge.check import declared_dtypes
+
+        row["_at_size"] = (v.name, case.id, out_path, declared_dtypes(v, case),
+                           getattr(v, "state_precision", "fp32"))
         self.pending.append((row, None, key))
 
     def skip(self, row: dict, v: KernelVariant, case: Case, status: str, reason: str) -> None:
@@ -261,8 +264,8 @@ class SizeJudge:
                         row["at_size"] = verdict("ERROR", f"the oracle at size raised "
                                                           f"{type(exc).__name__}: {exc}")
                     else:
-                        name, case_id, out_path = row["_at_size"]
-                        job = self._submit(_judge_job, name, case_id, out_path, ref_path)
+                        name, case_id, out_path, declared, precision = row["_at_size"]
+                        job = self._submit(_judge_job, name, case_id, out_path, ref_path, declared, precision)
                         if job is None:
                             row["at_size"] = verdict("ERROR", f"not judged at size: the worker pool broke "
                                                               f"({self.broken})")
