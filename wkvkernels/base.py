@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+
 from wkvkernels.ops import op_spec, round_inputs, round_to
 from wkvkernels.releases import Releases, out_of_range
 
