@@ -28,7 +28,7 @@ import numpy as np
 
 from wkvkernels import _fla_env as env
 from wkvkernels._torch import to_numpy, to_torch
-from wkvkernels.base import Availability, KernelVariant, register
+from wkvkernels.base import Availability, KernelVariant, dtype_name, register
 from wkvkernels.cases import Case, Shape
 from wkvkernels.ops import op_spec, round_to
 from wkvkernels.releases import Releases, installed_in
@@ -188,6 +188,11 @@ class FlaTriton(FlaVariant):
     def to_canonical(self, out: Any) -> dict:
         return {n: to_numpy(t) for n, t in self.torch_outputs(out).items()}
 
+    def returned_dtypes(self, out: Any, case: Any) -> dict[str, str | None]:
+        """As the kernel returned them: FLA's ``chunk_*`` return ``o`` in q's dtype, ``fused_recurrent_*``
+        in v's (both the case dtype here), the final state in fp32."""
+        return {n: dtype_name(t) for n, t in self.torch_outputs(out).items()}
+
     # ---- packed sequences (cu_seqlens) and backward through torch autograd
 
     def prepare_packed(self, inputs: dict, case: Any, cu_seqlens: np.ndarray) -> Any:
@@ -339,6 +344,10 @@ class FlaNaive(FlaVariant):
     def _head_first(self) -> bool:
         until = self.head_first_until
         return self.head_first or (until is not None and installed_in(self.source, Releases(until=until)))
+
+    def returned_dtypes(self, out: Any, case: Any) -> dict[str, str | None]:
+        (o, h), _ = out
+        return {"y": dtype_name(o), "state": dtype_name(h)}
 
     def to_canonical(self, out: Any) -> dict:
         (o, h), T = out

@@ -8,11 +8,19 @@ into the implementation's own conventions and its outputs back. Lifecycle, as th
     v.supports(case)              # this case: dtype, head size, T divisibility, B, initial state
     native = v.prepare(inputs, case)   # cast, move, re-layout, allocate (NaN-poisoned); untimed
     out = v.run(native)           # the only timed call: launches, does not allocate or sync
+    v.returned_dtypes(out, case)  # the dtype each output came back in, read before the conversion
     v.to_canonical(out)           # -> dict of float64 NumPy arrays in canonical layout
 
 ``effective_inputs`` tells the oracle what the kernel really sees (inputs rounded to the case
 dtype, or through the kernel's own decay encoding), so errors measure arithmetic, not input
 quantization.
+
+The dtype contract: ``output_dtypes(case)`` declares the dtype of each output (by default the
+operator's: ``low_outputs`` in the case dtype, states in the state precision), and the judge fails an
+output that ``returned_dtypes`` reads in another dtype. ``state_precision`` declares the precision the
+recurrent state is held in between tokens: fp32 by the spec; ``"bf16"``/``"fp16"`` only by design, with
+``state_precision_reason`` saying why and where it is documented (the judge then holds the variant to
+the baseline run with its state rounded to that precision after every token).
 """
 
 from __future__ import annotations
@@ -22,8 +30,10 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
+
 from wkvkernels.cases import CONVENTIONS
-from wkvkernels.ops import op_spec, round_inputs
+from wkvkernels.ops import op_spec, round_inputs, round_to
 from wkvkernels.releases import Releases, out_of_range
 
 
@@ -48,6 +58,22 @@ class Availability:
     @classmethod
     def no(cls, reason: str) -> Availability:
         return cls(False, reason)
+
+
+# the precisions a variant may declare its state in (``KernelVariant.state_precision``)
+STATE_PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "fp16")
+_DTYPE_NAMES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64"}
+
+
+def dtype_name(x: Any) -> str | None:
+    """The dtype of an array or tensor as the suite names it (``fp32``, ``bf16``, ``fp16``, ``fp64``;
+    others by their own name): NumPy (ml_dtypes' ``bfloat16`` included), torch and MLX alike, read from
+    ``x.dtype``. None when ``x`` has no dtype."""
+    d = getattr(x, "dtype", None)
+    if d is None:
+        return None
+    name = str(d).rsplit(".", 1)[-1]  # torch.bfloat16, mlx.core.float16, float32, bfloat16
+    return _DTYPE_NAMES.get(name, name)
 
 
 class Unsupported(Exception):
@@ -75,6 +101,10 @@ class KernelVariant(ABC):
     # the production conventions it takes (names of wkvkernels.cases.CONVENTIONS: grouped value heads, a
     # state pool, packed sequences, raw gates, q/k normalised inside); a case asking another is refused
     conventions: ClassVar[frozenset[str]] = frozenset()
+    # the precision its recurrent state is held in between tokens (STATE_PRECISIONS): the spec's fp32,
+    # or a half precision by design, with the reason and where it is documented (required then)
+    state_precision: ClassVar[str] = "fp32"
+    state_precision_reason: ClassVar[str] = ""
 
     def available(self) -> Availability:
         return Availability.yes()
@@ -91,7 +121,35 @@ class KernelVariant(ABC):
         return Availability.yes()
 
     def effective_inputs(self, inputs: dict, dtype: str) -> dict:
-        return round_inputs(self.operator, inputs, dtype)
+        """The inputs rounded as the kernel sees them: activations to ``dtype``, the rest to fp32, and
+        an initial state to the declared ``state_precision``."""
+        out = round_inputs(self.operator, inputs, dtype)
+        if self.state_precision != "fp32":
+            for name in op_spec(self.operator).state:
+                if isinstance(out.get(name), np.ndarray):
+                    out[name] = round_to(out[name], self.state_precision)
+        return out
+
+    def output_dtypes(self, case: Any) -> dict[str, str]:
+        """The dtype each output comes back in on ``case``, as declared: by default the operator's
+        contract (``low_outputs`` in the case dtype, states in ``state_precision``). An adapter whose
+        kernel returns another dtype by design overrides it (ggml's ops return F32)."""
+        spec = op_spec(self.operator)
+        return {n: case.dtype if n in spec.low_outputs else self.state_precision for n in spec.outputs}
+
+    def returned_dtypes(self, out: Any, case: Any) -> dict[str, str | None]:
+        """The dtype each output of ``out`` (what ``run`` returned) came back in (``dtype_name``), read
+        by the judge before ``to_canonical`` converts to float64. The default reads a dict keyed by
+        output name, or a tuple in the operator's output order; an adapter whose ``run`` returns
+        something else overrides it. An output it cannot read is left out (recorded as unknown)."""
+        spec = op_spec(self.operator)
+        if isinstance(out, dict):
+            items = out
+        elif isinstance(out, (tuple, list)) and len(out) == len(spec.outputs):
+            items = dict(zip(spec.outputs, out, strict=True))
+        else:
+            return {}
+        return {n: dtype_name(items[n]) for n in spec.outputs if n in items}
 
     def backward_unavailable(self, case: Any) -> str | None:
         """Why this variant's backward cannot run here although it has one (e.g. the package itself
@@ -125,7 +183,16 @@ def register(variant: KernelVariant | type[KernelVariant]) -> KernelVariant:
     """Add a variant (an instance, or a class instantiated without arguments). Names are unique."""
     if isinstance(variant, type):
         variant = variant()
-    op_spec(variant.operator)
+    spec = op_spec(variant.operator)
+    precision = getattr(variant, "state_precision", "fp32")
+    if precision not in STATE_PRECISIONS:
+        raise ValueError(f"variant {variant.name!r}: state_precision {precision!r} is not one of "
+                         f"{', '.join(STATE_PRECISIONS)}")
+    if precision != "fp32" and not spec.state:
+        raise ValueError(f"variant {variant.name!r}: {variant.operator} has no state to hold in {precision}")
+    if precision != "fp32" and not str(getattr(variant, "state_precision_reason", "")).strip():
+        raise ValueError(f"variant {variant.name!r} declares a {precision} state without a "
+                         "state_precision_reason (why, and where it is documented)")
     if variant.name in _REGISTRY:
         raise ValueError(f"variant {variant.name!r} is already registered")
     if not variant.name.startswith(variant.operator + "."):

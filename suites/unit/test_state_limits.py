@@ -64,6 +64,9 @@ class HalfState(KernelVariant):
         eff = round_inputs(self.operator, inputs, dtype)
         return {**eff, **{n: round_to(eff[n], dtype) for n in op_spec(self.operator).state if n in eff}}
 
+    def returned_dtypes(self, out: dict, case: Case) -> dict:
+        return self.output_dtypes(case)  # y rounded to the case dtype, the state held as fp32 values
+
     def to_canonical(self, out: dict) -> dict:
         return out
 
@@ -88,6 +91,8 @@ def test_a_half_precision_state_fails_the_default_cases(half_state, op, dtype):
     v = half_state[op]
     passed = []
     for case in default_cases((op,), (dtype,)):
+        if case.shape.conventions:  # the test variant takes the canonical form only (a SKIP there)
+            continue
         res = CHECKER.check(v, case)
         assert res.status in (PASS, FAIL), (case.id, res.status, res.reason)
         if res.status == PASS:
@@ -170,5 +175,5 @@ def test_a_long_sequence_fails_a_half_precision_state_and_passes_the_cpu_kernels
         if res.status == XFAIL:
             assert tolerances.known_failure(v.name, case.id) and "input dtype" in res.reason, res.reason
         else:
-            real_y.append(res.errors["y"].floor_x)
-    assert half.errors["y"].floor_x > max(real_y), (half.errors["y"].floor_x, real_y)
+            real_y.append(res.errors["y"].rel)  # relative errors: FLA's naive GDN y is declared fp32
+    assert half.errors["y"].rel > max(real_y), (half.errors["y"].rel, real_y)

@@ -41,8 +41,9 @@ def test_a_wrong_plugin_fails_with_numbers():
     def off_by_transpose(inputs, dtype):
         from wkvoracle import recurrent_wkv7
 
-        out = recurrent_wkv7(**inputs)
-        return {"y": out["y"], "state": np.swapaxes(out["state"], -1, -2)}
+        out = recurrent_wkv7(**inputs)  # float64: returned as the fp32 the contract declares
+        state = np.swapaxes(out["state"], -1, -2)
+        return {"y": out["y"].astype(np.float32), "state": state.astype(np.float32)}
 
     register_function("wkv7.example.transposed", "wkv7", off_by_transpose)
     try:

@@ -132,6 +132,8 @@ class Injected(KernelVariant):
             "supports_state",
             "supports_backward",
             "baseline",
+            "state_precision",
+            "state_precision_reason",
         ):
             setattr(self, attr, getattr(inner, attr))
         slow = next((i for i in injections if i.kind == "slow"), None)
@@ -212,6 +214,12 @@ class Injected(KernelVariant):
         _busy(extra, cuda)
         self.extra_s += extra
         return out
+
+    def output_dtypes(self, case: Any) -> dict[str, str]:
+        return self.inner.output_dtypes(case)
+
+    def returned_dtypes(self, out: Any, case: Any) -> dict[str, str | None]:
+        return self.inner.returned_dtypes(out, case)
 
     def to_canonical(self, out: Any) -> dict:
         return self.inner.to_canonical(out)

@@ -46,6 +46,11 @@ class Mutant(KernelVariant):
         spec = op_spec(self.operator)
         return {n: round_to(v, dtype if n in spec.low_outputs else "fp32") for n, v in out.items()}
 
+    def returned_dtypes(self, out: dict, case: Any) -> dict[str, str | None]:
+        """Rounded to the declared dtypes by construction (float64 arrays holding those values): a
+        mutant's bug is the planted one, never its output dtype."""
+        return self.output_dtypes(case)
+
     def to_canonical(self, out: dict) -> dict:
         return out
 

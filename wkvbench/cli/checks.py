@@ -99,7 +99,7 @@ def _replay(args: argparse.Namespace, console: Console) -> int:
 
     meta, case, _ = load(args.npz)
     res = replay(args.npz, args.variant)
-    console.print(f"{res.status} {res.variant} {case.id} (shrunk from {meta['original_case']}): {res.reason}")
+    console.print(f"{res.verdict} {res.variant} {case.id} (shrunk from {meta['original_case']}): {res.reason}")
     for name, e in res.errors.items():
         console.print(f"  {name}: rel {e.rel:.3g} = {e.floor_x:.3g}x floor, max abs {e.max_abs:.3g}")
     return 1 if res.status in ("FAIL", "ERROR", "XPASS") else 0

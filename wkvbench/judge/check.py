@@ -7,7 +7,13 @@ same case; a variant may err at most ``factor`` times the baseline's error, and 
 ceiling of ``tolerances.py`` for (operator, dtype, tensor). Which baseline run a tensor is held to is
 the table's choice (``Tol.baseline``): the baseline in the case dtype (its per-token products rounded
 to it), or, for the states of bf16/fp16 cases, the same recurrence in fp32 on the case's rounded
-inputs (the spec's fp32 state).
+inputs (the spec's fp32 state), or, for a variant that declares its state held in bf16/fp16
+(``KernelVariant.state_precision``), the baseline with its state rounded to that precision after every
+token (``tolerances.STATE_PRECISION``).
+
+The dtype of every output is part of the contract: the variant declares it (``output_dtypes``), the
+judge reads what really came back (``returned_dtypes``, before the conversion to float64), records both
+per tensor and fails an output that came back in another dtype. The floor is the declared dtype's.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import numpy as np
 
 from wkvkernels.base import KernelVariant, Unsupported, availability, variants
 from wkvkernels.cases import Case
-from wkvkernels.ops import default_state, op_spec
+from wkvkernels.ops import default_state, op_spec, round_to
 from wkvoracle import ORACLES
 from wkvoracle.conventions import CONVENTION_INPUTS, solve
 from wkvoracle.inputs import generate
@@ -54,6 +60,23 @@ class CheckResult:
     shrunk: dict | None = None  # a smaller failing slice, saved for replay (see wkvbench.checks.shrink)
     stderr_tail: str | None = None  # CRASH/TIMEOUT: the last lines the dead worker wrote to stderr
     gpu: str | None = None  # on a box of several GPUs: the worker's GPU (an index of provenance's gpu.devices)
+    # the declared contract it was judged by: the precision its state is held in (fp32 unless the variant
+    # declares a half precision by design) and the reason it gave
+    state_precision: str = "fp32"
+    state_reason: str = ""
+    # outputs that came back in another dtype than declared, until ``apply_limits`` adds them to the
+    # failures (so the reason also gives the errors); not written: the reason carries them
+    dtype_problems: list[str] = field(default_factory=list, repr=False)
+
+    @property
+    def contract(self) -> str:
+        """The declared contract beside the verdict ("bf16 state, declared"), or "" for the spec's."""
+        return contract_note(self.state_precision)
+
+    @property
+    def verdict(self) -> str:
+        """The status with the declared contract: ``PASS (bf16 state, declared)``."""
+        return verdict_label(self.status, self.state_precision)
 
     @property
     def reproduce(self) -> str:
@@ -71,6 +94,8 @@ class CheckResult:
             "reproduce": self.reproduce if self.status in (*BAD, XFAIL) else None,
             "shrunk": self.shrunk, "stderr_tail": self.stderr_tail,
             **({"gpu": self.gpu} if self.gpu is not None else {}),
+            **({"state_precision": self.state_precision, "state_reason": self.state_reason}
+               if self.state_precision != "fp32" else {}),
         }
 
     @classmethod
@@ -84,7 +109,31 @@ class CheckResult:
         return cls(d["variant"], Case.parse(d["case"]), d["status"], d.get("reason", ""), errors,
                    dict(d.get("limits") or {}), dict(d.get("baseline_rel") or {}),
                    float(d.get("seconds", 0.0)),
-                   d.get("kind", "forward"), d.get("shrunk"), d.get("stderr_tail"), d.get("gpu"))
+                   d.get("kind", "forward"), d.get("shrunk"), d.get("stderr_tail"), d.get("gpu"),
+                   d.get("state_precision") or "fp32", d.get("state_reason") or "")
+
+
+def contract_note(state_precision: str | None) -> str:
+    """``"bf16 state, declared"`` for a declared half-precision state; "" for the spec's fp32 state
+    (or a row written before the contract was recorded)."""
+    return f"{state_precision} state, declared" if state_precision and state_precision != "fp32" else ""
+
+
+def verdict_label(status: str, state_precision: str | None = None) -> str:
+    """A status with the declared contract beside it, as every table shows it: ``PASS (bf16 state,
+    declared)``; the bare status for the spec's contract."""
+    note = contract_note(state_precision)
+    return f"{status} ({note})" if note else status
+
+
+def declared_dtypes(variant, case: Case) -> dict[str, str]:
+    """The dtype each output of ``variant`` is declared to come back in on ``case`` (its
+    ``output_dtypes``; the operator's contract for a stand-in without one)."""
+    fn = getattr(variant, "output_dtypes", None)
+    if fn is not None:
+        return dict(fn(case))
+    spec = op_spec(case.op)
+    return {n: case.dtype if n in spec.low_outputs else "fp32" for n in spec.outputs}
 
 
 def _digest(inputs: dict) -> str:
@@ -101,14 +150,65 @@ FP32_KEY = "fp32:"
 
 def baseline_key(case: Case, run: str = tolerances.SAME_DTYPE) -> str:
     """The key of the baseline run ``run`` on ``case`` in ``Checker._baseline`` (shared with worker
-    processes): the case id, or ``fp32:<case id>`` for the fp32 run of a bf16/fp16 case (in an fp32
-    case both runs are the same one)."""
+    processes): the case id, ``fp32:<case id>`` for the fp32 run of a bf16/fp16 case (in an fp32
+    case both runs are the same one), ``bf16-state:<case id>`` for the run with its state rounded to bf16."""
+    if run in tolerances.STATE_RUNS.values():
+        return f"{run}:{case.id}"
     return FP32_KEY + case.id if run == tolerances.FP32_STATE and case.dtype != "fp32" else case.id
 
 
 def baseline_keys(case: Case) -> tuple[str, ...]:
     """Every key under which ``Checker`` caches baseline errors for ``case`` (forward runs, gradients)."""
-    return (case.id, FP32_KEY + case.id, "grad:" + case.id)
+    return (case.id, FP32_KEY + case.id, "grad:" + case.id,
+            *(f"{run}:{case.id}" for run in tolerances.STATE_RUNS.values()))
+
+
+class StateRounded(KernelVariant):
+    """The in-tree baseline with its state held in ``precision``: run one token at a time, the state
+    it carries rounded to ``precision`` after every token (the initial state too), ``y`` as the baseline
+    computes it. The third baseline run (``tolerances.STATE_RUNS``): what a variant that declares its
+    state in that precision is held to."""
+
+    source = "wkvbench"
+    algorithm = "recurrent"
+
+    def __init__(self, base: KernelVariant, precision: str) -> None:
+        self.base = base
+        self.name = f"{base.name}+{precision}-state"  # type: ignore[misc]
+        self.operator, self.backend, self.dtypes = base.operator, base.backend, base.dtypes  # type: ignore[misc]
+        self.state_precision = precision  # type: ignore[misc]
+        self.state_precision_reason = "the baseline with its state rounded after every token"  # type: ignore[misc]
+
+    def prepare(self, inputs: dict, case: Case) -> tuple[dict, Case]:
+        return inputs, case
+
+    def run(self, native: tuple[dict, Case]) -> dict:
+        inputs, case = native
+        spec = op_spec(self.operator)
+        per_token = {n for n, kind in spec.shapes if kind.startswith("bt")}
+        full = {**default_state(self.operator, inputs), **inputs}
+        state = {n: round_to(full[n], self.state_precision).astype(np.float32) for n in spec.state}
+        step_case = _one_token(case)
+        ys = []
+        for t in range(case.shape.T):
+            one = {n: (x[:, t:t + 1] if n in per_token and isinstance(x, np.ndarray) else x)
+                   for n, x in inputs.items() if n not in spec.state}
+            out = self.base.to_canonical(self.base.run(self.base.prepare({**one, **state}, step_case)))
+            state = {n: round_to(out[n], self.state_precision).astype(np.float32) for n in spec.state}
+            ys.append(out["y"])
+        return {"y": np.concatenate(ys, axis=1), **{n: s.astype(np.float64) for n, s in state.items()}}
+
+    def returned_dtypes(self, out: dict, case: Case) -> dict[str, str | None]:
+        return self.output_dtypes(case)  # y as the baseline returns it, the state rounded by construction
+
+    def to_canonical(self, out: dict) -> dict:
+        return out
+
+
+def _one_token(case: Case) -> Case:
+    from dataclasses import replace
+
+    return replace(case, shape=replace(case.shape, T=1))
 
 
 def validate_case_inputs(case: Case, inputs: dict) -> None:
@@ -186,21 +286,24 @@ class Checker:
                  run: str = tolerances.SAME_DTYPE) -> dict[str, float] | None:
         """Relative errors of the operator's baseline variant on ``case`` (None if it cannot run);
         ``inputs`` replaces the generated inputs (a shrunk or replayed case). ``run``
-        (``tolerances.SAME_DTYPE`` or ``FP32_STATE``): the baseline in the case dtype, or in fp32 on the
-        inputs it sees in the case dtype (the same values, upcast: only its arithmetic is fp32)."""
+        (``tolerances.SAME_DTYPE``, ``FP32_STATE`` or a ``STATE_RUNS`` value): the baseline in the case
+        dtype, or in fp32 on the inputs it sees in the case dtype (the same values, upcast: only its
+        arithmetic is fp32), or in the case dtype with its state rounded to bf16/fp16 after every token."""
         key = baseline_key(case, run) + ("" if inputs is None else _digest(inputs))
         if key not in self._baseline:
             base = [v for v in variants(case.op) if v.baseline]
             res = None
-            if base and key.startswith(FP32_KEY):
+            precision = {r: p for p, r in tolerances.STATE_RUNS.items()}.get(run)
+            if base and precision is not None:
+                res = self._measure(StateRounded(base[0], precision), case, inputs)
+            elif base and key.startswith(FP32_KEY):
                 src = self.inputs(case) if inputs is None else inputs
                 rounded = base[0].effective_inputs(src, case.dtype)
                 res = self._measure(base[0], case.with_dtype("fp32"), rounded)
             elif base:
                 res = self._measure(base[0], case, inputs)
-            self._baseline[key] = (
-                {k: e.rel for k, e in res.errors.items()} if res and res.status == PASS else None
-            )
+            ok = res is not None and res.status == PASS and not res.dtype_problems
+            self._baseline[key] = {k: e.rel for k, e in res.errors.items()} if ok else None
         return self._baseline[key]
 
     def check(self, variant: KernelVariant, case: Case, inputs: dict | None = None) -> CheckResult:
@@ -211,9 +314,12 @@ class Checker:
         if inputs is not None:
             validate_case_inputs(case, inputs)
         res = self._measure(variant, case, inputs)
+        res.state_precision = getattr(variant, "state_precision", "fp32")
+        if res.state_precision != "fp32":
+            res.state_reason = getattr(variant, "state_precision_reason", "")
         if variant.baseline and inputs is None and res.status != SKIP:  # measured: no need to run it again
             self._baseline.setdefault(case.id, {k: e.rel for k, e in res.errors.items()}
-                                      if res.status == PASS else None)
+                                      if res.status == PASS and not res.dtype_problems else None)
         base = None if variant.baseline else (lambda run: self.baseline(case, inputs, run))
         return apply_limits(res, base)
 
@@ -224,7 +330,7 @@ class Checker:
 
     def _measure(self, variant: KernelVariant, case: Case, inputs: dict | None = None) -> CheckResult:
         t0 = time.perf_counter()
-        av = availability(variant.name)
+        av = availability(variant.base.name if isinstance(variant, StateRounded) else variant.name)
         if av:
             try:
                 av = variant.supports(case)
@@ -235,7 +341,9 @@ class Checker:
         inputs = self.inputs(case) if inputs is None else inputs
         try:
             effective = variant.effective_inputs(inputs, case.dtype)
-            out = variant.to_canonical(variant.run(variant.prepare(dict(inputs), case)))
+            native = variant.run(variant.prepare(dict(inputs), case))
+            returned = variant.returned_dtypes(native, case) if hasattr(variant, "returned_dtypes") else {}
+            out = variant.to_canonical(native)
         except Unsupported as exc:
             return CheckResult(variant.name, case, SKIP, str(exc))
         except Exception as exc:
@@ -245,40 +353,60 @@ class Checker:
                                seconds=time.perf_counter() - t0)
         ref = self.oracle(case.op, {**default_state(case.op, effective), **effective}, case.shape.qkn)
         out, ref, problems = conventions.judged(case, inputs, out, ref)
-        res = compare_outputs(variant.name, case, out, ref)
+        res = compare_outputs(variant.name, case, out, ref, declared_dtypes(variant, case), returned,
+                              getattr(variant, "state_precision", "fp32"))
         if problems:
             res.status, res.reason = FAIL, "; ".join(([res.reason] if res.status == FAIL else []) + problems)
         res.seconds = time.perf_counter() - t0
         return res
 
 
-def compare_outputs(variant: str, case: Case, out: dict, ref: dict) -> CheckResult:
+def compare_outputs(variant: str, case: Case, out: dict, ref: dict, declared: dict[str, str] | None = None,
+                    returned: dict[str, str | None] | None = None,
+                    state_precision: str = "fp32") -> CheckResult:
     """The errors of canonical outputs ``out`` against the oracle's ``ref``: PASS with the errors, FAIL
-    for a missing output or a NaN/Inf, SKIP where the exact result overflows the case dtype. No
-    limit is applied yet (``apply_limits``)."""
+    for a missing output, a NaN/Inf or an output that came back in another dtype than ``declared``
+    (``returned``: the dtype each came back in, where known), SKIP where the exact result overflows the
+    case dtype. Each floor is the declared dtype's (a state held in a declared half precision: that
+    precision's). No limit is applied yet (``apply_limits``)."""
     spec = op_spec(case.op)
+    declared = declared or {n: case.dtype if n in spec.low_outputs else state_precision for n in spec.outputs}
+    returned = returned or {}
     for name in spec.low_outputs:
         peak = float(np.abs(ref[name]).max()) if ref[name].size else 0.0
         if peak > DTYPE_MAX[case.dtype]:
             return CheckResult(variant, case, SKIP,
                                f"the exact {name} overflows {case.dtype} (max |{name}| = {peak:.3g})")
-    res = CheckResult(variant, case, PASS)
+    res = CheckResult(variant, case, PASS, state_precision=state_precision)
     problems = []
     for name in spec.outputs:
         if name not in out:
             problems.append(f"missing output {name!r} (got {sorted(out)})")
             continue
-        out_dtype = case.dtype if name in spec.low_outputs else "fp32"
+        want, got = declared.get(name, case.dtype if name in spec.low_outputs else "fp32"), returned.get(name)
+        floor_dtype = _coarser(want, state_precision) if name in spec.state else want
         try:
-            res.errors[name] = err = tensor_error(out[name], ref[name], out_dtype)
+            res.errors[name] = err = tensor_error(out[name], ref[name], floor_dtype,
+                                                  returned_dtype=got, declared_dtype=want)
         except ValueError as exc:
             problems.append(f"{name}: {exc}")
             continue
+        if got is not None and got != want:
+            res.dtype_problems.append(f"{name} came back {got}, declared {want}")
         if err.nonfinite:
             problems.append(f"{name}: {err.nonfinite} NaN/Inf, first at {list(err.nonfinite_at)}")
     if problems:
-        res.status, res.reason = FAIL, "; ".join(problems)
+        res.status, res.reason = FAIL, "; ".join(problems + res.dtype_problems)
     return res
+
+
+_UNIT = {"fp64": 53, "fp32": 24, "fp16": 11, "bf16": 8}
+
+
+def _coarser(a: str, b: str) -> str:
+    """Of two dtypes, the one with the larger unit roundoff (the floor a state held in ``b`` and
+    returned in ``a`` can reach)."""
+    return a if _UNIT.get(a, 0) <= _UNIT.get(b, 0) else b
 
 
 def apply_limits(res: CheckResult, base: Callable[[str], dict[str, float] | None] | None) -> CheckResult:
@@ -289,7 +417,7 @@ def apply_limits(res: CheckResult, base: Callable[[str], dict[str, float] | None
     run; ``base`` None: no baseline. ``res`` is rewritten and returned."""
     if res.status != PASS:
         return Checker._known(res) if res.status == FAIL else res
-    failures = limit_failures(res, base)
+    failures = res.dtype_problems + limit_failures(res, base)
     if failures:
         res.status, res.reason = FAIL, "; ".join(failures)
     return Checker._known(res)
@@ -299,10 +427,16 @@ def limit_failures(res: CheckResult, base: Callable[[str], dict[str, float] | No
     """Each tensor of ``res.errors`` against its limit (``apply_limits``; forward and gradients alike):
     the limits and baseline errors applied go into ``res``, the tensors over their limit are returned."""
     failures = []
+    low = op_spec(res.case.op).low_outputs
     for name, err in res.errors.items():
-        tol = tolerances.lookup(res.variant, res.case.op, res.case.dtype, name)
+        # an output declared in fp32 on a bf16/fp16 case (FLA's naive GDN references return fp32) is
+        # judged as fp32 arithmetic on the case's rounded inputs: fp32's entry, the FP32_STATE run
+        as_fp32 = (name in low and err.declared_dtype == "fp32" and res.case.dtype != "fp32"
+                   and res.state_precision == "fp32")
+        tol = tolerances.lookup(res.variant, res.case.op, "fp32" if as_fp32 else res.case.dtype, name,
+                                res.state_precision)
         limit = tol.ceiling * err.floor
-        errs = base(tol.baseline) if base is not None else None
+        errs = base(tolerances.FP32_STATE if as_fp32 else tol.baseline) if base is not None else None
         if errs is not None and name in errs:
             res.baseline[name] = errs[name]
             limit = min(limit, tol.factor * max(errs[name], err.floor))

@@ -18,7 +18,12 @@ UNIT_ROUNDOFF = {"fp32": 2.0**-24, "bf16": 2.0**-8, "fp16": 2.0**-11, "fp64": 2.
 
 @dataclass(frozen=True)
 class TensorError:
-    """``rel`` = ‖out − ref‖₂ / ‖ref‖₂ (FLA's RMS ratio); ``floor`` its value for ``round(ref)``."""
+    """``rel`` = ‖out − ref‖₂ / ‖ref‖₂ (FLA's RMS ratio); ``floor`` its value for ``round(ref)``.
+
+    ``out_dtype`` is the dtype whose floor is used: the declared dtype of the output (for a state held
+    in a declared half precision, that precision). ``declared_dtype`` is the dtype the variant declared
+    for it and ``returned_dtype`` the one it really came back in (None: not known, e.g. a file written
+    before the dtype contract, or an adapter that cannot tell)."""
 
     rel: float
     max_abs: float
@@ -29,6 +34,8 @@ class TensorError:
     nonfinite: int
     nonfinite_at: tuple[tuple[int, ...], ...]  # the first few positions of NaN/Inf in the output
     out_dtype: str
+    returned_dtype: str | None = None
+    declared_dtype: str | None = None
 
     @property
     def floor_x(self) -> float:
@@ -49,7 +56,8 @@ def _rel(diff: np.ndarray, ref_norm: float) -> float:
     return n / ref_norm
 
 
-def tensor_error(out: np.ndarray, ref: np.ndarray, out_dtype: str, max_positions: int = 5) -> TensorError:
+def tensor_error(out: np.ndarray, ref: np.ndarray, out_dtype: str, max_positions: int = 5,
+                 returned_dtype: str | None = None, declared_dtype: str | None = None) -> TensorError:
     out = np.asarray(out, dtype=np.float64)
     ref = np.asarray(ref, dtype=np.float64)
     if out.shape != ref.shape:
@@ -73,4 +81,5 @@ def tensor_error(out: np.ndarray, ref: np.ndarray, out_dtype: str, max_positions
         ref_rms=float(ref_norm / np.sqrt(max(ref.size, 1))),
         out_rms=float(np.sqrt(np.mean(np.where(bad, 0.0, out) ** 2))) if out.size else 0.0,
         nonfinite=int(bad.sum()), nonfinite_at=positions, out_dtype=out_dtype,
+        returned_dtype=returned_dtype, declared_dtype=declared_dtype,
     )

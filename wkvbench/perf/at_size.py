@@ -109,7 +109,9 @@ INPUT = "input:"  # the inputs an oracle file carries for the judge of a case in
 CONVENTION_KEEP = ("state_pool", "state_indices", "cu_seqlens")
 
 
-def _judge_job(variant: str, case_id: str, out_path: str, ref_path: str) -> dict:
+def _judge_job(variant: str, case_id: str, out_path: str, ref_path: str,
+               declared: dict[str, str] | None = None, state_precision: str = "fp32") -> dict:
+    """``declared``, ``state_precision``: the variant's contract (its output dtypes' floors, its state)."""
     from ..judge.check import apply_limits, compare_outputs
 
     from ..judge.check import FAIL
@@ -121,7 +123,7 @@ def _judge_job(variant: str, case_id: str, out_path: str, ref_path: str) -> dict
     ref = load_arrays(ref_path)
     inputs = {n[len(INPUT):]: ref.pop(n) for n in list(ref) if n.startswith(INPUT)}
     out, ref, problems = judged(case, inputs, out, ref)
-    res = compare_outputs(variant, case, out, ref)
+    res = compare_outputs(variant, case, out, ref, declared, None, state_precision)
     if problems:
         res.status, res.reason = FAIL, "; ".join(([res.reason] if res.status == FAIL else []) + problems)
     res = apply_limits(res, None)
@@ -242,7 +244,10 @@ class SizeJudge:
             self.oracles[key] = self._oracle(v, case, key)
         out_path = self._path(f"{key}|{v.name}|{id(row)}", "out")
         save_arrays(out_path, compact(out))
-        row["_at_size"] = (v.name, case.id, out_path)
+        from ..judge.check import declared_dtypes
+
+        row["_at_size"] = (v.name, case.id, out_path, declared_dtypes(v, case),
+                           getattr(v, "state_precision", "fp32"))
         self.pending.append((row, None, key))
 
     def skip(self, row: dict, v: KernelVariant, case: Case, status: str, reason: str) -> None:
@@ -280,8 +285,8 @@ class SizeJudge:
                         row["at_size"] = verdict("ERROR", f"the oracle at size raised "
                                                           f"{type(exc).__name__}: {exc}")
                     else:
-                        name, case_id, out_path = row["_at_size"]
-                        job = self._submit(_judge_job, name, case_id, out_path, ref_path)
+                        name, case_id, out_path, declared, precision = row["_at_size"]
+                        job = self._submit(_judge_job, name, case_id, out_path, ref_path, declared, precision)
                         if job is None:
                             row["at_size"] = verdict("ERROR", f"not judged at size: the worker pool broke "
                                                               f"({self.broken})")

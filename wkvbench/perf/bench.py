@@ -202,7 +202,8 @@ class Bench:
                 r = self.checker.check(v, g)
             self._gates[key] = {"case": g.id, "status": r.status, "reason": r.reason,
                                 "rel": {k: e.rel for k, e in r.errors.items()},
-                                "floor_x": {k: e.floor_x for k, e in r.errors.items()}}
+                                "floor_x": {k: e.floor_x for k, e in r.errors.items()},
+                                **({"state_precision": r.state_precision} if r.state_precision != "fp32" else {})}
         return self._gates[key]
 
     def _canonical(self, case: Case) -> dict:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..judge.check import contract_note
 from ..results.model import SYNC_MODES
 from .bench import SHAPE_SETS
 
@@ -39,6 +40,8 @@ def bench_table(rows: list[dict], ceilings: Ceilings | None):
             note = ("[yellow]throttled[/yellow] " if r.get("throttled") else "") + (
                 f"{r['outliers']} outliers" if r.get("outliers") else "") + (
                 f" host time around {r['mode']} (no device events)" if r.get("mode") in SYNC_MODES else "")
+            if contract := contract_note((r.get("verify") or {}).get("state_precision")):
+                note += f"verified ({contract}) "
             if size := r.get("at_size"):  # judged at this very shape (wkvbench.perf.at_size)
                 worst = max((size.get("floor_x") or {}).values(), default=None)
                 colour = "green" if size["status"] in ("PASS", "XFAIL") else "red"

@@ -15,6 +15,7 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..judge.check import contract_note, verdict_label
 from ..results.committed import VerifyRun
 from .charts import Chart, Charts, Trace
 
@@ -170,6 +171,8 @@ def cell(rows: list[dict], dtype: str = "") -> Cell:
         cls, head = "pass", f"PASS {n['PASS']}/{judged}"
     else:
         cls, head = "skip", "SKIP"
+    if contract := next((contract_note(r.get("state_precision")) for r in rows if r.get("state_precision")), ""):
+        head += f" ({contract})"  # the declared contract beside the verdict: "PASS 6/6 (bf16 state, declared)"
     worst = _worst(rows)
     tip = [", ".join(f"{s} {c}" for s, c in sorted(n.items()))]
     tip += [f"{t}: rel {fmt(rel)} = {fmt(fx)}x floor (worst: {case})" for t, (rel, fx, case) in worst.items()]
@@ -253,6 +256,7 @@ class ResultRow:
     y_rel: str
     y_floor_x: str
     reason: str
+    verdict: str = ""  # the status with the declared contract beside it ("PASS (bf16 state, declared)")
 
 
 def result_rows(run: VerifyRun) -> list[ResultRow]:
@@ -262,7 +266,8 @@ def result_rows(run: VerifyRun) -> list[ResultRow]:
         y = (r.get("errors") or {}).get("y") or {}
         out.append(ResultRow(str(r["status"]), str(r["variant"]), str(r["case"]),
                              str(r.get("kind", "forward")),
-                             fmt(y.get("rel")), fmt(y.get("floor_x")), str(r.get("reason", ""))))
+                             fmt(y.get("rel")), fmt(y.get("floor_x")), str(r.get("reason", "")),
+                             verdict_label(str(r["status"]), r.get("state_precision"))))
     return out
 
 

@@ -9,6 +9,7 @@ import re
 import statistics
 from dataclasses import dataclass
 
+from ..judge.check import verdict_label
 from ..results.model import SYNC_MODES
 from .charts import Chart, Charts, Trace
 from .current import BenchFile
@@ -77,7 +78,8 @@ def shape_set_rows(rows: list[dict]) -> list[PerfRow]:
         st = str(r.get("status", "?"))
         ver = r.get("verify") or {}
         fx = ver.get("floor_x") or {}
-        vtxt = f"{ver.get('status', '-')}" + (f" y {fmt(fx.get('y'))}x" if "y" in fx else "")
+        vtxt = verdict_label(str(ver.get("status", "-")), ver.get("state_precision")) + (
+            f" y {fmt(fx.get('y'))}x" if "y" in fx else "")
         size = r.get("at_size") or {}
         if size:  # the outputs at this very shape against the float64 oracle (wkvbench.perf.at_size)
             sx = size.get("floor_x") or {}

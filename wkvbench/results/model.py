@@ -52,6 +52,23 @@ class _VerifyKey(TypedDict):
     status: str  # PASS FAIL SKIP ERROR CRASH TIMEOUT XFAIL XPASS
 
 
+class TensorErrorRow(TypedDict, total=False):
+    """One output tensor of a verify row against the oracle (``errors[<tensor>]``)."""
+
+    rel: float
+    max_abs: float
+    floor: float
+    floor_x: float
+    bias: float
+    ref_rms: float
+    out_rms: float
+    nonfinite: int
+    nonfinite_at: list[list[int]]
+    out_dtype: str  # the dtype whose rounding floor is used: the declared one
+    declared_dtype: str | None  # the dtype the variant declared (absent in files before 2026-11-27)
+    returned_dtype: str | None  # the dtype it came back in (absent before 2026-11-27; null: not known)
+
+
 class VerifyRow(_VerifyKey, total=False):
     """One variant on one case against the oracle (``wkvbench.verify/1``'s ``results``)."""
 
@@ -63,13 +80,15 @@ class VerifyRow(_VerifyKey, total=False):
     seed: int
     reason: str
     seconds: float
-    errors: dict[str, dict]  # tensor -> rel, max_abs, floor, floor_x, ...
+    errors: dict[str, TensorErrorRow]  # tensor -> rel, max_abs, floor, floor_x, dtypes, ...
     limits: dict[str, float]
     baseline_rel: dict[str, float]
     reproduce: str | None
     shrunk: dict | None
     stderr_tail: str | None
     gpu: str  # a box of several GPUs: the GPU it ran on (an index of provenance's gpu.devices)
+    state_precision: str  # a declared half-precision state ("bf16"); absent: the spec's fp32 state
+    state_reason: str  # why the variant declares it, and where that is documented
 
 
 # a bench row's ``mode`` when no device events exist (MLX, ggml's Metal back-end): the host time around
@@ -263,4 +282,4 @@ def from_doc(path: Path, doc: object, expect: tuple[str, ...] = ()) -> ResultsFi
 
 
 __all__ = ["KINDS", "SYNC_MODES", "BenchRow", "Kind", "PropertyRow", "Provenance", "ResultsError", "ResultsFile",
-           "StabilityRow", "VerifyRow", "check_rows", "from_doc", "read"]
+           "StabilityRow", "TensorErrorRow", "VerifyRow", "check_rows", "from_doc", "read"]

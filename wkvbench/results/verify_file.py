@@ -127,6 +127,7 @@ def _document(selection: Selection, prov: dict, counts: dict, skips: dict, secon
         "variants": described if described is not None else {
             v.name: {"operator": v.operator, "source": v.source, "backend": v.backend, "algorithm": v.algorithm,
                      "device": v.device, "dtypes": sorted(v.dtypes), "available": availability(v.name).ok,
+                     "state_precision": getattr(v, "state_precision", "fp32"),
                      "reason": availability(v.name).reason} for v in selection.variants()},
         "counts": counts,
         "skips_by_reason": skips,

@@ -9,6 +9,14 @@ A plug-in registers variants exactly as the built-in adapters do, either with a 
         ...  # canonical inputs in, canonical outputs ("y", "state") out
     register_function("wkv7.mylab.fused", "wkv7", my_wkv7, dtypes=("fp32", "bf16"))
 
+The dtype of each output is part of the contract: by default ``y`` in the case dtype and the state in
+fp32, and an output that comes back in another dtype fails ("y came back fp16, declared bf16"). NumPy has
+no bfloat16, so on a bf16 case a function returns ``y`` as ml_dtypes' ``bfloat16`` (the NumPy dtype that
+jax, keras and tensorflow use; ``as_dtype(y, "bf16")`` below does the cast) or as a torch bf16 tensor. A
+kernel that really returns another dtype declares it (``output_dtypes={"y": "fp32"}``: judged as fp32
+arithmetic, at the fp32 floor); float64 arrays are fp64, never what a kernel of the case dtype returns.
+A state held in bf16/fp16 by design is declared with ``state_precision`` and ``state_precision_reason``.
+
 Installed packages expose a callable (called with no arguments to register) or a KernelVariant
 subclass under the entry-point group ``wkvbench.variants``.
 """
@@ -24,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from wkvkernels.base import Availability, KernelVariant, register
-from wkvkernels.ops import DTYPES, OPS
+from wkvkernels.base import STATE_PRECISIONS, Availability, KernelVariant, dtype_name, register
+from wkvkernels.ops import DTYPES, OPS, round_to
 
 from ..judge.validate import InvalidInput, validate_inputs
 
@@ -45,10 +53,20 @@ class FunctionVariant(KernelVariant):
 
     def __init__(self, name: str, operator: str, fn: Callable[[dict, str], dict], dtypes: Iterable[str],
                  supports_state: bool = True, device: str = "cpu",
-                 check: Callable[[Any], str | None] | None = None) -> None:
+                 check: Callable[[Any], str | None] | None = None,
+                 output_dtypes: dict[str, str] | Callable[[str], dict[str, str]] | None = None,
+                 state_precision: str = "fp32", state_precision_reason: str = "") -> None:
         self.name, self.operator, self.fn = name, operator, fn  # type: ignore[misc]
         self.dtypes = frozenset(dtypes)  # type: ignore[misc]
         self.supports_state, self.device, self._check = supports_state, device, check  # type: ignore[misc]
+        self._declared = output_dtypes
+        self.state_precision, self.state_precision_reason = state_precision, state_precision_reason  # type: ignore[misc]
+
+    def output_dtypes(self, case: Any) -> dict[str, str]:
+        """The operator's contract, updated with what ``register_function(output_dtypes=...)`` declared
+        (a dict, or a function of the case dtype)."""
+        declared = self._declared(case.dtype) if callable(self._declared) else (self._declared or {})
+        return {**super().output_dtypes(case), **declared}
 
     def supports(self, case: Any) -> Availability:
         base = super().supports(case)
@@ -65,18 +83,57 @@ class FunctionVariant(KernelVariant):
     def run(self, native: tuple[dict, str]) -> Any:
         return self.fn(*native)
 
+    def returned_dtypes(self, out: Any, case: Any) -> dict[str, str | None]:
+        """Each returned array's dtype: NumPy (ml_dtypes' bfloat16 included) or a torch tensor's; a
+        Python list or scalar reads as NumPy makes it (fp64)."""
+        if not isinstance(out, dict):
+            return {}
+        return {k: dtype_name(v) or dtype_name(np.asarray(v)) for k, v in out.items()}
+
     def to_canonical(self, out: Any) -> dict:
         if not isinstance(out, dict):
             raise TypeError(f"plug-in {self.name} returned {type(out).__name__}, expected a dict of arrays")
-        return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
+        return {k: _float64(v) for k, v in out.items()}
+
+
+def _float64(x: Any) -> np.ndarray:
+    if hasattr(x, "detach"):  # a torch tensor (bf16 has no NumPy dtype of its own)
+        import torch
+
+        return x.detach().to("cpu", torch.float64).numpy()
+    return np.asarray(x, dtype=np.float64)
+
+
+def as_dtype(x: np.ndarray, dtype: str) -> np.ndarray:
+    """``x`` rounded to ``dtype`` as a NumPy array of that dtype (round to nearest even): float32, float16,
+    or ml_dtypes' ``bfloat16`` for bf16 (``pip install ml-dtypes``; NumPy itself has no bfloat16). What a
+    NumPy plug-in returns for an output declared in ``dtype``."""
+    if dtype == "fp32":
+        return np.asarray(x, dtype=np.float32)
+    if dtype == "fp16":
+        with np.errstate(over="ignore"):
+            return np.asarray(x, dtype=np.float16)
+    if dtype == "bf16":
+        try:
+            import ml_dtypes
+        except ImportError as exc:
+            raise ImportError("a NumPy bf16 array needs ml_dtypes (pip install ml-dtypes), or return a "
+                              "torch bf16 tensor") from exc
+        return round_to(x, "bf16").astype(ml_dtypes.bfloat16)  # exact: already a bf16 value
+    raise ValueError(f"unknown dtype {dtype!r}; known: {', '.join(DTYPES)}")
 
 
 def register_function(name: str, operator: str, fn: Callable[[dict, str], dict],
                       dtypes: Iterable[str] = ("fp32",), **kwargs: Any) -> KernelVariant:
     """Register ``fn(inputs, dtype) -> outputs`` as variant ``name`` of ``operator``.
 
+    Keyword arguments: ``output_dtypes`` (``{"y": "fp32"}``, or a function of the case dtype returning
+    such a dict) declares outputs that come back in another dtype than the operator's contract;
+    ``state_precision`` (``"bf16"``/``"fp16"``) with ``state_precision_reason`` declares a state held in
+    half precision by design; ``supports_state``, ``device`` and ``check(case) -> reason | None`` as before.
+
     Bad arguments (unknown operator or dtype, a name that is not ``<operator>.<source>.<algorithm>``,
-    ``fn`` not callable) raise ``InvalidInput`` naming the problem."""
+    ``fn`` not callable, an unknown output or dtype declared) raise ``InvalidInput`` naming the problem."""
     if operator not in OPS:
         raise InvalidInput(f"register_function({name!r}): unknown operator {operator!r}; "
                            f"known: {', '.join(sorted(OPS))}")
@@ -90,6 +147,19 @@ def register_function(name: str, operator: str, fn: Callable[[dict, str], dict],
     if bad or not dtypes:
         raise InvalidInput(f"register_function({name!r}): unsupported dtype(s) {bad or '(none given)'}; "
                            f"expected some of {', '.join(DTYPES)}")
+    declared = kwargs.get("output_dtypes")
+    if isinstance(declared, dict):
+        unknown = sorted(set(declared) - set(OPS[operator].outputs))
+        bad_dt = sorted({str(d) for d in declared.values()} - {*DTYPES, "fp64"})
+        if unknown or bad_dt:
+            raise InvalidInput(f"register_function({name!r}): output_dtypes names "
+                               f"{'unknown outputs ' + str(unknown) if unknown else 'unknown dtypes ' + str(bad_dt)}; "
+                               f"outputs: {', '.join(OPS[operator].outputs)}; dtypes: {', '.join(DTYPES)}")
+    precision = kwargs.get("state_precision", "fp32")
+    if precision not in STATE_PRECISIONS or (precision != "fp32" and not kwargs.get("state_precision_reason")):
+        raise InvalidInput(f"register_function({name!r}): state_precision {precision!r} must be one of "
+                           f"{', '.join(STATE_PRECISIONS)}, and a half precision needs state_precision_reason "
+                           "(why, and where it is documented)")
     return register(FunctionVariant(name, operator, fn, dtypes, **kwargs))
 
 

@@ -1,6 +1,8 @@
 """What ``wkvbench verify`` and ``wkvbench list`` print: the summary table (worst error per tensor as a
 multiple of the rounding floor, per variant and dtype), the skips folded by reason, every failure with
-its reproduce command, and the registered variants with the reason an unavailable one cannot run."""
+its reproduce command, and the registered variants with the reason an unavailable one cannot run. A
+variant judged by a declared contract (a bf16 state) shows it beside every verdict:
+``PASS 3/3 (bf16 state, declared)``."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from rich.table import Table
 from wkvkernels.base import availability
 from wkvkernels.ops import DTYPES
 
-from ..judge.check import BAD, FAIL, PASS, SKIP, XFAIL, XPASS, CheckResult
+from ..judge.check import BAD, FAIL, PASS, SKIP, XFAIL, XPASS, CheckResult, contract_note
 from .verify import Report, Selection
 
 
@@ -50,6 +52,8 @@ def summary_table(report: Report) -> Table:
             status = f"[green]PASS {n[PASS]}/{n[PASS]}[/green]"
         else:
             status = "[yellow]SKIP[/yellow]"
+        if contract := next((r.contract for r in rs if r.contract), ""):
+            status += f" ({contract})"
         notes = []
         if n[SKIP]:
             reasons = collections.Counter(r.reason for r in rs if r.status == SKIP)
@@ -73,9 +77,9 @@ def print_report(report: Report, console: Console) -> None:
             st.add_row(str(c), why)
         console.print(st)
     for r in report.known:
-        console.print(f"[magenta]XFAIL[/magenta] {r.variant} {r.case.id}: {r.reason}")
+        console.print(f"[magenta]{r.verdict}[/magenta] {r.variant} {r.case.id}: {r.reason}")
     for r in report.failed:
-        console.print(f"[red]{r.status}[/red] {r.variant} {r.case.id}: {r.reason}\n  reproduce: {r.reproduce}")
+        console.print(f"[red]{r.verdict}[/red] {r.variant} {r.case.id}: {r.reason}\n  reproduce: {r.reproduce}")
         if r.stderr_tail:
             tail = r.stderr_tail.splitlines()[-5:]
             console.print("  stderr tail:\n" + "\n".join(f"    {line}" for line in tail), markup=False)
@@ -92,10 +96,12 @@ def print_report(report: Report, console: Console) -> None:
 
 def list_variants(console: Console, selection: Selection) -> None:
     t = Table(title="registered variants")
-    for col in ("variant", "operator", "source", "backend", "device", "dtypes", "available"):
+    for col in ("variant", "operator", "source", "backend", "device", "dtypes", "state", "available"):
         t.add_column(col, overflow="fold")
     for v in selection.variants():
         a = availability(v.name)
+        note = contract_note(v.state_precision)
         t.add_row(v.name, v.operator, v.source, v.backend, v.device, ",".join(sorted(v.dtypes)),
+                  f"{note}: {v.state_precision_reason}" if note else "fp32",
                   "[green]yes[/green]" if a else f"[yellow]no[/yellow]: {a.reason}")
     console.print(t)

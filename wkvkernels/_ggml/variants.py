@@ -9,7 +9,7 @@ from typing import ClassVar
 import numpy as np
 
 from wkvkernels.base import Availability, KernelVariant
-from wkvkernels.ops import round_inputs
+from wkvkernels.ops import op_spec, round_inputs
 from wkvkernels.releases import Releases
 
 from . import graphs
@@ -46,6 +46,18 @@ class GgmlVariant(KernelVariant):
     def run(self, native: GgmlGraph | GgmlBackendGraph) -> GgmlGraph | GgmlBackendGraph:
         native.compute()
         return native
+
+    def output_dtypes(self, case) -> dict[str, str]:
+        """ggml's wkv ops write one F32 ``dst`` (``y`` then the final state) whatever the inputs' type."""
+        return {n: "fp32" for n in op_spec(self.operator).outputs}
+
+    def returned_dtypes(self, out: GgmlGraph | GgmlBackendGraph, case) -> dict[str, str | None]:
+        """The type of the ``dst`` tensor ggml wrote (``y`` and the state share it)."""
+        import ggml
+
+        kind = out.dst.contents.type
+        names = {ggml.GGML_TYPE_F32: "fp32", ggml.GGML_TYPE_F16: "fp16", getattr(ggml, "GGML_TYPE_BF16", -1): "bf16"}
+        return {n: names.get(kind, f"ggml type {kind}") for n in op_spec(self.operator).outputs}
 
     def to_canonical(self, out: GgmlGraph | GgmlBackendGraph) -> dict:
         return self.unpack(out.read().astype(np.float64), *out.dims)

@@ -17,7 +17,13 @@ _RELEASES = Releases(since="0.4.2", why="fla/ops/gated_delta_rule/naive.py first
 _ARGS = {"q": "q", "k": "k", "v": "v", "g": "g", "beta": "beta"}
 
 
-class GdnFlaNaiveRecurrent(FlaNaive):
+class _GdnFlaNaive(FlaNaive):
+    def output_dtypes(self, case) -> dict[str, str]:
+        """Both upcast q, k, v to fp32 first and return ``o`` in fp32 whatever the case dtype."""
+        return {"y": "fp32", "state": "fp32"}
+
+
+class GdnFlaNaiveRecurrent(_GdnFlaNaive):
     """``naive_recurrent_gated_delta_rule``: per-token loop (FLA's own oracle in ``test_gdn.py``)."""
 
     name = "gdn.fla.naive_recurrent"
@@ -28,7 +34,7 @@ class GdnFlaNaiveRecurrent(FlaNaive):
     releases = _RELEASES
 
 
-class GdnFlaNaiveChunk(FlaNaive):
+class GdnFlaNaiveChunk(_GdnFlaNaive):
     """``naive_chunk_gated_delta_rule(..., chunk_size=64)``: WY form, natural-log cumsums, pads T itself."""
 
     name = "gdn.fla.naive_chunk"

@@ -19,6 +19,7 @@ import numpy as np
 from wkvkernels._fla import LOG2E, FlaTriton, register_with_interp
 from wkvkernels._fla_env import fla_fn
 from wkvkernels._torch import to_numpy, to_torch
+from wkvkernels.base import dtype_name
 from wkvkernels.ops import round_inputs
 from wkvkernels.releases import Releases
 
@@ -51,6 +52,10 @@ class GdnWyFlaRecomputeWU(FlaTriton):
         kw = self.tensors(inputs, case.dtype)
         kw["g"] = to_torch(_log2_gate(inputs["gc"]), "fp32", self.device)
         return fla_fn("ops.gated_delta_rule.wy_fast", "recompute_w_u_fwd"), kw
+
+    def returned_dtypes(self, out: Any, case: Any) -> dict[str, str | None]:
+        w, u = out
+        return {"w": dtype_name(w), "u": dtype_name(u)}
 
     def to_canonical(self, out: Any) -> dict:
         w, u = out

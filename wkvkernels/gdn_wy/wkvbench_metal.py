@@ -17,7 +17,7 @@ import numpy as np
 
 from wkvkernels import _metal_emu as emu
 from wkvkernels._mlx import ALL_DTYPES, MlxVariant, to_mx, to_numpy
-from wkvkernels.base import Availability, KernelVariant, register
+from wkvkernels.base import Availability, KernelVariant, dtype_name, register
 
 KERNEL = Path(__file__).parent / "metal" / "recompute_w_u.metal"
 DRIVER = Path(__file__).parent / "metal" / "emu_driver.cpp"
@@ -76,6 +76,11 @@ class GdnWyMetalEmu(KernelVariant):
     def run(self, native: dict) -> dict:
         native["fn"](*native["args"])
         return native
+
+    def returned_dtypes(self, out: dict, case) -> dict[str, str | None]:
+        """The storage the emulated kernel wrote: bf16 is kept as its 16 bits (uint16)."""
+        return {n: out["dtype"] if out[n].dtype == np.uint16 and out["dtype"] == "bf16" else dtype_name(out[n])
+                for n in ("w", "u")}
 
     def to_canonical(self, out: dict) -> dict:
         return {"w": emu.from_storage(out["w"], out["dtype"]), "u": emu.from_storage(out["u"], out["dtype"])}
