@@ -202,7 +202,7 @@ def test_bench_cli_without_a_gpu_says_so(capsys):
     assert "no CUDA device" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("op", ["wkv4", "wkv6", "wkv7", "gla", "gdn"])
+@pytest.mark.parametrize("op", ["wkv4", "wkv6", "wkv7", "gla", "gdn", "kda"])
 def test_bench_inputs_have_the_canonical_shapes(op):
     from wkvbench.perf.bench import bench_inputs
     from wkvkernels.cases import Case, Shape

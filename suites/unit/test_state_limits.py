@@ -18,7 +18,7 @@ from wkvkernels.cases import Case, Shape
 from wkvkernels.ops import default_state, op_spec, round_inputs, round_to
 from wkvoracle import ORACLES
 
-STATE_OPS = ("wkv4", "wkv6", "wkv7", "gla", "gdn")
+STATE_OPS = ("wkv4", "wkv6", "wkv7", "gla", "gdn", "kda")
 HALF = ("bf16", "fp16")
 # Where a half-precision state drifts: one long sequence, one head (wkv4: 64 channels), model values.
 LONG = Shape(1, 1024, 1, 64, h0=True)
