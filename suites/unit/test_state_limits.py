@@ -152,7 +152,7 @@ def test_the_committed_h100_rows_keep_their_verdicts():
 @pytest.mark.parametrize("op", STATE_OPS)
 def test_a_long_sequence_fails_a_half_precision_state_and_passes_the_cpu_kernels(half_state, op, dtype):
     """T = 1024, one head: the half-precision state fails (its rounding, at every token, reaches y as
-    well: its y error exceeds every fp32-state kernel's), while every CPU kernel of the operator that
+    well: its y error exceeds every fp32-state kernel's; not for kda, below), while every CPU kernel of the operator that
     runs this dtype passes, or is a known failure (mlx-lm's RWKV-7 ops path, which keeps its state in
     the input dtype too)."""
     case = Case(op, "model", LONG, dtype, 0)
@@ -171,4 +171,10 @@ def test_a_long_sequence_fails_a_half_precision_state_and_passes_the_cpu_kernels
             assert tolerances.known_failure(v.name, case.id) and "input dtype" in res.reason, res.reason
         else:
             real_y.append(res.errors["y"].floor_x)
+    if op == "kda":
+        # kda's model gates (Kimi Linear's -A softplus(f), A >= 1 per head: median about -6 a token) forget
+        # a token's state within a few steps, so the half-precision state's rounding barely reaches y
+        # (bf16 1.0035x floor, fp16 1.0036x; CPU 2026-11-27) while the same-dtype baseline's rounded
+        # products read 1.41x: only its state shows it, as asserted above
+        return
     assert half.errors["y"].floor_x > max(real_y), (half.errors["y"].floor_x, real_y)
