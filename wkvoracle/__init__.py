@@ -49,7 +49,8 @@ BACKWARDS = {
 
 __all__ = [
     "BACKWARDS", "FAST", "backward_gdn", "backward_gla", "backward_kda", "backward_wkv4", "backward_wkv6",
-    "backward_wkv7", "ALTERNATES", "ORACLES", "chunked_gla", "chunked_wkv6", "closed_form_wkv4", "kkt_inverse",
+    "backward_wkv7", "ALTERNATES", "ORACLES", "chunked_gla", "chunked_wkv6", "closed_form_wkv4",
+    "kkt_inverse",
     "recurrent_gdn", "recurrent_gdn_wy", "recurrent_gla", "recurrent_kda", "recurrent_wkv4", "recurrent_wkv6",
     "recurrent_wkv7", "substitution_gdn_wy", "transition_gdn", "transition_kda", "transition_wkv7",
     "wkv7_form_kda",

@@ -154,7 +154,7 @@ def _gdn_chunks(q, k, v, g, beta, St, y, bs, hs, chunk: int, scale: float) -> No
     for sl in _chunks(k.shape[1], chunk):
         qc, kc, vc = (chunk_view(x, bs, sl, hs) for x in (q, k, v))
         gc = chunk_view(g, bs, sl, hs)
-        dec = ChunkDecay.of(gc if gc.ndim == 4 else gc[..., None])  # per key, or one for every key: [b, h, L, 1]
+        dec = ChunkDecay.of(gc if gc.ndim == 4 else gc[..., None])  # per key, or one for all: [b, h, L, 1]
         bt = chunk_view(beta, bs, sl, hs)[..., None]
         L = dec.L
         # X = [K ⊙ e^{G}; Q ⊙ e^{G}], M = [K Kᵀ ⊙ Γ; Q Kᵀ ⊙ Γ] (causal), tails = K ⊙ e^{G_L - G}

@@ -230,9 +230,9 @@ FLA_GLA_TEST_LOWER = _f32_inside(-10.0 * np.log(2.0), 0.0)
 # FLA's KDA safe gate: fla-core 0.6.0 fla/ops/kda/chunk.py, chunk_kda: safe_gate "bounds gates to
 # [lower_bound, 0)" (line 290), lower_bound "Recommended value: -5" (line 297), and the call raises unless
 # "-5 <= lower_bound < 0" ("the safe range [-5, 0)", line 482): the strongest gate it admits is -5.
-_FLA_KDA_SAFE_GATE = (f"strong: {_FLA} fla/ops/kda/chunk.py safe_gate bounds gates to [lower_bound, 0), lower_bound "
-                      "'Recommended value: -5' and 'the safe range [-5, 0)'; weak: the weakest float32 decay "
-                      "1 - 2^-24 (the range's open end 0, as a decay below 1)")
+_FLA_KDA_SAFE_GATE = (f"strong: {_FLA} fla/ops/kda/chunk.py safe_gate bounds gates to [lower_bound, 0), "
+                      "lower_bound 'Recommended value: -5' and 'the safe range [-5, 0)'; weak: the weakest "
+                      "float32 decay 1 - 2^-24 (the range's open end 0, as a decay below 1)")
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,7 @@ def test_one_perturbed_decay_fails_the_tolerance(op):
     bad = {**x, name: x[name].copy()}
     if op == "wkv4":
         bad[name][3] *= 1 + 1e-6
-    elif op == "kda":  # the key the token decays least: the model domain's strong gates forget the others fast
+    elif op == "kda":  # the key this token decays least: the model domain's strong gates forget the others
         bad[name][0, 18, 1, np.argmax(x[name][0, 18, 1])] -= 1e-6
     else:
         bad[name][0, 18, 1, ...] += -1e-6 if op == "gdn" else np.r_[-1e-6, np.zeros(bad[name].shape[-1] - 1)]

@@ -2,7 +2,8 @@
 three ways:
 
 * central finite differences of the forward oracle on tiny cases, for every input including the
-  initial state (and GDN's / KDA's ``scale``), with random upstream ``dy`` and ``dstate`` so errors cannot cancel;
+  initial state (and GDN's / KDA's ``scale``), with random upstream ``dy`` and ``dstate`` so errors cannot
+  cancel;
 * torch autograd (float64) of a plain torch transcription of the forward recurrence written here,
   independent of the NumPy code, on medium cases (T = 37, N = 16);
 * edge cases: T = 1, decays at ``lw ≈ 0`` and very negative, ``beta`` exactly 0 and 1, no initial
@@ -69,7 +70,8 @@ def loss_magnitude(op: str, inputs: dict, dy, dstate) -> float:
 
 # Inputs on which the loss is affine (y and S_T are affine in each of them, all others fixed):
 # central differences are exact for any step there, so a large step removes rounding noise.
-AFFINE = {"wkv7": {"state", "v", "r"}, "gdn": {"state", "v", "q", "scale"}, "kda": {"state", "v", "q", "scale"}}
+AFFINE = {"wkv7": {"state", "v", "r"}, "gdn": {"state", "v", "q", "scale"},
+          "kda": {"state", "v", "q", "scale"}}
 
 
 def finite_differences(op: str, inputs: dict, dy, dstate, rel_step: float = 1e-6) -> tuple[dict, dict]:

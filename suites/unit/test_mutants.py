@@ -32,7 +32,8 @@ def test_the_panel_covers_the_bug_classes():
     bugs = {n.split(".mutant.")[1] for n in NAMES}
     assert {"wrong_decay_encoding", "bonus_dropped", "bonus_on_new_state", "state_transposed", "sa_after_decay",
             "off_by_one", "last_partial_chunk_dropped", "initial_state_ignored", "final_state_not_written",
-            "shared_batch_state", "default_scale", "low_precision_state", "some_heads_unwritten", "gate_per_head"} <= bugs
+            "shared_batch_state", "default_scale", "low_precision_state", "some_heads_unwritten",
+            "gate_per_head"} <= bugs
 
 
 @pytest.mark.parametrize("dtype", ("bf16", "fp16"))

@@ -152,9 +152,9 @@ def test_the_committed_h100_rows_keep_their_verdicts():
 @pytest.mark.parametrize("op", STATE_OPS)
 def test_a_long_sequence_fails_a_half_precision_state_and_passes_the_cpu_kernels(half_state, op, dtype):
     """T = 1024, one head: the half-precision state fails (its rounding, at every token, reaches y as
-    well: its y error exceeds every fp32-state kernel's; not for kda, below), while every CPU kernel of the operator that
-    runs this dtype passes, or is a known failure (mlx-lm's RWKV-7 ops path, which keeps its state in
-    the input dtype too)."""
+    well: its y error exceeds every fp32-state kernel's; not for kda, below), while every CPU kernel of
+    the operator that runs this dtype passes, or is a known failure (mlx-lm's RWKV-7 ops path, which keeps
+    its state in the input dtype too)."""
     case = Case(op, "model", LONG, dtype, 0)
     half = CHECKER.check(half_state[op], case)
     assert half.status == FAIL and any(n in half.reason for n in op_spec(op).state), half.reason

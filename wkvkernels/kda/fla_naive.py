@@ -2,8 +2,9 @@
 
 Both are time-first ``[B, T, H, K]`` with ``g`` ``[B, T, H, K]`` and ``beta`` ``[B, T, H]``, take
 ``scale``, upcast to fp32 and return the output in **v's dtype** (unlike the gdn references); state
-``[B, H, K, V]`` fp32. ``naive_chunk_kda`` asserts ``T % chunk_size == 0``: we append no-op tokens. Read and
-checked at fla-core 0.6.0; the first release that ships ``fla/ops/kda`` is not pinned here (``releases`` None).
+``[B, H, K, V]`` fp32. ``naive_chunk_kda`` asserts ``T % chunk_size == 0``: we append no-op tokens.
+Read and checked at fla-core 0.6.0; the first release that ships ``fla/ops/kda`` is not pinned here
+(``releases`` None).
 """
 
 from __future__ import annotations
