@@ -6,7 +6,7 @@ lazily inside each adapter, so a missing package only makes its variants unavail
 
 from __future__ import annotations
 
-from . import gdn, gdn_wy, gla, wkv4, wkv6, wkv7  # noqa: F401  (registration happens at import)
+from . import gdn, gdn_wy, gla, kda, wkv4, wkv6, wkv7  # noqa: F401  (registration happens at import)
 from .base import Availability, KernelVariant, Unsupported, availability, get, register, unregister, variants
 
 __all__ = ["Availability", "KernelVariant", "Unsupported", "availability", "get", "register", "unregister",

@@ -390,10 +390,11 @@ def tiny_inputs(case: Case) -> dict[str, Any]:
         tok["lw"] = f32(B, T, H, N, lo=-1.0, hi=-0.01)
     if case.op == "wkv6":
         tok["u"] = f32(H, N)
-    if case.op in ("gla", "gdn"):
+    if case.op in ("gla", "gdn", "kda"):
         tok["scale"] = N ** -0.5
-    if case.op in ("gdn", "gdn_wy"):
-        tok.update(g=f32(B, T, H, lo=-1.0, hi=-0.01), beta=f32(B, T, H, lo=0.1, hi=0.9))
+    if case.op in ("gdn", "gdn_wy", "kda"):
+        gate = (B, T, H, N) if case.op == "kda" else (B, T, H)  # kda: one gate per key
+        tok.update(g=f32(*gate, lo=-1.0, hi=-0.01), beta=f32(B, T, H, lo=0.1, hi=0.9))
     if case.op == "gdn_wy":
         tok.update(A=f32(B, T, H, C), gc=tok.pop("g"))
     if s.h0 and op_spec(case.op).state:

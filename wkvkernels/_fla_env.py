@@ -252,6 +252,21 @@ def triton_reason(device: str) -> str | None:
     return None
 
 
+def flash_kda_dispatch() -> str | None:
+    """Why FLA's ``chunk_kda`` may not be its Triton kernel here, or None. fla-core 0.6.0 registers the
+    FlashKDA CUTLASS forward for it (``fla/ops/kda/backends/flash_kda.py``, ``FlashKDABackend``: priority 3,
+    enabled by default) and ``fla.backends.dispatch`` takes it whenever the ``flash_kda`` package is
+    importable, ``FLA_FLASH_KDA`` is not "0" and its verifier accepts the call (no gradient needed, among
+    others). Its verifier wants the in-kernel gate, norm and sigmoid that our calls leave off, but a
+    result must never hang on a verifier's details: with the package present the variant is refused."""
+    if os.environ.get("FLA_DISABLE_BACKEND_DISPATCH") == "1" or os.environ.get("FLA_FLASH_KDA", "1") == "0":
+        return None
+    if importlib.util.find_spec("flash_kda") is None:
+        return None
+    return ("flash_kda installed: fla-core may dispatch chunk_kda to FlashKDA (a CUTLASS forward) instead of "
+            "its Triton kernel; set FLA_FLASH_KDA=0 or FLA_DISABLE_BACKEND_DISPATCH=1")
+
+
 @functools.cache
 def _interpreter_takes_first_config() -> None:
     """Make triton autotuners choose their first config without timing (see the module docstring)."""

@@ -22,8 +22,8 @@ EDGE_DOMAINS: tuple[str, ...] = ("lw0", "lwneg", "beta0", "beta1")
 # Boundary domains of the edge set: inputs at the ends of a kernel package's documented input range, each
 # range cited in wkvoracle/inputs.py (BOUNDARY_RANGES) and docs/verification.md. ``ggmlend``: every
 # input at an end of ggml's test-backend-ops range; ``hmix``: decays at the strong end of a documented
-# range in the even heads and at the weak end in the odd heads of the same chunk; ``safegate`` (wkv7):
-# the same with FLA's safe_gate lower end lw = -5.
+# range in the even heads and at the weak end in the odd heads of the same chunk; ``safegate`` (wkv7, kda):
+# the same with FLA's safe_gate lower end lw = -5 (kda: its gate g).
 BOUNDARY_DOMAINS: tuple[str, ...] = ("ggmlend", "hmix", "safegate")
 # Operator-specific domains of the GPU set. ``const``: the model domain with each
 # sequence's decay constant over time (``lw[:, t] = lw[:, 0]``, still varying per head and key), what
@@ -33,7 +33,7 @@ OP_DOMAINS: dict[str, tuple[str, ...]] = {"wkv6": ("const",)}
 CONST_DOMAINS: tuple[str, ...] = ("const",)
 ALL_DOMAINS: tuple[str, ...] = DOMAINS + CONST_DOMAINS + EDGE_DOMAINS + BOUNDARY_DOMAINS
 
-# The edge domains that apply to each operator: the decays at their limits and (gdn, gdn_wy, wkv7)
+# The edge domains that apply to each operator: the decays at their limits and (gdn, gdn_wy, wkv7, kda)
 # beta / iclr at 0 and 1 (the edge set, wkvbench/judge/case_sets.py).
 # The boundary domains apply to the operators whose documented ranges they come from (wkv4 has no ggml op
 # and one decay per channel, no heads; gdn_wy's inputs are a WY factorization, not a gate).
@@ -42,6 +42,7 @@ EDGE_OP_DOMAINS: dict[str, tuple[str, ...]] = {
     "wkv7": ("lw0", "lwneg", "beta0", "beta1", "ggmlend", "hmix", "safegate"),
     "gdn": ("lw0", "lwneg", "beta0", "beta1", "ggmlend", "hmix"),
     "gdn_wy": ("beta0", "beta1"),
+    "kda": ("lw0", "lwneg", "beta0", "beta1", "safegate"),
 }
 
 

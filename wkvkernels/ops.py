@@ -111,6 +111,12 @@ OPS: dict[str, OpSpec] = {
                shapes=(("k", "bthn"), ("v", "bthn"), ("beta", "bth"), ("A", "bthC"), ("gc", "bth"),
                        ("w", "bthn"), ("u", "bthn")),
                step_flops=(0, 4, 0, 0, 1)),
+        # kda: gdn with one log gate per key (g "bthn"); the per-key decay adds, per token and head, N exps
+        # (step), and the gate's cumulative sum, its exp and the q, k scalings by it (4 N, chunked)
+        OpSpec("kda", ("q", "k", "v", "g", "beta"), ("q", "k", "v", "beta"), ("state",),
+               ("y", "state"), ("y",), has_scale=True, section="§5.3", state_fill=_ZERO_STATE,
+               shapes=(("q", "bthn"), ("k", "bthn"), ("v", "bthn"), ("g", "bthn"), ("beta", "bth"), *_MATRIX),
+               step_flops=(8, 0, 0, 1, 0), chunk_flops=(6, 8, 1, 4, 0)),
     )
 }
 

@@ -14,6 +14,7 @@ from .fast import FAST
 from .gdn import backward_gdn, recurrent_gdn, transition_gdn
 from .gdn_wy import kkt_inverse, recurrent_gdn_wy, substitution_gdn_wy
 from .gla import backward_gla, chunked_gla, recurrent_gla
+from .kda import backward_kda, recurrent_kda, transition_kda, wkv7_form_kda
 from .wkv4 import backward_wkv4, closed_form_wkv4, recurrent_wkv4
 from .wkv6 import backward_wkv6, chunked_wkv6, recurrent_wkv6
 from .wkv7 import backward_wkv7, recurrent_wkv7, transition_wkv7
@@ -24,6 +25,7 @@ ORACLES = {
     "wkv7": recurrent_wkv7,
     "gla": recurrent_gla,
     "gdn": recurrent_gdn,
+    "kda": recurrent_kda,
     "gdn_wy": recurrent_gdn_wy,
 }
 
@@ -33,6 +35,7 @@ ALTERNATES = {
     "wkv7": transition_wkv7,
     "gla": chunked_gla,
     "gdn": transition_gdn,
+    "kda": transition_kda,
 }
 
 BACKWARDS = {
@@ -41,11 +44,14 @@ BACKWARDS = {
     "wkv7": backward_wkv7,
     "gla": backward_gla,
     "gdn": backward_gdn,
+    "kda": backward_kda,
 }
 
 __all__ = [
-    "BACKWARDS", "FAST", "backward_gdn", "backward_gla", "backward_wkv4", "backward_wkv6", "backward_wkv7",
-    "ALTERNATES", "ORACLES", "chunked_gla", "chunked_wkv6", "closed_form_wkv4", "kkt_inverse",
-    "recurrent_gdn", "recurrent_gdn_wy", "recurrent_gla", "recurrent_wkv4", "recurrent_wkv6",
-    "recurrent_wkv7", "substitution_gdn_wy", "transition_gdn", "transition_wkv7",
+    "BACKWARDS", "FAST", "backward_gdn", "backward_gla", "backward_kda", "backward_wkv4", "backward_wkv6",
+    "backward_wkv7", "ALTERNATES", "ORACLES", "chunked_gla", "chunked_wkv6", "closed_form_wkv4",
+    "kkt_inverse",
+    "recurrent_gdn", "recurrent_gdn_wy", "recurrent_gla", "recurrent_kda", "recurrent_wkv4", "recurrent_wkv6",
+    "recurrent_wkv7", "substitution_gdn_wy", "transition_gdn", "transition_kda", "transition_wkv7",
+    "wkv7_form_kda",
 ]

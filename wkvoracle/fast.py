@@ -26,7 +26,8 @@ Otherwise the chunk's score block is split in halves recursively: the lower-left
 the reference ``r = c`` at the split point, where both factors are ``≤ 1`` for any decay
 (``lw ≤ 0``), and each diagonal half is tested again (a single token needs no exponential).
 Every other exponential is of a non-positive number (``e^{c_t}``, ``e^{c_L - c_s}``); gdn's one
-decay per token takes the same factorization (a decay shared by all keys, ``N = 1``), and wkv4
+decay per token takes the same factorization (a decay shared by all keys, ``N = 1``), kda's per-key
+gates the per-key one, and wkv4
 forms its decays as masked exponentials of differences. So no exponential
 overflows for any ``lw ≤ 0``, and an underflow only ever drops a term below ``e^{-700}`` of
 one that is kept.
@@ -146,13 +147,14 @@ def fast_wkv7(r, k, v, a, b, lw, state=None, *, chunk: int = CHUNK_WKV7, workers
 
 
 def _gdn_chunks(q, k, v, g, beta, St, y, bs, hs, chunk: int, scale: float) -> None:
-    """The chunks of :func:`fast_gdn` for the (batch, head) pairs ``bs × hs`` (writes ``y`` and the
-    transposed state ``St``)."""
+    """The chunks of :func:`fast_gdn` (``g`` `[B, T, H]`) and :func:`fast_kda` (``g`` `[B, T, H, K]`)
+    for the (batch, head) pairs ``bs × hs`` (writes ``y`` and the transposed state ``St``)."""
     St = St[bs, hs]  # a view: updated in place
     N = St.shape[-1]
     for sl in _chunks(k.shape[1], chunk):
         qc, kc, vc = (chunk_view(x, bs, sl, hs) for x in (q, k, v))
-        dec = ChunkDecay.of(chunk_view(g, bs, sl, hs)[..., None])  # one decay for every key: [b, h, L, 1]
+        gc = chunk_view(g, bs, sl, hs)
+        dec = ChunkDecay.of(gc if gc.ndim == 4 else gc[..., None])  # per key, or one for all: [b, h, L, 1]
         bt = chunk_view(beta, bs, sl, hs)[..., None]
         L = dec.L
         # X = [K ⊙ e^{G}; Q ⊙ e^{G}], M = [K Kᵀ ⊙ Γ; Q Kᵀ ⊙ Γ] (causal), tails = K ⊙ e^{G_L - G}
@@ -168,7 +170,7 @@ def _gdn_chunks(q, k, v, g, beta, St, y, bs, hs, chunk: int, scale: float) -> No
         Y += M[..., L:, :] @ U
         Y *= scale
         chunk_view(y, bs, sl, hs)[...] = Y
-        St *= dec.EL  # [..., 1, 1]: one decay for the whole state
+        St *= _mT(dec.EL)  # each key's row of Sᵀ decays by its own e^{c_L} (gdn: one for all)
         St += _mT(tails) @ U
 
 
@@ -183,6 +185,19 @@ def fast_gdn(q, k, v, g, beta, scale, state=None, *, chunk: int = CHUNK, workers
         Y = scale · ((Q ⊙ e^{G}) S0ᵀ + (Q Kᵀ ⊙ Γ) U),   S_L = e^{G_L} S0 + Uᵀ (K ⊙ e^{G_L - G})
 
     (the WY form: ``T = (I + A)⁻¹`` is applied to ``[β V, β e^G K]`` once per chunk).
+    """
+    q, k, v, g, beta = _as_read(q, k, v, g, beta)
+    return _run_groups(_gdn_chunks, (q, k, v, g, beta), state, k, v, workers, chunk=chunk, scale=float(scale))
+
+
+def fast_kda(q, k, v, g, beta, scale, state=None, *, chunk: int = CHUNK, workers: int | None = None) -> dict:
+    """Kimi Delta Attention: :func:`fast_gdn` with one log gate per key, ``g`` `[B, T, H, K]`.
+
+    Inside a chunk, ``c_t`` the inclusive cumulative gate per key and
+    ``M_xk[t, s] = Σ_j x_t[j] k_s[j] e^{c_t[j] - c_s[j]}`` (``s ≤ t``, ChunkDecay)::
+
+        (I + diag(β) tril₋₁(M_kk)) U = diag(β) V - diag(β) (K ⊙ e^{c}) S0ᵀ
+        Y = scale · ((Q ⊙ e^{c}) S0ᵀ + M_qk U),   S_L = S0 diag(e^{c_L}) + Uᵀ (K ⊙ e^{c_L - c})
     """
     q, k, v, g, beta = _as_read(q, k, v, g, beta)
     return _run_groups(_gdn_chunks, (q, k, v, g, beta), state, k, v, workers, chunk=chunk, scale=float(scale))
@@ -252,4 +267,5 @@ FAST = {
     "wkv7": fast_wkv7,
     "gla": fast_gla,
     "gdn": fast_gdn,
+    "kda": fast_kda,
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import initial_state, transition_form
+from .kda import backward_kda
 
 
 def recurrent_gdn(q, k, v, g, beta, scale, state=None) -> dict[str, np.ndarray]:
@@ -53,35 +54,11 @@ def backward_gdn(q, k, v, g, beta, scale, state=None, dy=None, dstate=None) -> d
         dg_t    = <dS', S'>                      (= e^{g_t} <dS', S_{t-1}>)
         G_{t-1} = e^{g_t} dS'
 
-    and ``dstate = G_0``. The forward states ``S_0 … S_T`` are recomputed and stored first.
+    and ``dstate = G_0``. Computed as :func:`backward_kda` with ``g_t`` on every key (the gate
+    per key column of KDA, here all equal), whose per-key gate gradients sum to ``dg_t``.
     """
-    q, k, v, g, beta = (np.asarray(x, np.float64) for x in (q, k, v, g, beta))
-    T = k.shape[1]
-    eg = np.exp(g)
-    S = [initial_state(state, k, v)]
-    for t in range(T):  # forward pass, identical to recurrent_gdn, keeping every state
-        Sd = S[-1] * eg[:, t, :, None, None]
-        u = beta[:, t, :, None] * (v[:, t] - np.einsum("bhij,bhj->bhi", Sd, k[:, t]))
-        S.append(Sd + u[..., :, None] * k[:, t, :, None, :])
-    dy = np.zeros(v.shape) if dy is None else np.asarray(dy, np.float64)
-    G = np.zeros_like(S[0]) if dstate is None else np.array(dstate, dtype=np.float64)
-    grads = {n: np.zeros(x.shape) for n, x in (("q", q), ("k", k), ("v", v), ("g", g), ("beta", beta))}
-    dscale = 0.0
-    for t in range(T - 1, -1, -1):
-        S_new, Sd = S[t + 1], S[t] * eg[:, t, :, None, None]
-        G = G + scale * dy[:, t, :, :, None] * q[:, t, :, None, :]
-        grads["q"][:, t] = scale * np.einsum("bhij,bhi->bhj", S_new, dy[:, t])
-        dscale += float(np.einsum("bhi,bhij,bhj->", dy[:, t], S_new, q[:, t]))
-        resid = v[:, t] - np.einsum("bhij,bhj->bhi", Sd, k[:, t])
-        u = beta[:, t, :, None] * resid
-        du = np.einsum("bhij,bhj->bhi", G, k[:, t])
-        grads["v"][:, t] = beta[:, t, :, None] * du
-        grads["beta"][:, t] = np.einsum("bhi,bhi->bh", du, resid)
-        bdu = beta[:, t, :, None] * du
-        dSd = G - bdu[..., :, None] * k[:, t, :, None, :]
-        grads["k"][:, t] = np.einsum("bhij,bhi->bhj", G, u) - np.einsum("bhij,bhi->bhj", Sd, bdu)
-        grads["g"][:, t] = np.einsum("bhij,bhij->bh", dSd, Sd)
-        G = eg[:, t, :, None, None] * dSd
-    grads["state"] = G
-    grads["scale"] = dscale
+    g = np.asarray(g, np.float64)
+    grads = backward_kda(q, k, v, np.repeat(g[..., None], np.shape(k)[-1], axis=-1), beta, scale, state,
+                         dy=dy, dstate=dstate)
+    grads["g"] = grads["g"].sum(axis=-1)
     return grads

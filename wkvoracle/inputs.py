@@ -8,6 +8,8 @@
   that every exact output still fits fp16), extreme ``β`` / ``iclr``; the stress set adds a long sequence.
 * ``const`` (wkv6 only): the model domain with each sequence's decay constant over time,
   ``lw[:, t] = lw[:, 0]`` (per head and key it still varies), as RWKV-5's kernels take it.
+* KDA (``kda``): gdn's q, k, v and ``β`` with a gate per key: Kimi Linear's ``g = -A·softplus(f)``
+  (``model``; FLA's layer at initialization), gdn's stress gates per key, ggml's gdn gate range per key.
 * ``uniform``: the ranges of ggml's ``test-backend-ops`` (U(-1, 1) everywhere; GDN: ``g ~ U(-20, -1e-4)``,
   ``β ~ U(0, 1)``, ``v ~ U(-0.3, 5)``, L2-normalized q/k). ggml draws its multiplicative decays from
   U(-1, 1); a negative decay has no ``lw = log d``, so decays here are U(1e-6, 1). For wkv4 (no ggml op)
@@ -15,7 +17,7 @@
 
 The edge set adds edge domains (one quantity at its limit: ``lw0``, ``lwneg``, ``beta0``, ``beta1``) and
 boundary domains at the ends of the input ranges that kernel packages document (``ggmlend``, ``hmix``,
-``safegate``; ``BOUNDARY_RANGES`` cites each range's package, file and version).
+``safegate`` for wkv7 and kda; ``BOUNDARY_RANGES`` cites each range's package, file and version).
 
 ``generate(case)`` is a pure function of the case id (dtype excluded: every dtype of a case sees
 the same canonical inputs, rounded by the variant). Arrays are float32, the canonical precision.
@@ -172,7 +174,7 @@ def _edge(op: str, rng, domain, s) -> dict:
         out["lw"] = _edge_log_decay(rng, domain, out["lw"].shape)
     elif op == "wkv7":  # beta0 / beta1: the in-context learning rate iclr at 0 / 1, b = kk * iclr = -a * iclr
         out["b"] = -out["a"] * (0.0 if domain == "beta0" else 1.0)
-    elif op == "gdn":
+    elif op in ("gdn", "kda"):  # kda: the same on its per-key gate
         if domain in ("lw0", "lwneg"):
             out["g"] = _edge_log_decay(rng, domain, out["g"].shape)
         else:
@@ -227,6 +229,12 @@ FLA_SAFE_GATE_LOWER = -5.0
 # and fused_recurrent GLA tests (tests/ops/test_gla.py, bc3b101) draw x ~ U[0, 1) with normalizers 0.1, 1
 # and 10: the strongest tested gate is logsigmoid(0) / 0.1 = -10 ln 2 (a decay of 2^-10 per token).
 FLA_GLA_TEST_LOWER = _f32_inside(-10.0 * np.log(2.0), 0.0)
+# FLA's KDA safe gate: fla-core 0.6.0 fla/ops/kda/chunk.py, chunk_kda: safe_gate "bounds gates to
+# [lower_bound, 0)" (line 290), lower_bound "Recommended value: -5" (line 297), and the call raises unless
+# "-5 <= lower_bound < 0" ("the safe range [-5, 0)", line 482): the strongest gate it admits is -5.
+_FLA_KDA_SAFE_GATE = (f"strong: {_FLA} fla/ops/kda/chunk.py safe_gate bounds gates to [lower_bound, 0), "
+                      "lower_bound 'Recommended value: -5' and 'the safe range [-5, 0)'; weak: the weakest "
+                      "float32 decay 1 - 2^-24 (the range's open end 0, as a decay below 1)")
 
 
 @dataclass(frozen=True)
@@ -277,6 +285,7 @@ BOUNDARY_RANGES: dict[tuple[str, str], dict[str, Bound]] = {
     ("safegate", "wkv7"): {"lw": Bound(FLA_SAFE_GATE_LOWER, DECAY_WEAKEST, f"strong: {_FLA} fla/ops/rwkv7/chunk.py "
                                        "safe_gate 'The safe range is approximately [-5, 0)'; weak: " + _HMIX_WEAK,
                                        heads=True)},
+    ("safegate", "kda"): {"g": Bound(FLA_SAFE_GATE_LOWER, DECAY_WEAKEST, _FLA_KDA_SAFE_GATE, heads=True)},
 }
 
 
@@ -359,6 +368,31 @@ def _gdn(rng, domain, s) -> dict:
     return out
 
 
+# Kimi Linear's gate (flash-linear-attention 0812a88, fla/layers/kda.py, as fla-core 0.6.0's
+# fla/ops/kda/gate.py computes it): g = -exp(A_log) * softplus(f + dt_bias), one per token, head and key,
+# with A_log = log U(1, 16) per head and dt_bias = 0 at initialization. f is the low-rank projection
+# f_proj(x); its scale is not fixed by the layer, so it is drawn N(0, 1) (ours).
+KDA_A_RANGE = (1.0, 16.0)
+
+
+def _kda(rng, domain, s) -> dict:
+    """q, k, v, beta, scale and the state as gdn's domains draw them, then the per-key gate ``g``:
+    ``model`` Kimi Linear's (above), ``stress`` each key near 1 or near 0 as gdn's stress gate,
+    ``uniform`` ggml's gdn gate range U(-20, -1e-4) per key (ggml has no KDA op)."""
+    out = _gdn(rng, domain, s)  # its scalar g is replaced below
+    shape = (s.B, s.T, s.H, s.N)
+    if domain == "model":
+        A = rng.uniform(*KDA_A_RANGE, s.H)[:, None]
+        f = rng.standard_normal(shape)
+        out["g"] = -A * (np.maximum(f, 0) + np.log1p(np.exp(-np.abs(f))))  # -A softplus(f)
+    elif domain == "stress":
+        out["g"] = np.where(rng.random(shape) < 0.5, -(10.0 ** rng.uniform(-7, -3, shape)),
+                            -rng.uniform(10, 20, shape))
+    else:
+        out["g"] = rng.uniform(-20, -1e-4, shape)
+    return out
+
+
 def chunk_local_cumsum(g: np.ndarray, chunk: int) -> np.ndarray:
     """Inclusive cumulative sum of ``g`` `[B, T, H]` restarting at every chunk boundary."""
     gc = np.empty_like(g, dtype=np.float64)
@@ -390,7 +424,7 @@ def _gdn_wy(rng, domain, s) -> dict:
 
 
 GENERATORS: dict[str, Callable] = {
-    "wkv4": _wkv4, "wkv6": _wkv6, "wkv7": _wkv7, "gla": _gla, "gdn": _gdn, "gdn_wy": _gdn_wy,
+    "wkv4": _wkv4, "wkv6": _wkv6, "wkv7": _wkv7, "gla": _gla, "gdn": _gdn, "gdn_wy": _gdn_wy, "kda": _kda,
 }
 
 

@@ -13,8 +13,9 @@ from wkvoracle import FAST, ORACLES
 from wkvoracle._chunked import ChunkDecay, unit_lower_inverse
 
 EDGE = {"wkv4": ("lw0", "lwneg"), "wkv6": ("lw0", "lwneg", "const"), "gla": ("lw0", "lwneg"),
-        "wkv7": ("lw0", "lwneg", "beta0", "beta1"), "gdn": ("lw0", "lwneg", "beta0", "beta1")}
-CASES = [(op, d) for op in ("wkv4", "wkv6", "wkv7", "gla", "gdn") for d in (*DOMAINS, *EDGE[op])]
+        "wkv7": ("lw0", "lwneg", "beta0", "beta1"), "gdn": ("lw0", "lwneg", "beta0", "beta1"),
+        "kda": ("lw0", "lwneg", "beta0", "beta1", "safegate")}
+CASES = [(op, d) for op in ("wkv4", "wkv6", "wkv7", "gla", "gdn", "kda") for d in (*DOMAINS, *EDGE[op])]
 CHUNKS = (1, 7, 16, 32, 64)
 
 
@@ -41,7 +42,7 @@ def test_fast_matches_recurrence(op, domain):
                 assert err <= TOL, (T, h0, chunk, err)
 
 
-@pytest.mark.parametrize("op", ("wkv6", "wkv7", "gla", "gdn"))
+@pytest.mark.parametrize("op", ("wkv6", "wkv7", "gla", "gdn", "kda"))
 def test_fast_matches_recurrence_at_head_size_64(op):
     """The default chunk at N = 64, strong decays included (the split path)."""
     for domain in ("model", "stress", "lwneg"):
@@ -56,16 +57,18 @@ def test_both_decay_paths_are_exercised():
         assert ChunkDecay(np.cumsum(lw, axis=1).transpose(0, 2, 1, 3)).fast is fast  # one chunk of 64
 
 
-@pytest.mark.parametrize("op", ("wkv4", "wkv6", "wkv7", "gla", "gdn"))
+@pytest.mark.parametrize("op", ("wkv4", "wkv6", "wkv7", "gla", "gdn", "kda"))
 def test_one_perturbed_decay_fails_the_tolerance(op):
     """The comparison is not hollow: one decay of one token (wkv4: of one channel) moved by 1e-6 in
     log space makes the fast oracle disagree with the unperturbed recurrence far beyond 1e-12, while
     it still agrees with the recurrence run on the perturbed inputs."""
     x = _run_inputs(op, "model", 37, True)
-    name = {"wkv4": "w4", "gdn": "g"}.get(op, "lw")
+    name = {"wkv4": "w4", "gdn": "g", "kda": "g"}.get(op, "lw")
     bad = {**x, name: x[name].copy()}
     if op == "wkv4":
         bad[name][3] *= 1 + 1e-6
+    elif op == "kda":  # the key this token decays least: the model domain's strong gates forget the others
+        bad[name][0, 18, 1, np.argmax(x[name][0, 18, 1])] -= 1e-6
     else:
         bad[name][0, 18, 1, ...] += -1e-6 if op == "gdn" else np.r_[-1e-6, np.zeros(bad[name].shape[-1] - 1)]
     ref, got = ORACLES[op](**x), FAST[op](**bad)
@@ -95,7 +98,7 @@ def test_unit_lower_inverse():
         assert np.array_equal(unit_lower_inverse(A + np.triu(rng.standard_normal(A.shape))), X)
 
 
-@pytest.mark.parametrize("op", ("wkv6", "wkv7", "gla", "gdn"))
+@pytest.mark.parametrize("op", ("wkv6", "wkv7", "gla", "gdn", "kda"))
 def test_inputs_in_any_float_dtype_give_the_same_result(op):
     """Chunks are read in place into float64 work arrays from the inputs' own dtype: float16 and float32
     inputs give exactly what their float64 conversion gives, and a non-contiguous input what its
@@ -112,7 +115,7 @@ def test_inputs_in_any_float_dtype_give_the_same_result(op):
                 assert np.array_equal(got[n], want[n]), (low, n)
 
 
-@pytest.mark.parametrize("op", ("wkv4", "wkv7", "gdn"))
+@pytest.mark.parametrize("op", ("wkv4", "wkv7", "gdn", "kda"))
 def test_threads_do_not_change_the_result(op):
     x = _run_inputs(op, "stress", 37, True)
     one, two = FAST[op](**x, workers=1), FAST[op](**x, workers=2)

@@ -70,6 +70,19 @@ def test_gdn_domains():
     assert u["g"].min() >= -20 and u["v"].min() >= -0.3 and u["v"].max() <= 5
 
 
+def test_kda_domains():
+    for domain in DOMAINS:
+        x = generate(Case("kda", domain, Shape(1, 32, 2, 16), "fp32"))
+        assert x["g"].shape == x["k"].shape and (x["g"] <= 0).all()
+        assert np.allclose(np.linalg.norm(x["q"], axis=-1), 1, atol=1e-5)
+        assert ((x["beta"] >= 0) & (x["beta"] <= 1)).all()
+    # model: Kimi Linear's -A softplus(f) with A in [1, 16] per head, so g / A per head is a softplus
+    g = generate(Case("kda", "model", Shape(1, 256, 2, 16), "fp32"))["g"].astype(np.float64)
+    ratio = g.max(axis=(0, 1, 3)) / g.min(axis=(0, 1, 3))  # per head the gates span over a decade
+    assert (ratio < 0.1).all() and (g.min() >= -16 * 8) and (g.max() < 0)
+    assert (g.std(axis=-1) > 0).all()  # the gate varies over the keys of every token
+
+
 def test_stress_domain_reaches_both_decay_extremes():
     x = generate(Case("wkv6", "stress", Shape(1, 64, 1, 64), "fp32"))
     d = np.exp(x["lw"].astype(np.float64))

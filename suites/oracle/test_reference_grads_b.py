@@ -1,7 +1,9 @@
-"""The float64 gradient oracles ``backward_wkv7`` and ``backward_gdn`` (issue 5), checked three ways:
+"""The float64 gradient oracles ``backward_wkv7``, ``backward_gdn`` (issue 5) and ``backward_kda``, checked
+three ways:
 
 * central finite differences of the forward oracle on tiny cases, for every input including the
-  initial state (and GDN's ``scale``), with random upstream ``dy`` and ``dstate`` so errors cannot cancel;
+  initial state (and GDN's / KDA's ``scale``), with random upstream ``dy`` and ``dstate`` so errors cannot
+  cancel;
 * torch autograd (float64) of a plain torch transcription of the forward recurrence written here,
   independent of the NumPy code, on medium cases (T = 37, N = 16);
 * edge cases: T = 1, decays at ``lw ≈ 0`` and very negative, ``beta`` exactly 0 and 1, no initial
@@ -19,10 +21,12 @@ import torch
 from wkvkernels.cases import Case, Shape
 from wkvoracle.gdn import backward_gdn, recurrent_gdn
 from wkvoracle.inputs import generate
+from wkvoracle.kda import backward_kda, recurrent_kda
 from wkvoracle.wkv7 import backward_wkv7, recurrent_wkv7
 
-FORWARD = {"wkv7": recurrent_wkv7, "gdn": recurrent_gdn}
-BACKWARD = {"wkv7": backward_wkv7, "gdn": backward_gdn}
+FORWARD = {"wkv7": recurrent_wkv7, "gdn": recurrent_gdn, "kda": recurrent_kda}
+BACKWARD = {"wkv7": backward_wkv7, "gdn": backward_gdn, "kda": backward_kda}
+OPS = ["wkv7", "gdn", "kda"]
 DOMAINS = ("model", "stress", "uniform")
 FD_TOL, AUTOGRAD_TOL = 1e-6, 1e-10
 
@@ -66,7 +70,8 @@ def loss_magnitude(op: str, inputs: dict, dy, dstate) -> float:
 
 # Inputs on which the loss is affine (y and S_T are affine in each of them, all others fixed):
 # central differences are exact for any step there, so a large step removes rounding noise.
-AFFINE = {"wkv7": {"state", "v", "r"}, "gdn": {"state", "v", "q", "scale"}}
+AFFINE = {"wkv7": {"state", "v", "r"}, "gdn": {"state", "v", "q", "scale"},
+          "kda": {"state", "v", "q", "scale"}}
 
 
 def finite_differences(op: str, inputs: dict, dy, dstate, rel_step: float = 1e-6) -> tuple[dict, dict]:
@@ -123,14 +128,14 @@ FD_SHAPES = [(1, 1, 1, 3), (2, 3, 1, 4), (1, 7, 2, 3), (2, 5, 2, 5)]
 
 @pytest.mark.parametrize("shape", FD_SHAPES, ids=lambda s: "B{}-T{}-H{}-N{}".format(*s))
 @pytest.mark.parametrize("domain", DOMAINS)
-@pytest.mark.parametrize("op", ["wkv7", "gdn"])
+@pytest.mark.parametrize("op", OPS)
 def test_backward_matches_finite_differences(op, domain, shape):
     inputs = case_inputs(op, domain, *shape, seed=sum(shape))
     dy, dstate = upstream(inputs, seed=sum(shape))
     check_fd(op, inputs, dy, dstate)
 
 
-@pytest.mark.parametrize("op", ["wkv7", "gdn"])
+@pytest.mark.parametrize("op", OPS)
 def test_backward_without_initial_state_or_final_gradient(op):
     """Absent initial state (zeros; its gradient still returned) and ``dstate=None``."""
     inputs = case_inputs(op, "model", 2, 4, 2, 3, h0=False, seed=3)
@@ -172,27 +177,29 @@ def test_wkv7_backward_extreme_decays():
 
 
 @pytest.mark.parametrize("T", [1, 6])
-def test_gdn_backward_beta_zero_and_one_and_extreme_gates(T):
-    """β exactly 0 (no write, no erase) and exactly 1 (full replacement); g ≈ 0 and g = -20."""
-    inputs = case_inputs("gdn", "uniform", 2, T, 2, 4, seed=21 + T)
+@pytest.mark.parametrize("op", ["gdn", "kda"])
+def test_backward_beta_zero_and_one_and_extreme_gates(op, T):
+    """β exactly 0 (no write, no erase) and exactly 1 (full replacement); g ≈ 0 and g = -20 (kda: mixed
+    inside one key vector)."""
+    inputs = case_inputs(op, "uniform", 2, T, 2, 4, seed=21 + T)
     rng = np.random.default_rng(T)
     shape = inputs["beta"].shape
     inputs["beta"] = np.where(rng.random(shape) < 0.5, 0.0, 1.0)
-    inputs["g"] = np.where(rng.random(shape) < 0.5, -1e-7, -20.0)
+    inputs["g"] = np.where(rng.random(inputs["g"].shape) < 0.5, -1e-7, -20.0)
     dy, dstate = upstream(inputs, seed=T)
-    got = backward_gdn(**inputs, dy=dy, dstate=dstate)
+    got = BACKWARD[op](**inputs, dy=dy, dstate=dstate)
     assert all(np.isfinite(g).all() for g in got.values())
-    check_fd("gdn", inputs, dy, dstate)
-    want = torch_grads("gdn", inputs, dy, dstate)
+    check_fd(op, inputs, dy, dstate)
+    want = torch_grads(op, inputs, dy, dstate)
     for name in want:
         assert_elementwise(got[name], want[name], (T, name))
     # β = 0 everywhere: the update is pure decay, so v, k get no gradient
     inputs["beta"] = np.zeros(shape)
-    got = backward_gdn(**inputs, dy=dy, dstate=dstate)
+    got = BACKWARD[op](**inputs, dy=dy, dstate=dstate)
     assert not got["v"].any() and not got["k"].any() and np.abs(got["beta"]).max() > 0
 
 
-@pytest.mark.parametrize("op", ["wkv7", "gdn"])
+@pytest.mark.parametrize("op", OPS)
 def test_backward_is_finite_on_the_stress_domain(op):
     inputs = case_inputs(op, "stress", 2, 64, 2, 16, seed=5)
     dy, dstate = upstream(inputs, seed=5)
@@ -235,13 +242,26 @@ def torch_forward_gdn(q, k, v, g, beta, scale, state):
     return torch.stack(ys, 1), S
 
 
+def torch_forward_kda(q, k, v, g, beta, scale, state):
+    S, ys = state, []
+    for t in range(k.shape[1]):
+        kt = k[:, t]
+        S = S * torch.exp(g[:, t])[:, :, None, :]  # each key column by its own gate
+        pred = torch.matmul(S, kt[..., None])[..., 0]
+        S = S + (beta[:, t, :, None] * (v[:, t] - pred))[..., :, None] * kt[:, :, None, :]
+        ys.append(scale * torch.matmul(S, q[:, t, ..., None])[..., 0])
+    return torch.stack(ys, 1), S
+
+
+TORCH_FORWARD = {"wkv7": torch_forward_wkv7, "gdn": torch_forward_gdn, "kda": torch_forward_kda}
+
+
 def torch_grads(op: str, inputs: dict, dy, dstate) -> dict[str, np.ndarray]:
     B, _, H, K = inputs["k"].shape
     full = {"state": np.zeros((B, H, inputs["v"].shape[-1], K)), **inputs}
     tens = {n: torch.tensor(np.asarray(x, np.float64), dtype=torch.float64, requires_grad=True)
             for n, x in full.items()}
-    fwd = torch_forward_wkv7 if op == "wkv7" else torch_forward_gdn
-    y, S = fwd(**tens)
+    y, S = TORCH_FORWARD[op](**tens)
     L = (y * torch.from_numpy(dy)).sum()
     if dstate is not None:
         L = L + (S * torch.from_numpy(dstate)).sum()
@@ -251,7 +271,7 @@ def torch_grads(op: str, inputs: dict, dy, dstate) -> dict[str, np.ndarray]:
 
 @pytest.mark.parametrize("h0", [True, False], ids=["h0", "empty"])
 @pytest.mark.parametrize("domain", DOMAINS)
-@pytest.mark.parametrize("op", ["wkv7", "gdn"])
+@pytest.mark.parametrize("op", OPS)
 def test_backward_matches_torch_autograd(op, domain, h0):
     inputs = case_inputs(op, domain, 2, 37, 2, 16, h0=h0, seed=1)
     dy, dstate = upstream(inputs, seed=1, final=h0)  # without h0 also without a final-state gradient
@@ -262,7 +282,8 @@ def test_backward_matches_torch_autograd(op, domain, h0):
     tens = {n: torch.tensor(x) if isinstance(x, np.ndarray) else x for n, x in inputs.items()}
     B, _, H, K = inputs["k"].shape
     tens.setdefault("state", torch.zeros(B, H, K, K, dtype=torch.float64))
-    y, _ = (torch_forward_wkv7 if op == "wkv7" else torch_forward_gdn)(**tens)
+    y, _ = TORCH_FORWARD[op](**tens)
     assert rel(y.numpy(), FORWARD[op](**inputs)["y"]) <= 1e-12
     for name in want:
         assert rel(got[name], want[name]) <= AUTOGRAD_TOL, (op, domain, name, rel(got[name], want[name]))
+

@@ -8,7 +8,7 @@ import pytest
 
 from wkvkernels.cases import Case, Shape
 from wkvkernels.ops import default_state
-from wkvoracle import ALTERNATES, ORACLES, kkt_inverse, recurrent_gdn, recurrent_gdn_wy
+from wkvoracle import ALTERNATES, FAST, ORACLES, kkt_inverse, recurrent_gdn, recurrent_gdn_wy, wkv7_form_kda
 from wkvoracle.gdn_wy import substitution_gdn_wy
 from wkvoracle.inputs import chunk_local_cumsum, generate
 
@@ -27,7 +27,7 @@ def _inputs(op: str, domain: str, T: int = 37, h0: bool = True, N: int = 16, see
     return {**default_state(op, x), **x}
 
 
-STATE_OPS = ("wkv4", "wkv6", "wkv7", "gla", "gdn")
+STATE_OPS = ("wkv4", "wkv6", "wkv7", "gla", "gdn", "kda")
 DOMAINS = ("model", "stress", "uniform")
 
 
@@ -76,7 +76,7 @@ def test_carried_state_equals_one_run(op, t1):
         assert rel(b[n], whole[n]) <= TOL
 
 
-@pytest.mark.parametrize("op", ("wkv6", "wkv7", "gla", "gdn", "wkv4"))
+@pytest.mark.parametrize("op", ("wkv6", "wkv7", "gla", "gdn", "kda", "wkv4"))
 def test_linear_in_values_and_state(op):
     """Every output is linear in (v, initial state) jointly (for wkv4: in (v, aa) at fixed bb, pp)."""
     x1, x2 = _inputs(op, "model", seed=1), _inputs(op, "model", seed=2)
@@ -98,6 +98,44 @@ def test_linear_gdn_wy():
     a, b = recurrent_gdn_wy(**x), recurrent_gdn_wy(**{**x, "v": v2})
     m = recurrent_gdn_wy(**{**x, "v": 2 * x["v"] - v2})
     assert rel(m["u"], 2 * a["u"] - b["u"]) <= TOL and rel(m["w"], a["w"]) <= TOL
+
+
+# ---- kda: the generalized delta rule, and gdn as its special case ---------------------------------
+
+@pytest.mark.parametrize("h0", [True, False])
+@pytest.mark.parametrize("domain", (*DOMAINS, "lwneg", "beta1", "safegate"))
+def test_kda_through_the_generalized_delta_rule(domain, h0):
+    """KDA is RWKV-7's recurrence with lw = g, a = -β (e^g ⊙ k), b = k, value β v, receptance scale·q."""
+    x = _inputs("kda", domain, h0=h0)
+    if not h0:
+        x.pop("state")
+    a, b = ORACLES["kda"](**x), wkv7_form_kda(**x)
+    for name in a:
+        assert rel(b[name], a[name]) <= TOL, (name, rel(b[name], a[name]))
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_gdn_is_kda_with_the_gate_broadcast_over_keys(domain):
+    """Every formulation of kda (recurrence, transition form, fast chunked form) fed gdn's gate on every
+    key gives gdn's recurrence."""
+    x = _inputs("gdn", domain)
+    wide = {**x, "g": np.repeat(x["g"][..., None], x["k"].shape[-1], axis=-1)}
+    want = ORACLES["gdn"](**x)
+    for form in (ORACLES["kda"], ALTERNATES["kda"], FAST["kda"]):
+        got = form(**wide)
+        for name in want:
+            assert rel(got[name], want[name]) <= TOL, (form.__name__, name)
+
+
+def test_kda_decays_each_key_column_by_its_own_gate():
+    """β = 0: no write, the state's column j is scaled by e^{g[j]} and nothing else."""
+    rng = np.random.default_rng(5)
+    S0 = rng.standard_normal((1, 1, 3, 4))
+    g = -rng.uniform(0, 3, (1, 1, 1, 4))
+    q, k, v = (rng.standard_normal((1, 1, 1, n)) for n in (4, 4, 3))
+    out = ORACLES["kda"](q=q, k=k, v=v, g=g, beta=np.zeros((1, 1, 1)), scale=0.5, state=S0)
+    assert np.allclose(out["state"][0, 0], S0[0, 0] * np.exp(g[0, 0, 0])[None, :], rtol=1e-14)
+    assert np.allclose(out["y"][0, 0, 0], 0.5 * out["state"][0, 0] @ q[0, 0, 0], rtol=1e-14)
 
 
 # ---- closed-form tiny cases -------------------------------------------------------------------

@@ -36,6 +36,13 @@ def test_flops_models():
     assert roofline.flops("wkv6", "fused_recurrent", 1, 2, 3, 64) == 6 * (6 * 64 * 64)
     assert roofline.flops("gdn_wy", "chunk", 1, 2, 3, 64, C=16) == 6 * (4 * 16 * 64 + 16)
     assert roofline.tensor_shapes("wkv4", 2, 8, 2, 16)["aa"] == (2, 32)  # channels H N, no heads
+    # kda: gdn's step and chunked counts plus the per-key decay (N exps a step; cumsum, exp, q/k scaling)
+    assert roofline.flops("kda", "fused_recurrent", 1, 1, 1, 64) == 8 * 64 * 64 + 64
+    assert roofline.flops("kda", "chunk", 1, 1, 1, 64) == roofline.flops("gdn", "chunk", 1, 1, 1, 64) + 4 * 64
+    # and its gate is one float32 per key: (N - 1) float32 more per token and head than gdn's
+    B, T, H, N = 2, 8, 2, 16
+    extra = roofline.min_bytes("kda", "bf16", B, T, H, N) - roofline.min_bytes("gdn", "bf16", B, T, H, N)
+    assert extra == B * T * H * (N - 1) * 4
     # every operator's shapes cover its spec inputs and outputs
     from wkvkernels.ops import OPS
 
@@ -204,7 +211,7 @@ def test_bench_cli_without_a_gpu_says_so(capsys):
     assert "no CUDA device" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("op", ["wkv4", "wkv6", "wkv7", "gla", "gdn"])
+@pytest.mark.parametrize("op", ["wkv4", "wkv6", "wkv7", "gla", "gdn", "kda"])
 def test_bench_inputs_have_the_canonical_shapes(op):
     from wkvbench.perf.bench import bench_inputs
     from wkvkernels.cases import Case, Shape

@@ -19,7 +19,7 @@ from wkvoracle import FAST, ORACLES
 from wkvoracle.inputs import generate
 
 SHAPE = Shape(1, 256, 2, 64, h0=True)
-OPS = ("wkv4", "wkv6", "wkv7", "gla", "gdn")
+OPS = ("wkv4", "wkv6", "wkv7", "gla", "gdn", "kda")
 
 
 @pytest.mark.parametrize("op", OPS)

@@ -39,6 +39,8 @@ def test_edge_domains_are_what_they_say():
     assert (lw < 0).all() and (lw > -1.1e-6).all()
     assert (generate(Case("gla", "lwneg", s, "fp32"))["lw"] <= -20).all()
     assert (generate(Case("gdn", "lwneg", s, "fp32"))["g"] <= -20).all()
+    assert (generate(Case("kda", "lwneg", s, "fp32"))["g"] <= -20).all()
+    assert (generate(Case("kda", "beta1", s, "fp32"))["beta"] == 1).all()
     assert (generate(Case("wkv4", "lw0", Shape(1, 17, 1, 64), "fp32"))["w4"] > -1.1e-6).all()
 
 
@@ -103,6 +105,7 @@ def test_boundary_ranges_are_the_cited_numbers():
     wkv7 = BOUNDARY_RANGES[("hmix", "wkv7")]["lw"].lo
     assert -0.6065306597126334 <= wkv7 < -0.60653060  # FLA's RWKV-7 lower_bound, float32, not below it
     assert BOUNDARY_RANGES[("safegate", "wkv7")]["lw"].lo == -5.0  # FLA safe_gate: [-5, 0)
+    assert BOUNDARY_RANGES[("safegate", "kda")]["g"].lo == -5.0  # FLA chunk_kda lower_bound: [-5, 0)
     assert abs(BOUNDARY_RANGES[("hmix", "gla")]["lw"].lo + 10 * np.log(2)) < 1e-6  # logsigmoid(0) / 0.1
     assert BOUNDARY_RANGES[("hmix", "gdn")]["g"].lo == -20.0
     for bounds in BOUNDARY_RANGES.values():
@@ -116,6 +119,8 @@ def test_hmix_puts_strong_and_weak_decays_in_one_chunk():
         assert np.allclose(x[0, :, 0], strong) and (x[0, :, 1] >= -1.0001e-4).all(), op  # head 0 strong, head 1 weak
     lw = generate(Case("wkv7", "safegate", Shape(1, 17, 2, 64, h0=True), "fp32"))["lw"]
     assert (lw[0, :, 0] == -5).all() and (np.float32(np.exp(lw[0, :, 1])) == np.float32(F32_BELOW_1)).all()
+    g = generate(Case("kda", "safegate", Shape(1, 17, 2, 64, h0=True), "fp32"))["g"]  # per key, every key
+    assert (g[0, :, 0] == -5).all() and (np.float32(np.exp(g[0, :, 1])) == np.float32(F32_BELOW_1)).all()
 
 
 def test_ggmlend_hits_both_ends_of_each_range():
@@ -132,6 +137,7 @@ def test_ggmlend_hits_both_ends_of_each_range():
     ("gla/hmix/B1-T65-H2-N64-h0/fp32/s0", "ea8759a412d264d17202c7b426f0e7a5a8b9d019"),
     ("wkv7/safegate/B1-T64-H2-N64/fp32/s0", "ba72bef807a680ef478e976aa2268b785222a891"),
     ("wkv6/ggmlend/B1-T1-H2-N64-h0/fp32/s1", "5662954b007b62923c475d9a8690f8f44fb784d6"),
+    ("kda/safegate/B1-T17-H2-N64-h0/fp32/s0", "20ee3e502b0207be079700acdec5e6e53214ff93"),
 ])
 def test_boundary_inputs_are_bit_for_bit_per_case_id(cid, digest):
     case = Case.parse(cid)

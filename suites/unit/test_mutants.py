@@ -32,11 +32,12 @@ def test_the_panel_covers_the_bug_classes():
     bugs = {n.split(".mutant.")[1] for n in NAMES}
     assert {"wrong_decay_encoding", "bonus_dropped", "bonus_on_new_state", "state_transposed", "sa_after_decay",
             "off_by_one", "last_partial_chunk_dropped", "initial_state_ignored", "final_state_not_written",
-            "shared_batch_state", "default_scale", "low_precision_state", "some_heads_unwritten"} <= bugs
+            "shared_batch_state", "default_scale", "low_precision_state", "some_heads_unwritten",
+            "gate_per_head"} <= bugs
 
 
 @pytest.mark.parametrize("dtype", ("bf16", "fp16"))
-@pytest.mark.parametrize("op", ("wkv6", "wkv7", "gla", "gdn"))
+@pytest.mark.parametrize("op", ("wkv6", "wkv7", "gla", "gdn", "kda"))
 def test_the_half_precision_state_mutant_is_killed_in_bf16_and_fp16(op, dtype):
     """Its state limits come from the fp32-state baseline (tolerances.FP32_STATE), so the fp16 state is
     killed by the half-precision cases too, not only by fp32 ones."""

@@ -76,5 +76,14 @@ def test_shrinking_stops_at_its_time_budget_and_says_so(tmp_path, monkeypatch):
         assert first.shrunk and "case" in first.shrunk  # the first always runs
         assert second.shrunk == {"error": "not shrunk: the run's 0 s for shrinking were spent"}
         assert pinned == [True] and not autotune.installed()
+        # the report prints both, the unshrunk one with its reason (it raised KeyError 'case' before)
+        from rich.console import Console
+
+        from wkvbench.run.show import print_report
+
+        con = Console(record=True, width=300)
+        print_report(report, con)
+        text = con.export_text()
+        assert f"shrunk to {first.shrunk['case']}" in text and "not shrunk: the run's 0 s" in text
     finally:
         unregister(v.name)

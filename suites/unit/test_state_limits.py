@@ -18,7 +18,7 @@ from wkvkernels.cases import Case, Shape
 from wkvkernels.ops import default_state, op_spec, round_inputs, round_to
 from wkvoracle import ORACLES
 
-STATE_OPS = ("wkv4", "wkv6", "wkv7", "gla", "gdn")
+STATE_OPS = ("wkv4", "wkv6", "wkv7", "gla", "gdn", "kda")
 HALF = ("bf16", "fp16")
 # Where a half-precision state drifts: one long sequence, one head (wkv4: 64 channels), model values.
 LONG = Shape(1, 1024, 1, 64, h0=True)
@@ -157,9 +157,9 @@ def test_the_committed_h100_rows_keep_their_verdicts():
 @pytest.mark.parametrize("op", STATE_OPS)
 def test_a_long_sequence_fails_a_half_precision_state_and_passes_the_cpu_kernels(half_state, op, dtype):
     """T = 1024, one head: the half-precision state fails (its rounding, at every token, reaches y as
-    well: its y error exceeds every fp32-state kernel's), while every CPU kernel of the operator that
-    runs this dtype passes, or is a known failure (mlx-lm's RWKV-7 ops path, which keeps its state in
-    the input dtype too)."""
+    well: its y error exceeds every fp32-state kernel's; not for kda, below), while every CPU kernel of
+    the operator that runs this dtype passes, or is a known failure (mlx-lm's RWKV-7 ops path, which keeps
+    its state in the input dtype too)."""
     case = Case(op, "model", LONG, dtype, 0)
     half = CHECKER.check(half_state[op], case)
     assert half.status == FAIL and any(n in half.reason for n in op_spec(op).state), half.reason
@@ -176,4 +176,10 @@ def test_a_long_sequence_fails_a_half_precision_state_and_passes_the_cpu_kernels
             assert tolerances.known_failure(v.name, case.id) and "input dtype" in res.reason, res.reason
         else:
             real_y.append(res.errors["y"].rel)  # relative errors: FLA's naive GDN y is declared fp32
+    if op == "kda":
+        # kda's model gates (Kimi Linear's -A softplus(f), A >= 1 per head: median about -6 a token) forget
+        # a token's state within a few steps, so the half-precision state's rounding barely reaches y
+        # (bf16 1.0035x floor, fp16 1.0036x; CPU 2026-11-27) while the same-dtype baseline's rounded
+        # products read 1.41x: only its state shows it, as asserted above
+        return
     assert half.errors["y"].rel > max(real_y), (half.errors["y"].rel, real_y)

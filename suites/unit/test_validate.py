@@ -32,6 +32,7 @@ CASES = {
     "gla": Case.parse("gla/model/B2-T5-H2-N8-h0/fp32/s0"),
     "gdn": Case.parse("gdn/model/B2-T5-H2-N8-h0/fp32/s0"),
     "gdn_wy": Case.parse("gdn_wy/model/B2-T5-H2-N8-C4/fp32/s0"),
+    "kda": Case.parse("kda/model/B2-T5-H2-N8-h0/fp32/s0"),
 }
 
 
@@ -87,6 +88,8 @@ BAD = [
     ("positive lw (wkv6)", "wkv6", edit("wkv6", _set("lw", (1, 0, 0, 0), 1e-3)), ["lw out of range"]),
     ("positive lw (gla)", "gla", edit("gla", _set("lw", (0, 0, 0, 0), 2.0)), ["lw out of range"]),
     ("positive gdn gate", "gdn", edit("gdn", _set("g", (0, 0, 1), 0.5)), ["g out of range", "g <= 0"]),
+    ("positive kda gate", "kda", edit("kda", _set("g", (0, 0, 1, 3), 0.5)), ["g out of range", "g <= 0"]),
+    ("kda gate per head only", "kda", edit("kda", lambda x: x.update(g=x["g"][..., 0])), ["g", "rank 3"]),
     ("beta > 1", "gdn", edit("gdn", _set("beta", (0, 0, 0), 1.5)), ["beta out of range", "[0, 1]", "1.5"]),
     ("beta < 0", "gdn_wy", edit("gdn_wy", _set("beta", (0, 0, 0), -0.1)), ["beta out of range"]),
     ("wkv4 w4 = 0", "wkv4", edit("wkv4", _set("w4", (3,), 0.0)), ["w4 out of range", "< 0", "[3]"]),

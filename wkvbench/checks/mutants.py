@@ -175,6 +175,10 @@ def _wkv7_sa_after_decay(x):  # sa = (S diag(d)) a instead of S a
     return {"y": y, "state": S}
 
 
+def _kda_gate_per_head(x):  # one gate per head (gdn's), the per-key gate averaged over the keys
+    return ORACLES["kda"](**{**x, "g": np.broadcast_to(x["g"].mean(axis=-1, keepdims=True), x["g"].shape)})
+
+
 # ---- production conventions (docs/conventions.md): the oracle's solve with one convention read wrong ----
 
 def _convention_bug(op, **bug):
@@ -203,7 +207,7 @@ def _panel() -> list[tuple[str, str, Callable, str]]:
     panel = []
     for op in ("wkv6", "wkv7", "gla"):
         panel.append((op, "wrong_decay_encoding", _wrong_decay_encoding(op), "log decay read as raw w"))
-    for op in ("wkv6", "wkv7", "gla", "gdn"):
+    for op in ("wkv6", "wkv7", "gla", "gdn", "kda"):
         panel += [
             (op, "state_transposed", _state_transposed(op), "[key,value] state taken for [value,key]"),
             (op, "initial_state_ignored", _initial_state_ignored(op), "initial state never read"),
@@ -220,6 +224,7 @@ def _panel() -> list[tuple[str, str, Callable, str]]:
         ("wkv6", "bonus_dropped", _wkv6_bonus_dropped, "bonus u dropped"),
         ("wkv6", "bonus_on_new_state", _wkv6_bonus_on_new_state, "output read from the new state"),
         ("wkv7", "sa_after_decay", _wkv7_sa_after_decay, "sa = S·a computed after the decay"),
+        ("kda", "gate_per_head", _kda_gate_per_head, "per-key gate replaced by its mean over the keys"),
         ("wkv4", "off_by_one", _off_by_one("wkv4"), "outputs one token late"),
         ("wkv4", "some_heads_unwritten", _some_heads_unwritten("wkv4"), "last quarter of channels never written"),
     ]

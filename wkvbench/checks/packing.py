@@ -29,7 +29,7 @@ from .properties import (
 
 PACK_LENGTHS = (5, 0, 1, 17, 63, 2)  # lengths of the packed sequences: empty, one token, one off 64, ...
 PACK_SLACK = 7  # padded packing: rows after cu_seqlens[-1] that belong to no sequence
-PACKABLE_OPS = ("wkv6", "wkv7", "gla", "gdn")  # operators with a matrix state FLA packs by cu_seqlens
+PACKABLE_OPS = ("wkv6", "wkv7", "gla", "gdn", "kda")  # operators with a matrix state FLA packs by cu_seqlens
 
 
 def _token_names(inputs: dict) -> list[str]:

@@ -224,6 +224,10 @@ KNOWN_FAILURES: dict[tuple[str, str], str | None] = {
            ("wkv6.fla.fused_recurrent.interp", "wkv6", "hmix", ("B1-T6?-*",), FP32),
            ("wkv7.fla.fused_recurrent.interp", "wkv7", "hmix", ("B1-T6?-*",), ALL),
            ("wkv7.fla.fused_recurrent.interp", "wkv7", "safegate", ("B1-T6?-*",), ALL),
+           # kda (2026-11-27, CPU, edge set): safegate T = 64/65 state 9.75e-7..1.34e-6 (36.9-52.8x floor) in
+           # every dtype, fp32 y 6.81e-7..8.55e-7 (26.7-34.8x), within 1.01x of the baseline's
+           ("kda.fla.naive_recurrent", "kda", "safegate", ("B1-T6?-*",), ALL),
+           ("kda.fla.fused_recurrent.interp", "kda", "safegate", ("B1-T6?-*",), ALL),
        ) for sh in shapes for dt in dtypes},
     # rwkv-ops' GDN native recurrence, lwneg fp16 B1-T63-H1-N64-h0: state 1.09e-7 relative (4.23x the fp32
     # floor) against 1.03e-7, 4x an unusually exact fp32-state baseline (CPU, 2026-11-25): an ordinary

@@ -107,6 +107,14 @@ CEILINGS: dict[tuple[str, str, str], Tol] = {
     ("gla", "fp16", "y"): _measured(2.71, "gla/stress/B1-T1-H2-N64-h0/fp16/s5"),
     ("gla", "fp32", "state"): _measured(3.24, "gla/model/B2-T64-H1-N64/fp32/s5"),
     ("gla", "fp32", "y"): _measured(6.59, "gla/model/B2-T37-H2-N64-h0/fp32/s3"),
+    # kda: measured 2026-11-27 the same way (CPU dev machine, torch 2.13.0+cpu, default set, seeds 0-5;
+    # states of bf16/fp16 cases against the fp32-state baseline)
+    ("kda", "bf16", "state"): _measured(4.14, "kda/stress/B1-T256-H1-N64-h0/bf16/s4", baseline=FP32_STATE),
+    ("kda", "bf16", "y"): _measured(1.56, "kda/model/B1-T1-H2-N64-h0/bf16/s1"),
+    ("kda", "fp16", "state"): _measured(4.29, "kda/stress/B1-T256-H1-N64-h0/fp16/s4", baseline=FP32_STATE),
+    ("kda", "fp16", "y"): _measured(1.49, "kda/model/B2-T37-H2-N64-h0/fp16/s5"),
+    ("kda", "fp32", "state"): _measured(4.19, "kda/stress/B1-T256-H1-N64-h0/fp32/s4"),
+    ("kda", "fp32", "y"): _measured(6.48, "kda/stress/B2-T37-H2-N64-h0/fp32/s4"),
     ("wkv4", "bf16", "aa"): _measured(4.26e+03, "wkv4/stress/B1-T512-H1-N64-h0/bf16/s2", baseline=FP32_STATE),
     ("wkv4", "bf16", "bb"): _measured(6.58e+03, "wkv4/stress/B1-T512-H1-N64-h0/bf16/s2", baseline=FP32_STATE),
     ("wkv4", "bf16", "pp"): _measured(481, "wkv4/stress/B1-T512-H1-N64-h0/bf16/s5", baseline=FP32_STATE),
@@ -146,6 +154,8 @@ SAME_DTYPE_STATE: dict[tuple[str, str], Tol] = {
     ("gdn", "fp16"): _measured(9.68e+03, "gdn/uniform/B2-T64-H1-N64/fp16/s1"),
     ("gla", "bf16"): _measured(7.82e+04, "gla/stress/B1-T256-H1-N64-h0/bf16/s0"),
     ("gla", "fp16"): _measured(9.74e+03, "gla/stress/B1-T1-H2-N64-h0/fp16/s0"),
+    ("kda", "bf16"): _measured(7.8e+04, "kda/stress/B2-T64-H1-N64/bf16/s2"),  # 2026-11-27, as above
+    ("kda", "fp16"): _measured(9.14e+03, "kda/uniform/B2-T64-H1-N64/fp16/s0"),
     ("wkv6", "bf16"): _measured(7.99e+04, "wkv6/stress/B1-T1-H2-N64-h0/bf16/s5"),
     ("wkv6", "fp16"): _measured(1.03e+04, "wkv6/stress/B1-T1-H2-N64-h0/fp16/s3"),
     ("wkv7", "bf16"): _measured(6.74e+04, "wkv7/stress/B2-T64-H1-N64/bf16/s0"),
@@ -190,6 +200,25 @@ CEILINGS.update({
     ("gla", "fp32", "grad_q"): _measured(7.38, "gla/model/B1-T1-H2-N64-h0/fp32/s4"),
     ("gla", "fp32", "grad_state"): _measured(4.23, "gla/stress/B1-T256-H1-N64-h0/fp32/s2"),
     ("gla", "fp32", "grad_v"): _measured(4.65, "gla/model/B1-T1-H2-N64-h0/fp32/s1"),
+    # kda: measured 2026-11-27 the same way (CPU dev machine, torch 2.13.0+cpu, default set, seeds 0-5)
+    ("kda", "bf16", "grad_beta"): _measured(14.1, "kda/model/B1-T1-H2-N64-h0/bf16/s3"),
+    ("kda", "bf16", "grad_g"): _measured(2.35e+05, "kda/uniform/B2-T37-H2-N64-h0/bf16/s2"),
+    ("kda", "bf16", "grad_k"): _measured(1.82, "kda/stress/B1-T256-H1-N64-h0/bf16/s4"),
+    ("kda", "bf16", "grad_q"): _measured(4.01, "kda/model/B1-T1-H2-N64-h0/bf16/s1"),
+    ("kda", "bf16", "grad_state"): _measured(7.38e+04, "kda/stress/B1-T256-H1-N64-h0/bf16/s5"),
+    ("kda", "bf16", "grad_v"): _measured(1.97, "kda/model/B1-T1-H2-N64-h0/bf16/s5"),
+    ("kda", "fp16", "grad_beta"): _measured(12.9, "kda/stress/B1-T1-H2-N64-h0/fp16/s0"),
+    ("kda", "fp16", "grad_g"): _measured(1.99e+04, "kda/model/B2-T64-H1-N64/fp16/s4"),
+    ("kda", "fp16", "grad_k"): _measured(1.88, "kda/stress/B1-T256-H1-N64-h0/fp16/s3"),
+    ("kda", "fp16", "grad_q"): _measured(2.62, "kda/uniform/B1-T1-H2-N64-h0/fp16/s1"),
+    ("kda", "fp16", "grad_state"): _measured(9.3e+03, "kda/model/B2-T37-H2-N64-h0/fp16/s0"),
+    ("kda", "fp16", "grad_v"): _measured(1.74, "kda/uniform/B1-T1-H2-N64-h0/fp16/s5"),
+    ("kda", "fp32", "grad_beta"): _measured(89.3, "kda/model/B1-T1-H2-N64-h0/fp32/s0"),
+    ("kda", "fp32", "grad_g"): _measured(18.3, "kda/model/B1-T1-H2-N64-h0/fp32/s1"),
+    ("kda", "fp32", "grad_k"): _measured(5.78, "kda/stress/B1-T256-H1-N64-h0/fp32/s3"),
+    ("kda", "fp32", "grad_q"): _measured(21.2, "kda/uniform/B1-T1-H2-N64-h0/fp32/s1"),
+    ("kda", "fp32", "grad_state"): _measured(3.25, "kda/stress/B1-T256-H1-N64-h0/fp32/s5"),
+    ("kda", "fp32", "grad_v"): _measured(5.66, "kda/stress/B2-T64-H1-N64/fp32/s1"),
     ("wkv4", "bf16", "grad_aa"): _measured(3.1e+05, "wkv4/stress/B1-T512-H1-N64-h0/bf16/s3"),
     ("wkv4", "bf16", "grad_bb"): _measured(3.19e+05, "wkv4/stress/B1-T512-H1-N64-h0/bf16/s4"),
     ("wkv4", "bf16", "grad_k"): _measured(40.5, "wkv4/stress/B2-T64-H1-N96/bf16/s0"),
@@ -307,6 +336,19 @@ VARIANT_TOLERANCES: dict[tuple[str, str, str, str], Tol] = {
         1534, 778, "measured 753x fp32 floor, 389x the fp32-state baseline (seeds 0-5)", FP32_STATE),
     ("gdn.fla.naive_chunk", "gdn", "fp16", "state"): Tol(
         1534, 778, "measured 767x fp32 floor, 379x the fp32-state baseline (seeds 0-5)", FP32_STATE),
+    # FLA 0.6.0 naive_chunk_kda, the same WY solve with per-key gates (CPU, 2026-11-27, seeds 0-5; floor
+    # multiple / multiple of the baseline; ceiling and factor 2x that): y 302x (kda/stress/B2-T64-H1-N64/
+    # fp32/s3) / 71.4x (same shape, s5); state 679x / 275x (kda/stress/B1-T256-H1-N64-h0/fp32/s3); bf16
+    # state 659x fp32 floor / 294x the FP32_STATE baseline, fp16 708x / 290x (both .../B1-T256-H1-N64-h0/
+    # .../s3); bf16/fp16 y within 1.0x floor (returned in v's dtype). naive_recurrent_kda stays at 5.3x.
+    ("kda.fla.naive_chunk", "kda", "fp32", "y"): Tol(
+        604, 143, "measured 302x floor, 71.4x baseline (seeds 0-5)"),
+    ("kda.fla.naive_chunk", "kda", "fp32", "state"): Tol(
+        1358, 550, "measured 679x floor, 275x baseline (seeds 0-5)"),
+    ("kda.fla.naive_chunk", "kda", "bf16", "state"): Tol(
+        1318, 588, "measured 659x fp32 floor, 294x the fp32-state baseline (seeds 0-5)", FP32_STATE),
+    ("kda.fla.naive_chunk", "kda", "fp16", "state"): Tol(
+        1416, 580, "measured 708x fp32 floor, 290x the fp32-state baseline (seeds 0-5)", FP32_STATE),
     # Chunked DPLR in fp32 (FLA's dplr_chunkwise reference), CPU, seeds 0-5: y 17.3x floor, 4.68x
     # baseline (wkv7/uniform/B2-T64-H1-N64/fp32/s4); state 33.7x, 15.2x (same shape, s5).
     ("wkv7.*chunk*", "wkv7", "fp32", "y"): Tol(35, 10, "measured 17.3x floor, 4.68x baseline (FLA dplr_chunkwise, seeds 0-5)"),

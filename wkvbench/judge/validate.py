@@ -9,8 +9,8 @@ the array, the problem and what was expected:
   ``T``, ``H`` and ``N`` shared by all arrays (``v`` may have its own value width);
 * no dimension of size 0 (``T = 0``, ``B = 0`` ...);
 * every value finite (only wkv4's ``pp`` may be ``-inf``: an empty state);
-* decays inside their range: ``lw <= 0`` (wkv6, wkv7, gla), ``g <= 0`` (gdn),
-  ``w4 < 0`` (wkv4: ``W = -exp(w)``), ``beta`` in ``[0, 1]`` (gdn, gdn_wy), ``scale`` finite
+* decays inside their range: ``lw <= 0`` (wkv6, wkv7, gla), ``g <= 0`` (gdn, kda),
+  ``w4 < 0`` (wkv4: ``W = -exp(w)``), ``beta`` in ``[0, 1]`` (gdn, kda, gdn_wy), ``scale`` finite
   (gdn_wy's ``gc`` is any finite value: ggml's uniform domain feeds it positive values too).
 
 The CLI turns an ``InvalidInput`` into exit code 2 and the message (no traceback).
@@ -40,6 +40,7 @@ _LAYOUT: dict[str, dict[str, str]] = {
     "wkv7": {"r": "BTHN", "k": "BTHN", "v": "BTHV", "a": "BTHN", "b": "BTHN", "lw": "BTHN", "state": "BHVN"},
     "gla": {"q": "BTHN", "k": "BTHN", "v": "BTHV", "lw": "BTHN", "state": "BHVN"},
     "gdn": {"q": "BTHN", "k": "BTHN", "v": "BTHV", "g": "BTH", "beta": "BTH", "state": "BHVN"},
+    "kda": {"q": "BTHN", "k": "BTHN", "v": "BTHV", "g": "BTHN", "beta": "BTH", "state": "BHVN"},
     "gdn_wy": {"k": "BTHN", "v": "BTHV", "beta": "BTH", "A": "BTHK", "gc": "BTH"},
 }
 _DIM_NAMES = {"B": "batch B", "T": "sequence length T", "H": "heads H", "N": "head size N",
@@ -53,6 +54,8 @@ _RANGES: dict[tuple[str, str], tuple[float, float, bool, bool, str]] = {
     ("gla", "lw"): (-math.inf, 0.0, False, True, "log decay lw <= 0 (decay exp(lw) in (0, 1])"),
     ("gdn", "g"): (-math.inf, 0.0, False, True, "log gate g <= 0 (gate exp(g) in (0, 1])"),
     ("gdn", "beta"): (0.0, 1.0, True, True, "post-sigmoid beta in [0, 1]"),
+    ("kda", "g"): (-math.inf, 0.0, False, True, "per-key log gate g <= 0 (gate exp(g) in (0, 1])"),
+    ("kda", "beta"): (0.0, 1.0, True, True, "post-sigmoid beta in [0, 1]"),
     ("gdn_wy", "beta"): (0.0, 1.0, True, True, "post-sigmoid beta in [0, 1]"),
 }
 _MAY_BE_NEG_INF = {("wkv4", "pp")}  # the empty wkv4 state: p = -inf (or -1e38)

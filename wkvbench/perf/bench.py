@@ -42,7 +42,7 @@ from .shapes import (  # noqa: F401 - re-exported
 from .timing import SEM_BOUND
 
 SCHEMA = BENCH
-BENCH_OPS = ("wkv4", "wkv6", "wkv7", "gla", "gdn")  # gdn_wy is a chunk stage, not an operator
+BENCH_OPS = ("wkv4", "wkv6", "wkv7", "gla", "gdn", "kda")  # gdn_wy is a chunk stage, not an operator
 
 def asv_variants(globs: tuple[str, ...] = ("*",), device: str = "cuda") -> list[str]:
     """The variants the asv benchmarks time on ``device``: the benchmarked operators' variants matching

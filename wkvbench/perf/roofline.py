@@ -23,6 +23,8 @@ wkv7      10 N^2: S a 2N^2, (S a) b^T 2N^2, v k^T 2N^2, decay     8 C N + 6 N^2 
 gdn       8 N^2: decay N^2, S k 2N^2, delta outer 2N^2, add N^2,  8 C N + 6 N^2 + C^2
           q.S 2N^2 (minus lower-order terms)
 gdn_wy    4 C N + C (w = A (beta k), u = A (beta v) per token)   (same)
+kda       8 N^2 + N: gdn's, with N exps for the per-key decay   8 C N + 6 N^2 + C^2 + 4 N (the gate's
+                                                                 cumsum and exp, q and k scaled by it)
 ========= ====================================================== =====================================
 
 The compute floor divides by the matmul ceiling of the dtype (bf16 for bf16/fp16, plain fp32 for

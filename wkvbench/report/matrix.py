@@ -20,7 +20,7 @@ from ..results.committed import VerifyRun
 from .charts import Chart, Charts, Trace
 
 DTYPE_ORDER = ("fp32", "tf32", "bf16", "fp16", "fp8")
-OP_ORDER = ("wkv4", "wkv6", "wkv7", "gla", "gdn", "gdn_wy")
+OP_ORDER = ("wkv4", "wkv6", "wkv7", "gla", "gdn", "gdn_wy", "kda")
 RAN = ("PASS", "FAIL", "XFAIL", "XPASS")
 BAD = ("FAIL", "ERROR", "XPASS", "CRASH", "TIMEOUT")  # CRASH/TIMEOUT: the worker died or hung (run/isolate)
 

@@ -83,8 +83,10 @@ def print_report(report: Report, console: Console) -> None:
         if r.stderr_tail:
             tail = r.stderr_tail.splitlines()[-5:]
             console.print("  stderr tail:\n" + "\n".join(f"    {line}" for line in tail), markup=False)
-        if r.shrunk:
+        if r.shrunk and "case" in r.shrunk:
             console.print(f"  shrunk to {r.shrunk['case']}: {r.shrunk['reproduce']}")
+        elif r.shrunk:  # left unshrunk (budget spent, or the shrinker raised): say why
+            console.print(f"  {r.shrunk.get('error', 'not shrunk')}", highlight=False)
     console.print(
         f"{counts[PASS]} passed, {sum(counts[s] for s in BAD)} failed"
         + (f" ({counts['CRASH']} crashed, {counts['TIMEOUT']} timed out)"

@@ -10,6 +10,13 @@ class GdnTorchRecurrent(DeltaRuleTorchRecurrent):
     name = "gdn.torch.recurrent"
     operator = "gdn"
 
+    @staticmethod
+    def decay(g_t):
+        """The multiplier of the state `[B, H, V, K]` for the gate of one token (gdn: one per head)."""
+        import torch
+
+        return torch.exp(g_t)[:, :, None, None]
+
     def recur(self, n: dict) -> dict:
         import torch
 
@@ -18,7 +25,7 @@ class GdnTorchRecurrent(DeltaRuleTorchRecurrent):
         S = n["state"].clone() if "state" in n else torch.zeros(B, H, v.shape[-1], N)
         y = torch.full_like(v, float("nan"))
         for t in range(T):
-            S = S * torch.exp(g[:, t])[:, :, None, None]
+            S = S * self.decay(g[:, t])
             kt = k[:, t].float()
             v_new = (beta[:, t, :, None].float() * (v[:, t].float() - torch.einsum("bhij,bhj->bhi", S, kt)))
             S = S + v_new.to(v.dtype).float()[..., :, None] * kt[..., None, :]

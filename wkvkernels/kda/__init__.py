@@ -1,0 +1,7 @@
+"""kda variants (Kimi Delta Attention)."""
+
+from . import (  # noqa: F401  (each module registers its variants at import)
+    fla_naive,
+    fla_triton,
+    torch_recurrent,
+)

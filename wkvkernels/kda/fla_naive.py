@@ -1,0 +1,41 @@
+"""FLA's pure-PyTorch KDA references (``fla/ops/kda/naive.py``).
+
+Both are time-first ``[B, T, H, K]`` with ``g`` ``[B, T, H, K]`` and ``beta`` ``[B, T, H]``, take
+``scale``, upcast to fp32 and return the output in **v's dtype** (unlike the gdn references); state
+``[B, H, K, V]`` fp32. ``naive_chunk_kda`` asserts ``T % chunk_size == 0``: we append no-op tokens.
+Read and checked at fla-core 0.6.0; the first release that ships ``fla/ops/kda`` is not pinned here
+(``releases`` None).
+"""
+
+from __future__ import annotations
+
+from wkvkernels._fla import FlaNaive
+from wkvkernels.base import register
+
+_ARGS = {"q": "q", "k": "k", "v": "v", "g": "g", "beta": "beta"}
+
+
+class KdaFlaNaiveRecurrent(FlaNaive):
+    """``naive_recurrent_kda``: per-token loop."""
+
+    name = "kda.fla.naive_recurrent"
+    operator = "kda"
+    algorithm = "recurrent"
+    entry = ("ops.kda.naive", "naive_recurrent_kda")
+    args = _ARGS
+
+
+class KdaFlaNaiveChunk(FlaNaive):
+    """``naive_chunk_kda(..., chunk_size=64)``: WY form with natural-log per-key cumsums."""
+
+    name = "kda.fla.naive_chunk"
+    operator = "kda"
+    algorithm = "chunk"
+    entry = ("ops.kda.naive", "naive_chunk_kda")
+    args = _ARGS
+    chunk = 64
+    fixed = {"chunk_size": 64}
+
+
+register(KdaFlaNaiveRecurrent)
+register(KdaFlaNaiveChunk)
