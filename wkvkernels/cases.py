@@ -56,6 +56,10 @@ CONVENTIONS: dict[str, str] = {
     "raw": "raw gating inputs (A_log, a, dt_bias, b)",
     "qkn": "in-kernel q/k normalisation",
 }
+# A pooled adapter may watch the slot just before and just after the pool it passes (a kernel that takes
+# the padding index -1 for a slot reads and writes the one before): it fills them with this value and
+# returns them as ``state_pool_guard``; the judge fails a case whose guards changed.
+POOL_GUARD = -3.25
 CONVENTION_OPS: dict[str, frozenset[str]] = {
     "gdn": frozenset(CONVENTIONS), "kda": frozenset(CONVENTIONS), "gdn_wy": frozenset({"gva"}),
 }

@@ -115,6 +115,7 @@ OPS: dict[str, OpSpec] = {
         # (step), and the gate's cumulative sum, its exp and the q, k scalings by it (4 N, chunked)
         OpSpec("kda", ("q", "k", "v", "g", "beta"), ("q", "k", "v", "beta"), ("state",),
                ("y", "state"), ("y",), has_scale=True, section="§5.3", state_fill=_ZERO_STATE,
+               raw_activations=("a", "b"),
                shapes=(("q", "bthn"), ("k", "bthn"), ("v", "bthn"), ("g", "bthn"), ("beta", "bth"), *_MATRIX),
                step_flops=(8, 0, 0, 1, 0), chunk_flops=(6, 8, 1, 4, 0)),
     )

@@ -14,7 +14,7 @@ from wkvbench.judge.check import FAIL, PASS, SKIP, Checker
 from wkvbench.judge.validate import InvalidInput, validate_inputs
 from wkvkernels import get
 from wkvkernels.base import KernelVariant, register, unregister
-from wkvkernels.cases import CONVENTIONS, Case, Shape
+from wkvkernels.cases import CONVENTIONS, POOL_GUARD, Case, Shape
 from wkvkernels.ops import round_inputs
 from wkvoracle import ALTERNATES, ORACLES
 from wkvoracle.conventions import L2NORM_EPS, canonical, real_rows, solve
@@ -257,3 +257,32 @@ def test_the_models_set_names_its_sources_and_keeps_its_conventions_at_the_gate(
     assert {MODEL_ROWS[f"qwen3-next-tp{n}.decode-b64"][1].H for n in (2, 4, 8)} == {8, 4, 2}
     assert {s.T for n, (op, s) in MODEL_ROWS.items() if n.startswith("qwen3-next.mtp")} == {2, 4}
     assert {s.T for n, (op, s) in MODEL_ROWS.items() if n.startswith("qwen3-next.prefill")} == {8192, 32768}
+
+
+class _GuardWriter(_PoolScribbler):
+    """The oracle's answer, with the guard slots a pooled adapter watches: the one before slot 0 written,
+    as a kernel that takes the padding index -1 for a slot does (FLA's fused_recurrent_kda_fwd)."""
+
+    name = "gdn.test.guard_writer"
+
+    def run(self, native):
+        x, case = native
+        out = solve(ORACLES["gdn"], x, qkn=case.shape.qkn)
+        guard = np.full((2, *out["state_pool"].shape[1:]), POOL_GUARD)
+        guard[0, 0, 0, 0] = 0.5 if self.bad else POOL_GUARD
+        return {**{n: t.astype(np.float32) for n, t in out.items()}, "state_pool_guard": guard}
+
+    bad = True
+
+
+@pytest.mark.parametrize("bad", [True, False])
+def test_a_write_outside_the_pool_fails_and_says_so(bad):
+    v = register(type("GuardWriter", (_GuardWriter,), {"bad": bad}))
+    try:
+        res = Checker().check(v, Case.parse("gdn/model/B3-T2-H1-HV2-N16-P6-pad1/fp32/s0"))
+        if bad:
+            assert res.status == FAIL and "written outside the pool" in res.reason, res.reason
+        else:
+            assert res.status == PASS, res.reason
+    finally:
+        unregister(v.name)

@@ -235,7 +235,7 @@ def register_mutants() -> list[str]:
     """Register the whole panel (idempotent); returns the mutant names."""
     names = []
     existing = {v.name for v in variants()}
-    for op, bug, fn, doc, *conv in [*_panel(), *_convention_panel("gdn")]:
+    for op, bug, fn, doc, *conv in [*_panel(), *_convention_panel("gdn"), *_convention_panel("kda")]:
         m = Mutant(op, bug, fn, doc, *conv)
         if m.name not in existing:
             register(m)

@@ -45,7 +45,7 @@ _CONVENTION_SHAPES = (
 )
 _GPU_CONVENTION_SHAPES = (Shape(4, 1, 2, 128, HV=4, P=9, pad=1, raw=True, qkn=True),
                           Shape(3, 200, 2, 128, h0=True, HV=4, varlen=True, raw=True, qkn=True))
-CONVENTION_SET_OPS = ("gdn",)  # the operators whose default and gpu sets include them
+CONVENTION_SET_OPS = ("gdn", "kda")  # the operators whose default and gpu sets include them
 
 CASE_SETS: tuple[str, ...] = ("default", "gpu", "edge")
 _EDGE_SHAPES = (Shape(1, 1, 1, 64, h0=True), Shape(1, 15, 1, 64), Shape(1, 17, 1, 64, h0=True),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from wkvkernels.cases import POOL_GUARD
 from wkvoracle.conventions import real_rows, seq_slices
 
 
@@ -50,6 +51,10 @@ def judged(case, inputs: dict, out: dict, ref: dict) -> tuple[dict, dict, list[s
     rows = real_rows(inputs)  # a pool: the real rows' final states are read from their slots
     ref["state"] = np.asarray(ref["state"])[rows]
     ref.pop("state_pool", None)
+    guard = out.pop("state_pool_guard", None)
+    if guard is not None and not np.all(np.asarray(guard) == POOL_GUARD):
+        problems.append("state_pool: written outside the pool (the slot just before or after it changed: an "
+                        "index -1 taken for a slot reads and writes the one before slot 0)")
     pool = out.pop("state_pool", None)
     given = np.asarray(inputs["state_pool"], np.float32).astype(np.float64)
     if pool is None:
