@@ -307,6 +307,11 @@ VARIANT_TOLERANCES: dict[tuple[str, str, str, str], Tol] = {
            ("wkv6.fla.chunk", "wkv6", "fp16", "0.000277 (1.11e4x) at wkv6/model/B1-T128-H2-N64/fp16/s0"),
            ("wkv7.fla.chunk", "wkv7", "bf16", "0.00155 (6.10e4x) at wkv7/model/B1-T128-H2-N64/bf16/s0"),
            ("wkv7.fla.chunk", "wkv7", "fp16", "0.000317 (1.27e4x) at wkv7/model/B1-T128-H2-N64/fp16/s0"),
+           # kda: H100, 2026-11-27, reports/gpu/h100-2026-11-27-conventions/verify.json (gpu set, seed 0)
+           ("kda.fla.chunk", "kda", "bf16",
+            "0.00356 (1.41e5x) at kda/uniform/B3-T200-H2-HV4-N128-varlen-raw-qkn-h0/bf16/s0"),
+           ("kda.fla.chunk", "kda", "fp16",
+            "0.000471 (1.87e4x) at kda/uniform/B3-T200-H2-HV4-N128-varlen-raw-qkn-h0/fp16/s0"),
            ("gdn.rwkv_ops.triton_chunk", "gdn",
             "bf16", "0.00185 (7.32e4x) at gdn/model/B1-T128-H2-N64/bf16/s0"),
            ("gdn.rwkv_ops.triton_chunk", "gdn",
