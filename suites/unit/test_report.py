@@ -179,9 +179,13 @@ def test_the_newest_committed_run_of_each_machine_comes_first(committed_page):
     _, text, tree = committed_page
     # newer runs of other machines (the MLX CPU runs of 2026-11-25) come before the H100's groups
     h100 = [h for h in tree.h3 if h.startswith("NVIDIA H100 80GB HBM3")]
-    # the newest H100 group is the machine's results set (a fresh run, 2026-11-26), after the boundary
-    # domains' edge run (2026-11-25); of each case set, the newest run is the current one
-    assert h100[0].startswith("NVIDIA H100 80GB HBM3 · case set gpu") and h100[0].endswith("current")
+    # the newest H100 groups are the production-conventions runs of 2026-11-27 (reports/gpu/h100-2026-11-27-
+    # conventions: gdn, kda and gdn_wy on the gpu set, then kda on the edge set); they cover less than the
+    # machine's results set (a fresh run, 2026-11-26) and the boundary domains' edge run (2026-11-25), so
+    # those stay current beside them
+    assert h100[0].startswith("NVIDIA H100 80GB HBM3 · case set edge") and h100[0].endswith("current")
+    assert h100[1].startswith("NVIDIA H100 80GB HBM3 · case set gpu") and h100[1].endswith("current")
+    assert h100[2].startswith("NVIDIA H100 80GB HBM3 · case set gpu") and h100[2].endswith("current")
     edge = [h for h in h100 if h.startswith("NVIDIA H100 80GB HBM3 · case set edge · devices cuda")]
     assert edge and edge[0].endswith("current")
     gpu_set = [h for h in h100 if h.startswith("NVIDIA H100 80GB HBM3 · case set gpu")]
@@ -205,8 +209,9 @@ def test_the_newest_committed_run_of_each_machine_comes_first(committed_page):
     order = "reports/gpu/h200-2026-11-26-fla-autotune-order/"
     # and a newer run of two shape sets on an H100 (the oracle's check of 2026-11-27) covers less than the
     # machine's results set: both stay current
-    assert now.count("badge current") == 3
+    assert now.count("badge current") == 4  # and the models set of 2026-11-27, another set of shapes
     assert "reports/gpu/h100-2026-11-27-oracle-at-size/bench.json" in now
+    assert "reports/gpu/h100-2026-11-27-conventions/bench-models.json" in now
     for f in ("long-first.json", "head128-first.json", "head128-after-long.json", "head128-after-its-gate.json"):
         assert order + f in before and order + f not in now
     assert "h100-2026-11-25-warm-caches/bench.json.gz" in before

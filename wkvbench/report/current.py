@@ -48,6 +48,7 @@ class VerifyGroup:
     mutants: bool
     partial: bool
     superseded_by: str | None = None  # the file(s) of the newer group that covers this one
+    variants: frozenset[str] = frozenset()  # the variants its rows judge
 
     @property
     def current(self) -> bool:
@@ -85,7 +86,8 @@ def verify_groups(runs: list[VerifyRun]) -> list[VerifyGroup]:
         rows = [row for r in rs for row in r.rows]
         groups.append(VerifyGroup(title, rs, hardware(rs[0]), case_set(rs[0].doc), passes(rows),
                                   max(dates) if dates else None, "mutants" in rs[0].doc,
-                                  any(r.partial for r in rs)))
+                                  any(r.partial for r in rs),
+                                  variants=frozenset(str(r.get("variant")) for r in rows)))
     ordered = sorted(groups, key=lambda g: _newest_first(g.date))
     for i, g in enumerate(ordered):
         if g.partial:
@@ -93,7 +95,10 @@ def verify_groups(runs: list[VerifyRun]) -> list[VerifyGroup]:
         for newer in ordered[:i]:
             if (not newer.partial and newer.date is not None and (g.date is None or newer.date > g.date)
                     and (newer.machine, newer.case_set, newer.mutants) == (g.machine, g.case_set, g.mutants)
-                    and g.passes <= newer.passes):
+                    and g.passes <= newer.passes
+                    # a newer run of fewer variants (one operator's, say) covers less: both stay current,
+                    # as bench files do
+                    and (g.variants <= newer.variants or len(newer.variants) >= len(g.variants))):
                 g.superseded_by = _files(newer.runs)
                 break
     return sorted(ordered, key=lambda g: (not g.current, g.mutants and g.current, *_newest_first(g.date)))
