@@ -16,6 +16,12 @@ import fnmatch
 # Each entry is a finding, written up in FINDINGS.md with its measurement and reproduce command.
 ALL, FP32 = ("fp32", "bf16", "fp16"), ("fp32",)  # the dtypes an entry below covers
 
+# FLA's raw-gate softplus (FINDINGS.md), as the Triton interpreter and the GPU compute it
+_SOFTPLUS_CPU = ("FLA's in-kernel softplus is log(1 + exp(x)) in fp32: the raw gate g off by up to 3e-5 relative "
+                 "(log1p: 1e-7)")
+_SOFTPLUS_GPU = ("FLA's in-kernel softplus (ex2.approx/lg2.approx of 1 + exp(x) on the GPU): the raw gate g off by "
+                 "hundreds of ulps")
+
 KNOWN_FAILURES: dict[tuple[str, str], str | None] = {
     # FLA's chunked Triton kernels run their fp32 dot products in TF32 (spec §0): H200, 2026-11-22,
     # wkv6.fla.chunk y 8.7e-4 = 3.5e4x floor on wkv6/model/B2-T37-H2-N64-h0/fp32/s0; helper logs for
@@ -340,8 +346,7 @@ KNOWN_FAILURES: dict[tuple[str, str], str | None] = {
     # 2026-11-27, default set: state 3.8e-7..1.3e-6 relative (15-52x floor, limits 3.4e-7..5.5e-7 = 4x the
     # baseline's); the oracle fed FLA's fp32 softplus gives the same error (6.17e-7 vs the kernel's 6.39e-7
     # on gdn/model/B3-T4-H1-HV2-N64-raw-qkn-h0/bf16/s0), fp32 log1p 1.15e-8. FINDINGS.md.
-    **{("gdn.fla.fused_recurrent.interp", f"gdn/{c}/*"): "FLA's in-kernel softplus is log(1 + exp(x)) in fp32: "
-       "the raw gate g off by up to 3e-5 relative (log1p: 1e-7)" for c in (
+    **{("gdn.fla.fused_recurrent.interp", f"gdn/{c}/*"): _SOFTPLUS_CPU for c in (
            "model/B3-T4-H1-HV2-N64-raw-qkn-h0/bf16", "model/B3-T4-H1-HV2-N64-raw-qkn-h0/fp32",
            "stress/B3-T4-H1-HV2-N64-raw-qkn-h0/fp32", "uniform/B3-T4-H1-HV2-N64-raw-qkn-h0/fp32",
            "uniform/B3-T50-H1-HV2-N64-varlen-raw-qkn-h0/fp16", "uniform/B3-T50-H1-HV2-N64-varlen-raw-qkn-h0/fp32")},
@@ -351,8 +356,7 @@ KNOWN_FAILURES: dict[tuple[str, str], str | None] = {
     # worst gdn/model/B3-T200-H2-HV4-N128-varlen-raw-qkn-h0/bf16), y in fp32 up to 4.9e-6 (193x). The chunked
     # kernel passes the same cases in bf16 and fp16 (its limits there follow the same-dtype baseline) and is
     # XFAIL in fp32 under the TF32 entry above.
-    **{("gdn.fla.fused_recurrent", f"gdn/{c}/*"): "FLA's in-kernel softplus (ex2.approx/lg2.approx of 1 + exp(x) on "
-       "the GPU): the raw gate g off by hundreds of ulps" for c in (
+    **{("gdn.fla.fused_recurrent", f"gdn/{c}/*"): _SOFTPLUS_GPU for c in (
            "model/B3-T200-H2-HV4-N128-varlen-raw-qkn-h0/bf16",
            "model/B3-T200-H2-HV4-N128-varlen-raw-qkn-h0/fp16",
            "model/B3-T200-H2-HV4-N128-varlen-raw-qkn-h0/fp32",
@@ -384,8 +388,7 @@ KNOWN_FAILURES: dict[tuple[str, str], str | None] = {
     # state 4.3e-07..8.6e-07 relative (17-34x floor); H100, 2026-11-27
     # (reports/gpu/h100-2026-11-27-conventions/): every raw-gate case of the gpu set it takes (27), state
     # 9.3e-07..5.3e-06 (36-212x floor). FINDINGS.md.
-    **{("kda.fla.fused_recurrent.interp", f"kda/{c}/*"): "FLA's in-kernel softplus is log(1 + exp(x)) in fp32: "
-       "the raw gate g off by up to 3e-5 relative (log1p: 1e-7)" for c in (
+    **{("kda.fla.fused_recurrent.interp", f"kda/{c}/*"): _SOFTPLUS_CPU for c in (
            "model/B3-T4-H1-HV2-N64-raw-qkn-h0/bf16",
            "model/B3-T4-H1-HV2-N64-raw-qkn-h0/fp16",
            "model/B3-T4-H1-HV2-N64-raw-qkn-h0/fp32",
@@ -401,8 +404,7 @@ KNOWN_FAILURES: dict[tuple[str, str], str | None] = {
            "uniform/B3-T50-H1-HV2-N64-varlen-raw-qkn-h0/bf16",
            "uniform/B3-T50-H1-HV2-N64-varlen-raw-qkn-h0/fp32",
        )},
-    ("kda.fla.fused_recurrent", "kda/*-raw-*/*"): "FLA's in-kernel softplus (ex2.approx/lg2.approx of 1 + exp(x) on "
-        "the GPU): the raw gate g off by hundreds of ulps",
+    ("kda.fla.fused_recurrent", "kda/*-raw-*/*"): _SOFTPLUS_GPU,
     # fla-core 0.6.0's fused_recurrent_kda_fwd (the continuous-batching entry point, ssm_state_indices) has no
     # check for the padding index -1: the kernel loads the index and reads the initial state at
     # h0 + index * stride and, with inplace_final_state, writes the state back there, so a padding row reads
