@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from wkvkernels.cases import CONVENTIONS
-from wkvkernels.ops import op_spec, round_inputs, round_to
+from wkvkernels.ops import contract_dtypes, op_spec, round_inputs, round_to
 from wkvkernels.releases import Releases, out_of_range
 
 
@@ -134,8 +134,7 @@ class KernelVariant(ABC):
         """The dtype each output comes back in on ``case``, as declared: by default the operator's
         contract (``low_outputs`` in the case dtype, states in ``state_precision``). An adapter whose
         kernel returns another dtype by design overrides it (ggml's ops return F32)."""
-        spec = op_spec(self.operator)
-        return {n: case.dtype if n in spec.low_outputs else self.state_precision for n in spec.outputs}
+        return contract_dtypes(self.operator, case.dtype, self.state_precision)
 
     def returned_dtypes(self, out: Any, case: Any) -> dict[str, str | None]:
         """The dtype each output of ``out`` (what ``run`` returned) came back in (``dtype_name``), read

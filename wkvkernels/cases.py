@@ -102,6 +102,12 @@ class Shape:
         return self.HV or self.H
 
     @property
+    def in_conventions(self) -> bool:
+        """Whether the shape departs from the canonical form: any convention, or a value-head count of its
+        own (``-HV``, even one equal to ``H``: its id, and so its inputs, differ from the canonical one's)."""
+        return bool(self.HV) or bool(self.conventions)
+
+    @property
     def conventions(self) -> frozenset[str]:
         """The production conventions this shape asks of a kernel (names of ``CONVENTIONS``)."""
         return frozenset(name for name, on in (("gva", self.value_heads != self.H), ("pool", self.P > 0),

@@ -122,6 +122,13 @@ OPS: dict[str, OpSpec] = {
 }
 
 
+def contract_dtypes(op: str, dtype: str, state_precision: str = "fp32") -> dict[str, str]:
+    """The dtype each output of ``op`` comes back in by contract on a case of ``dtype``: the low outputs in
+    the case dtype, the states in ``state_precision`` (the spec's fp32 unless a variant declares otherwise)."""
+    spec = op_spec(op)
+    return {n: dtype if n in spec.low_outputs else state_precision for n in spec.outputs}
+
+
 def op_spec(name: str) -> OpSpec:
     try:
         return OPS[name]

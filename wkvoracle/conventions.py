@@ -71,10 +71,10 @@ def seq_slices(inputs: dict) -> list[tuple[int, slice]]:
 
 def canonical(inputs: dict, *, qkn: bool = False, head_map: str = "grouped",
               softplus_fn: Callable = softplus) -> dict:
-    """The canonical tensors of a problem in production conventions (float64): gates from raw inputs,
-    q and k normalised where ``qkn``, and q, k repeated to the value heads (``head_map`` "grouped":
-    ``hv // G``; "tiled", a mutant's: ``hv % H``). Pool, indices and ``cu_seqlens`` are left as they
-    are (:func:`solve` reads them)."""
+    """The canonical tensors of a problem in production conventions: gates from raw inputs, q and k
+    normalised where ``qkn``, and q, k repeated to the value heads (``head_map`` "grouped": ``hv // G``;
+    "tiled", a mutant's: ``hv % H``), computed in float64. Every other tensor is left as given (the fast
+    oracle reads them in place), pool, indices and ``cu_seqlens`` too (:func:`solve` reads them)."""
     x = dict(inputs)
     if "A_log" in x:
         x["g"], x["beta"] = raw_gates(*(x.pop(n) for n in RAW_GATES), softplus_fn=softplus_fn)
@@ -82,7 +82,7 @@ def canonical(inputs: dict, *, qkn: bool = False, head_map: str = "grouped",
     for n in ("q", "k"):
         if n not in x:  # gdn_wy: k only
             continue
-        t = l2normalize(x[n]) if qkn else np.asarray(x[n], np.float64)
+        t = l2normalize(x[n]) if qkn else x[n]  # as given otherwise: the fast oracle reads inputs in place
         if HV != H:
             G = HV // H
             t = np.repeat(t, G, axis=2) if head_map == "grouped" else np.tile(t, (1, 1, G, 1))

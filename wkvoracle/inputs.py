@@ -40,7 +40,7 @@ def _rng(case) -> np.random.Generator:
     s = case.shape
     key = [case.seed, zlib.crc32(case.op.encode()), zlib.crc32(case.domain.encode()),
            s.B, s.T, s.H, s.N, s.C, int(s.h0)]
-    if s.HV or s.conventions:  # only then: the inputs of every case without conventions stay as they were
+    if s.in_conventions:  # only then: the inputs of every case without conventions stay as they were
         key += [s.HV, s.P, s.pad, int(s.varlen), int(s.raw), int(s.qkn)]
     return np.random.default_rng(key)
 
@@ -485,7 +485,7 @@ def _with_conventions(op: str, rng, domain: str, s) -> dict:
 def generate(case) -> dict:
     """Canonical inputs of ``case`` (float32 arrays; ``scale`` a float where the operator has one; the
     integer ``cu_seqlens`` (int64) and ``state_indices`` (int32) of production conventions)."""
-    if case.shape.HV or case.shape.conventions:
+    if case.shape.in_conventions:
         raw = _with_conventions(case.op, _rng(case), case.domain, case.shape)
     else:
         raw = _drawn(case.op, _rng(case), case.domain, case.shape)

@@ -75,7 +75,7 @@ def shrink(checker: Checker, variant: KernelVariant, case: Case, out_dir: Path |
     """The smallest failing slice of ``case`` found greedily (None if the case does not fail, or if it is in
     production conventions: its rows, heads, pool slots and packed sequences are tied to each other, so a
     slice is no case; its reproduce command runs the whole case, which is small)."""
-    if case.shape.HV or case.shape.conventions:
+    if case.shape.in_conventions:
         return None
     inputs = checker.inputs(case)
     validate_case_inputs(case, inputs)

@@ -29,9 +29,9 @@ import numpy as np
 
 from wkvkernels.base import KernelVariant, Unsupported, availability, variants
 from wkvkernels.cases import Case
-from wkvkernels.ops import default_state, op_spec, round_to
+from wkvkernels.ops import contract_dtypes, default_state, op_spec, round_to
 from wkvoracle import ORACLES
-from wkvoracle.conventions import CONVENTION_INPUTS, solve
+from wkvoracle.conventions import solve
 from wkvoracle.inputs import generate
 
 from . import conventions, tolerances
@@ -130,10 +130,7 @@ def declared_dtypes(variant, case: Case) -> dict[str, str]:
     """The dtype each output of ``variant`` is declared to come back in on ``case`` (its
     ``output_dtypes``; the operator's contract for a stand-in without one)."""
     fn = getattr(variant, "output_dtypes", None)
-    if fn is not None:
-        return dict(fn(case))
-    spec = op_spec(case.op)
-    return {n: case.dtype if n in spec.low_outputs else "fp32" for n in spec.outputs}
+    return dict(fn(case)) if fn is not None else contract_dtypes(case.op, case.dtype)
 
 
 def _digest(inputs: dict) -> str:
@@ -253,14 +250,11 @@ class Checker:
         """The oracle's outputs on ``effective`` (cached by their digest). Inputs in production conventions
         (grouped value heads, raw gates, a pool, ``cu_seqlens``; ``qkn``: q and k normalised by the
         kernel) go through ``wkvoracle.conventions.solve``: the canonical oracle on each sequence."""
-        conv = qkn or any(n in effective for n in CONVENTION_INPUTS) or (
-            "v" in effective and "k" in effective and np.ndim(effective["k"]) == 4
-            and np.shape(effective["v"])[2] != np.shape(effective["k"])[2])
         key = op + ("qkn" if qkn else "") + _digest(effective)
         if key not in self._oracle:
             self._oracle[key] = self._stored_oracle(key) if self.oracle_dir else None
             if self._oracle[key] is None:
-                self._oracle[key] = (solve(ORACLES[op], effective, qkn=qkn) if conv else ORACLES[op](**effective))
+                self._oracle[key] = solve(ORACLES[op], effective, qkn=qkn)
                 if self.oracle_dir:
                     self._store_oracle(key, self._oracle[key])
         return self._oracle[key]
@@ -352,25 +346,26 @@ class Checker:
             return CheckResult(variant.name, case, ERROR, f"{type(exc).__name__}: {exc}{where}",
                                seconds=time.perf_counter() - t0)
         ref = self.oracle(case.op, {**default_state(case.op, effective), **effective}, case.shape.qkn)
-        out, ref, problems = conventions.judged(case, inputs, out, ref)
         res = compare_outputs(variant.name, case, out, ref, declared_dtypes(variant, case), returned,
-                              getattr(variant, "state_precision", "fp32"))
-        if problems:
-            res.status, res.reason = FAIL, "; ".join(([res.reason] if res.status == FAIL else []) + problems)
+                              getattr(variant, "state_precision", "fp32"), inputs)
         res.seconds = time.perf_counter() - t0
         return res
 
 
 def compare_outputs(variant: str, case: Case, out: dict, ref: dict, declared: dict[str, str] | None = None,
                     returned: dict[str, str | None] | None = None,
-                    state_precision: str = "fp32") -> CheckResult:
+                    state_precision: str = "fp32", inputs: dict | None = None) -> CheckResult:
     """The errors of canonical outputs ``out`` against the oracle's ``ref``: PASS with the errors, FAIL
     for a missing output, a NaN/Inf or an output that came back in another dtype than ``declared``
     (``returned``: the dtype each came back in, where known), SKIP where the exact result overflows the
     case dtype. Each floor is the declared dtype's (a state held in a declared half precision: that
-    precision's). No limit is applied yet (``apply_limits``)."""
+    precision's). A case in production conventions is judged on what they judge (``judge.conventions``:
+    its real rows, its pool read back, untouched slots unchanged), which needs its ``inputs``. No limit is
+    applied yet (``apply_limits``)."""
     spec = op_spec(case.op)
-    declared = declared or {n: case.dtype if n in spec.low_outputs else state_precision for n in spec.outputs}
+    out, ref, pool_problems = conventions.judged(case, inputs or {}, out, ref)
+    declared = declared or contract_dtypes(case.op, case.dtype, state_precision)
+    fallback = contract_dtypes(case.op, case.dtype)  # an output a declaration leaves out: the spec's dtype
     returned = returned or {}
     for name in spec.low_outputs:
         peak = float(np.abs(ref[name]).max()) if ref[name].size else 0.0
@@ -383,7 +378,7 @@ def compare_outputs(variant: str, case: Case, out: dict, ref: dict, declared: di
         if name not in out:
             problems.append(f"missing output {name!r} (got {sorted(out)})")
             continue
-        want, got = declared.get(name, case.dtype if name in spec.low_outputs else "fp32"), returned.get(name)
+        want, got = declared.get(name, fallback[name]), returned.get(name)
         floor_dtype = _coarser(want, state_precision) if name in spec.state else want
         try:
             res.errors[name] = err = tensor_error(out[name], ref[name], floor_dtype,
@@ -395,6 +390,7 @@ def compare_outputs(variant: str, case: Case, out: dict, ref: dict, declared: di
             res.dtype_problems.append(f"{name} came back {got}, declared {want}")
         if err.nonfinite:
             problems.append(f"{name}: {err.nonfinite} NaN/Inf, first at {list(err.nonfinite_at)}")
+    problems += pool_problems
     if problems:
         res.status, res.reason = FAIL, "; ".join(problems + res.dtype_problems)
     return res
@@ -478,7 +474,7 @@ def check_backward(checker: Checker, variant: KernelVariant, case: Case) -> Chec
         return CheckResult(variant.name, case, SKIP, "no backward", kind="backward")
     if case.op not in BACKWARDS:
         return CheckResult(variant.name, case, SKIP, f"no float64 backward oracle for {case.op} yet", kind="backward")
-    if case.shape.HV or case.shape.conventions:
+    if case.shape.in_conventions:
         return CheckResult(variant.name, case, SKIP, "the backward is judged in the canonical form only, not in "
                            "production conventions (docs/conventions.md)", kind="backward")
     av = availability(variant.name)

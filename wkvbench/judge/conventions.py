@@ -42,7 +42,7 @@ def judged(case, inputs: dict, out: dict, ref: dict) -> tuple[dict, dict, list[s
     """``(out, ref, problems)``: the kernel's canonical outputs and the oracle's reduced to what a case
     in production conventions judges (module docstring), and the problems found on the way (a missing
     pool, a slot that must not change and did). A case without conventions comes back unchanged."""
-    if not (case.shape.HV or case.shape.conventions):
+    if not case.shape.in_conventions:
         return out, ref, []
     problems: list[str] = []
     out, ref = dict(out), dict(ref)

@@ -83,24 +83,21 @@ def _niced() -> None:
 def _oracle_job(variant: str | None, case_id: str, path: str, threads: int) -> str:
     """The oracle of ``case_id`` at size, on the inputs as ``variant`` converts them (None: rounded to the
     case dtype, as the contract does), stored at ``path``."""
+    from functools import partial
+
     from wkvkernels.ops import default_state, round_inputs
     from wkvoracle import FAST
+    from wkvoracle.conventions import solve
 
     from .shapes import bench_inputs
 
     case = Case.parse(case_id)
     x = bench_inputs(case)
     eff = get(variant).effective_inputs(x, case.dtype) if variant else round_inputs(case.op, x, case.dtype)
-    full = {**default_state(case.op, eff), **eff}
-    if case.shape.HV or case.shape.conventions:  # production conventions: the fast oracle per sequence,
-        from functools import partial          # and what the judge needs of the inputs (pool, indices)
-
-        from wkvoracle.conventions import solve
-
-        ref = solve(partial(FAST[case.op], workers=threads), full, qkn=case.shape.qkn)
-        ref.update({INPUT + n: np.asarray(x[n]) for n in CONVENTION_KEEP if n in x})
-    else:
-        ref = FAST[case.op](**full, workers=threads)
+    # in production conventions, the fast oracle per sequence, and what the judge needs of the inputs
+    ref = solve(partial(FAST[case.op], workers=threads), {**default_state(case.op, eff), **eff},
+                qkn=case.shape.qkn)
+    ref.update({INPUT + n: np.asarray(x[n]) for n in CONVENTION_KEEP if n in x})
     save_arrays(path, ref)
     return path
 
@@ -114,19 +111,12 @@ def _judge_job(variant: str, case_id: str, out_path: str, ref_path: str,
     """``declared``, ``state_precision``: the variant's contract (its output dtypes' floors, its state)."""
     from ..judge.check import apply_limits, compare_outputs
 
-    from ..judge.check import FAIL
-    from ..judge.conventions import judged
-
     case = Case.parse(case_id)
     out = load_arrays(out_path)
     os.unlink(out_path)
     ref = load_arrays(ref_path)
     inputs = {n[len(INPUT):]: ref.pop(n) for n in list(ref) if n.startswith(INPUT)}
-    out, ref, problems = judged(case, inputs, out, ref)
-    res = compare_outputs(variant, case, out, ref, declared, None, state_precision)
-    if problems:
-        res.status, res.reason = FAIL, "; ".join(([res.reason] if res.status == FAIL else []) + problems)
-    res = apply_limits(res, None)
+    res = apply_limits(compare_outputs(variant, case, out, ref, declared, None, state_precision, inputs), None)
     return verdict(res.status, res.reason, {k: e.rel for k, e in res.errors.items()},
                    {k: e.floor_x for k, e in res.errors.items()})
 

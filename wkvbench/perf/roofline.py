@@ -86,7 +86,7 @@ def case_bytes(case) -> int:
     ``beta`` (the logits in the case dtype, ``A_log`` and ``dt_bias`` in float32); a pool's real rows
     read and written, the rest of the pool untouched."""
     s = case.shape
-    if not (s.HV or s.conventions):
+    if not s.in_conventions:
         return min_bytes(case.op, case.dtype, s.B, s.T, s.H, s.N, s.h0)
     low, HV, N = DTYPE_BYTES[case.dtype], s.value_heads, s.N
     tokens = s.T if s.varlen else s.B * s.T

@@ -98,7 +98,7 @@ def gate_case(op: str, shape: Shape, dtype: str) -> Case:
     production conventions, the same conventions on three rows, one key head and at most two value
     heads per key head, a pool two slots larger than the rows)."""
     T = shape.T if shape.T <= 128 else 128 if shape.T % 128 == 0 else min(shape.T, 100)
-    if shape.HV or shape.conventions:
+    if shape.in_conventions:
         B = min(shape.B, 3)
         G = shape.value_heads // shape.H
         small = replace(shape, B=B, T=T, H=1, HV=min(G, 2) if G > 1 else 0, P=B + 2 if shape.P else 0,
@@ -126,7 +126,7 @@ def bench_inputs(case: Case) -> dict:
     from wkvoracle.inputs import generate
 
     s = case.shape
-    if s.HV or s.conventions:  # tied rows, pools and packed sequences: generated whole, at size
+    if s.in_conventions:  # tied rows, pools and packed sequences: generated whole, at size
         return generate(Case(case.op, "model", s, case.dtype, case.seed))
     ts = min(s.T, TILE_T)
     tile = generate(Case(case.op, "model", Shape(s.B, ts, s.H, s.N, h0=s.h0, C=s.C), case.dtype, case.seed))
