@@ -33,6 +33,9 @@ from wkvkernels.cases import Case, Shape
 from wkvkernels.ops import op_spec, round_to
 from wkvkernels.releases import Releases, installed_in
 
+# raw gates need use_gate_in_kernel (GDN 0.5.0 on) and use_beta_sigmoid_in_kernel (0.5.2 on), read in the
+# fla-core 0.4.2, 0.5.0 and 0.5.2 wheels; the functions take **kwargs, so before that the flags vanish
+RAW_GATES_REFUSED = Releases(until="0.5.2")
 LOG2E = 1.0 / math.log(2.0)  # FLA's RCP_LN2: its chunked kernels take log2-scaled gate cumsums
 
 
@@ -165,6 +168,9 @@ class FlaTriton(FlaVariant):
         if bf16_dot and (err := env.interp_bf16_dot_error()):
             return Availability.no(f"the Triton interpreter's tl.dot is wrong on bf16 operands "
                                    f"(16x16 product off by {err:.2g} relative here; fp16/fp32 exact)")
+        if getattr(case.shape, "raw", False) and installed_in(self.source, RAW_GATES_REFUSED):
+            return Availability.no(f"raw gates: FLA {RAW_GATES_REFUSED} has no use_beta_sigmoid_in_kernel "
+                                   "(in 0.5.2 on; an unknown keyword would be dropped silently)")
         return super().supports(case)
 
     def available(self) -> Availability:

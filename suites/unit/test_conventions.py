@@ -286,3 +286,28 @@ def test_a_write_outside_the_pool_fails_and_says_so(bad):
             assert res.status == PASS, res.reason
     finally:
         unregister(v.name)
+
+
+def test_fla_releases_without_the_raw_gate_flags_or_kda_refuse_with_the_reason(monkeypatch):
+    """fla-core reads unknown keywords into **kwargs: before 0.5.2 (no use_beta_sigmoid_in_kernel) a raw-gate
+    case would run with its flags dropped, so it is refused; before 0.4.2 there is no fla.ops.kda."""
+    from wkvkernels import base, releases
+
+    raw = Case.parse("gdn/model/B3-T4-H1-HV2-N64-raw-qkn-h0/fp32/s0")
+    canonical = Case.parse("gdn/model/B2-T37-H2-N64-h0/fp32/s0")
+    monkeypatch.setattr(releases, "installed", lambda p: ("fla-core", "0.5.0"))
+    base.availability.cache_clear()
+    try:
+        fla = get("gdn.fla.fused_recurrent")
+        refused = fla.supports(raw)
+        assert not refused and "use_beta_sigmoid_in_kernel" in refused.reason
+        assert fla.supports(canonical)
+        assert get("kda.fla.chunk").supports(Case.parse("kda/model/B2-T37-H2-N64-h0/fp32/s0"))
+        monkeypatch.setattr(releases, "installed", lambda p: ("fla-core", "0.3.2"))
+        base.availability.cache_clear()
+        for name in ("kda.fla.chunk", "kda.fla.fused_recurrent", "kda.fla.fused_recurrent_pool",
+                     "kda.fla.naive_recurrent", "kda.fla.naive_chunk"):
+            why = base.availability(name)
+            assert not why and "fla.ops.kda" in why.reason, (name, why)
+    finally:
+        base.availability.cache_clear()

@@ -17,10 +17,14 @@ from typing import Any
 from wkvkernels import _fla_env as env
 from wkvkernels._fla import FlaTriton, register_with_interp
 from wkvkernels.base import Availability, dtype_name
+from wkvkernels.releases import Releases
 from wkvkernels.cases import CONVENTIONS, POOL_GUARD
 
 _ARGS = {"q": "q", "k": "k", "v": "v", "g": "g", "beta": "beta"}
 _FIXED = {"use_qk_l2norm_in_kernel": False}
+# fla.ops.kda: absent in fla-core 0.3.2, shipped in 0.4.2 (wheels read; the releases between not read), its
+# fused_recurrent_kda_fwd with ssm_state_indices and inplace_final_state there too
+KDA_RELEASES = Releases(since="0.4.2", why="fla.ops.kda is not in fla-core 0.3.2 (first read in 0.4.2)")
 # the production conventions both public entry points take (docs/conventions.md): raw gates with a
 # per-key dt_bias [HV * K], q/k normalised inside, grouped value heads, cu_seqlens; the pool is the
 # internal fused_recurrent_kda_fwd's (KdaFlaFusedRecurrentPool below)
@@ -37,6 +41,7 @@ class KdaFlaFusedRecurrent(FlaTriton):
     args = _ARGS
     fixed = _FIXED
     conventions = _CONVENTIONS
+    releases = KDA_RELEASES
     supports_backward = False  # a plain function, no autograd Function: its output has no gradient (0.6.0)
 
 
@@ -51,6 +56,7 @@ class KdaFlaChunk(FlaTriton):
     args = _ARGS
     fixed = _FIXED
     conventions = _CONVENTIONS
+    releases = KDA_RELEASES
 
     def available(self) -> Availability:
         if (why := env.flash_kda_dispatch()) is not None:
