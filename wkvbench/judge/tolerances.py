@@ -317,6 +317,25 @@ VARIANT_TOLERANCES: dict[tuple[str, str, str, str], Tol] = {
            ("gdn.rwkv_ops.triton_chunk", "gdn",
             "fp16", "0.00023 (9.15e3x) at gdn/model/B1-T128-H2-N64/fp16/s0"),
        )},
+    # FLA chunk_kda's backward keeps its intermediates in the case dtype: the chunk-boundary states h and
+    # their gradients dh (fla/ops/common/chunk_delta_h.py: k.new_empty / q.new_empty), v_new, dv and dw are
+    # bf16/fp16 tensors, and the per-key gate gradient is formed from them (fla/ops/kda/chunk_bwd.py,
+    # chunk_kda_bwd_wy_dqkg_fused: b_dgk += sum(h * dh), b_dg = q dq - k dk + ...). Its grad_g (an fp32
+    # tensor) therefore sits at a few roundings of the case dtype at every T, 2-3e-3 (bf16) and 2-7e-4
+    # (fp16) relative, where the same-dtype baseline, whose state and gate path are fp32, is 1e-4 to 1e-6 at
+    # T = 1. Measured on H100 (reports/gpu/h100-2026-11-27-conventions/verify.json.gz, gpu set, seed 0):
+    # worst 0.00632 (2.73e5x fp32 floor) at kda/model/B1-T1-H2-N64-h0/bf16/s0 and 0.000709 (4.05e4x) at
+    # kda/model/B1-T1-H2-N128-h0/fp16/s0; the baseline with its state rounded to the case dtype after every
+    # token (forward and gradient) reads 0.00122 and 0.000149 on the T = 1 model case, so one rounding of
+    # the state alone is a fifth to a third of it. Held to the operator's absolute ceiling only (the factor
+    # equals it: the per-case comparison with an fp32-state baseline does not apply to this design):
+    # 9.4e5x (bf16) and 8e4x (fp16), the baseline's worst over the default set x 4.
+    **{("kda.fla.chunk", "kda", dt, "grad_g"): Tol(
+        CEILINGS[("kda", dt, "grad_g")].ceiling, CEILINGS[("kda", dt, "grad_g")].ceiling,
+        f"chunk_kda's backward forms grad_g from {dt} intermediates (h, dh, v_new); H100 worst {worst}; "
+        "held to the operator's ceiling only")
+       for dt, worst in (("bf16", "2.73e5x floor at kda/model/B1-T1-H2-N64-h0/bf16/s0"),
+                         ("fp16", "4.05e4x floor at kda/model/B1-T1-H2-N128-h0/fp16/s0"))},
     # Chunked (WY) gated delta rule: the per-chunk triangular solve (I + L)^{-1} with β near 1 and
     # gates down to -20 amplifies fp32 rounding. Worst over seeds 0-5, CPU, 2026-11-22 (floor
     # multiple / multiple of the step-by-step baseline on the same case); ceiling and factor 2x that.
