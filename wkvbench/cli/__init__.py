@@ -103,6 +103,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="leave out variants of this backend (repeatable)")
     b.add_argument("--resume", action="store_true", help="keep the finished rows of --output and run the rest")
     b.add_argument("--warm-only", action="store_true", help="only compile/autotune every row (fills the caches)")
+    b.add_argument("--details", action="store_true",
+                   help="print one table of every row (n, GB/s, TFLOP/s, outliers) instead of the side-by-side tables")
     b.add_argument("--no-at-size", dest="at_size", action="store_false",
                    help="do not judge each timed row at its own shape against the float64 oracle "
                         "(wkvbench.perf.at_size; on by default)")

@@ -14,7 +14,7 @@ from .args import results_dir
 
 def _bench(args: argparse.Namespace, console: Console) -> int:
     from ..perf.bench import Bench, BenchSelection, expand_sets
-    from ..perf.tables import bench_table
+    from ..perf.tables import bench_table, side_by_side_tables
 
     sets = expand_sets(args.sets or ["quick"])
     try:
@@ -53,7 +53,11 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
     if args.warm_only:
         console.print(f"warmed {len(sel.plan())} rows")
         return 0
-    console.print(bench_table(rows, bench.ceilings))
+    if args.details:
+        console.print(bench_table(rows, bench.ceilings))
+    else:  # each operator, shape and dtype: every implementation, fastest first (perf/compare.py)
+        for t in side_by_side_tables(rows):
+            console.print(t)
     console.print(f"results: {out}")
     bad = [r for r in rows if r.get("at_size", {}).get("status") in ("FAIL", "ERROR", "XPASS")]
     for r in bad:

@@ -68,3 +68,65 @@ def markdown_table(rows: list[dict], sets: tuple[str, ...] | None = None) -> str
                      f"{_ms(r['median_ms'])} | {_ms(r['iqr_ms'])} | {r['n']} | {r['gbps']:.0f} | {r['tflops']:.2f} | "
                      f"{r['pct_of_floor']:.1f} | {r['x_floor']:.1f} |")
     return "\n".join(lines)
+
+
+def _verdict(e) -> str:
+    if not e.timed:
+        return ""
+    worst = f" {e.worst_tensor} {e.worst_floor_x:.3g}x" if e.worst_floor_x is not None else ""
+    return f"{e.verdict} {e.where}{worst}".strip() + (f" ({e.contract})" if e.contract else "")
+
+
+def side_by_side_tables(rows: list[dict]) -> list:
+    """One small rich table per operator, shape and dtype (``compare.side_by_side``): every implementation,
+    fastest first, with its median (IQR), % of the roofline floor, time over the fastest verified one, and
+    its verdict (at its own shape where judged there); the rows not timed last, with their reason."""
+    from rich.table import Table
+
+    from ..results.compare import side_by_side
+
+    tables = []
+    for c in side_by_side(rows, tuple(SHAPE_SETS)):
+        best = c.fastest
+        title = (f"{c.op} {c.shape} {c.dtype}  [{c.shape_set}]"
+                 + (f"  fastest verified: {best.variant}" if best else "  no verified implementation timed"))
+        t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+        for col, just in (("#", "right"), ("implementation", "left"), ("median", "right"), ("IQR", "right"),
+                          ("% floor", "right"), ("x fastest", "right"), ("verdict", "left")):
+            t.add_column(col, justify=just, overflow="fold")
+        for i, e in enumerate(c.entries, 1):
+            if e.timed:
+                colour = "green" if e.verified else "red"
+                ratio = c.ratio(e)
+                t.add_row(str(i), e.variant, _ms(e.median_ms), _ms(e.iqr_ms),
+                          f"{e.pct_of_floor:.1f}" if e.pct_of_floor is not None else "-",
+                          f"{ratio:.2f}" if ratio is not None else "-", f"[{colour}]{_verdict(e)}[/{colour}]")
+            else:
+                colour = {"SKIP": "yellow", "UNVERIFIED": "magenta"}.get(e.status, "red")
+                t.add_row("", e.variant, f"[{colour}]{e.status}[/{colour}]", "", "", "", e.reason[:120])
+        tables.append(t)
+    return tables
+
+
+def side_by_side_markdown(rows: list[dict]) -> str:
+    """The side-by-side tables in Markdown (a README, a pull-request comment, a results README)."""
+    from ..results.compare import side_by_side
+
+    out = []
+    for c in side_by_side(rows, tuple(SHAPE_SETS)):
+        best = c.fastest
+        out += [f"**{c.op} `{c.shape}` {c.dtype}** ({c.shape_set}"
+                + (f"; fastest verified: `{best.variant}`)" if best else "; no verified implementation timed)"),
+                "", "| # | implementation | median | IQR | % of floor | x fastest | verdict |",
+                "| ---: | --- | ---: | ---: | ---: | ---: | --- |"]
+        for i, e in enumerate(c.entries, 1):
+            if e.timed:
+                ratio = c.ratio(e)
+                out.append(f"| {i} | `{e.variant}` | {_ms(e.median_ms)} | {_ms(e.iqr_ms)} | "
+                           f"{e.pct_of_floor:.1f} | {f'{ratio:.2f}' if ratio is not None else '-'} | {_verdict(e)} |"
+                           if e.pct_of_floor is not None else
+                           f"| {i} | `{e.variant}` | {_ms(e.median_ms)} | {_ms(e.iqr_ms)} | - | - | {_verdict(e)} |")
+            else:
+                out.append(f"|  | `{e.variant}` | {e.status} |  |  |  | {e.reason[:160]} |")
+        out.append("")
+    return "\n".join(out)

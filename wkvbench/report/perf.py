@@ -7,13 +7,14 @@ from __future__ import annotations
 import collections
 import re
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..judge.check import verdict_label
 from ..results.model import SYNC_MODES
 from .charts import Chart, Charts, Trace
 from .current import BenchFile
 from .matrix import dtype_key, fmt, op_key
+from .runs import Table
 
 _T = re.compile(r"(^|-)T(\d+)(?=-|$)")
 
@@ -55,10 +56,19 @@ class PerfRow:
 
 
 @dataclass
+class SideBySide:
+    """One operator, shape and dtype: every implementation, fastest first (``results.compare``)."""
+
+    title: str
+    table: Table
+
+
+@dataclass
 class ShapeSet:
     name: str
     rows: list[PerfRow]
     charts: list[Chart]
+    side_by_side: list[SideBySide] = field(default_factory=list)
 
 
 @dataclass
@@ -99,6 +109,33 @@ def shape_set_rows(rows: list[dict]) -> list[PerfRow]:
         out.append(PerfRow(str(r.get("variant")), str(r.get("op") or str(r.get("variant")).split(".")[0]),
                            str(r.get("shape")), str(r.get("dtype")), st, cells, str(r.get("reason", "")),
                            tip if st == "OK" else ""))
+    return out
+
+
+def side_by_side_views(rows: list[dict]) -> list[SideBySide]:
+    """The side-by-side tables of one shape set's rows (``results.compare.side_by_side``)."""
+    from ..results.compare import side_by_side
+
+    out = []
+    for c in side_by_side(rows):
+        best = c.fastest
+        head = ("#", "implementation", "median ms", "IQR ms", "% of roofline floor", "x fastest verified",
+                "verdict (where judged; worst tensor in rounding-floor multiples)")
+        body = []
+        for i, e in enumerate(c.entries, 1):
+            if e.timed:
+                ratio = c.ratio(e)
+                worst = f" {e.worst_tensor} {e.worst_floor_x:.3g}x" if e.worst_floor_x is not None else ""
+                body.append((str(i), e.variant, f"{e.median_ms:.4g}", f"{e.iqr_ms:.3g}" if e.iqr_ms is not None else "-",
+                             f"{e.pct_of_floor:.3g}" if e.pct_of_floor is not None else "-",
+                             f"{ratio:.2f}" if ratio is not None else "-",
+                             f"{e.verdict} {e.where}{worst}".strip() + (f" ({e.contract})" if e.contract else "")))
+            else:
+                body.append(("", e.variant, e.status, "", "", "", e.reason))
+        title = (f"{c.op} {c.shape} {c.dtype}" + (f" ({c.model})" if c.model else "")
+                 + (f": fastest verified {best.variant}, {best.median_ms:.4g} ms" if best else
+                    ": no verified implementation timed"))
+        out.append(SideBySide(title, Table(head, body)))
     return out
 
 
@@ -170,6 +207,6 @@ def bench_view(charts: Charts | None, f: BenchFile) -> BenchView:
             cs = time_vs_t_charts(charts, f.machine, ss, by[ss])
             bar = roofline_chart(charts, f.machine, ss, by[ss])
             cs += [bar] if bar else []
-        sets.append(ShapeSet(ss, shape_set_rows(by[ss]), cs))
+        sets.append(ShapeSet(ss, shape_set_rows(by[ss]), cs, side_by_side_views(by[ss])))
     return BenchView(f.run.path, f.machine, str((doc.get("provenance") or {}).get("identity", "-")), ceilings,
                      f.current, f.superseded_by, sets)
