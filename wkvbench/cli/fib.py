@@ -39,7 +39,6 @@ def _fib(args: argparse.Namespace, console: Console) -> int:
     for fc in fcases:
         console.print(f"{fc.label}: {fc.case.id} ({fc.mapping})")
     rows = fibench.compare(chosen, fcases, made[0], trials=args.trials)
-    word = {True: "pass", False: "FAIL", None: "-"}
     for r in rows:
         ours = "/".join(x.status for x in r.ours)
         theirs = "/".join("pass" if v.passed else "FAIL" for v in r.theirs) or "-"
@@ -50,9 +49,10 @@ def _fib(args: argparse.Namespace, console: Console) -> int:
                       + (f"\n    {reason[:200]}" if reason else ""), highlight=False, markup=False)
     theirs_only = [r for r in rows if r.theirs_pass and r.ours_pass is False]
     ours_only = [r for r in rows if r.ours_pass and r.theirs_pass is False]
+    both = [r for r in rows if r.ours_pass is not None and r.theirs_pass is not None]
     console.print(f"theirs passes / ours fails: {len(theirs_only)}; ours passes / theirs fails: {len(ours_only)}; "
-                  f"agree: {sum(1 for r in rows if r.ours_pass is not None and r.ours_pass == r.theirs_pass)} "
-                  f"of {len(rows)} ({word[None]}: skipped)", highlight=False, markup=False)
+                  f"agree: {sum(1 for r in both if r.ours_pass == r.theirs_pass)} of {len(both)} judged by both "
+                  f"({len(rows) - len(both)} skipped)", highlight=False, markup=False)
     for r in theirs_only:
         console.print(f"  theirs passes, ours fails: {r.variant} on {r.fcase.label}", markup=False)
     for r in ours_only:

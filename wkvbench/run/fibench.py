@@ -31,6 +31,7 @@ What maps to what (a GDN definition, ``op_type`` "gdn"):
 from __future__ import annotations
 
 import fnmatch
+import functools
 import importlib.util
 import json
 import math
@@ -400,6 +401,7 @@ class FibVerdict:
     how: str = "re-implemented"  # or "flashinfer_bench.bench.utils.compute_error_stats"
 
 
+@functools.cache
 def _their_stats() -> tuple[Callable, Any] | None:
     """flashinfer-bench's own ``compute_error_stats`` and config, where the package imports."""
     try:
@@ -463,7 +465,7 @@ class Comparison:
         statuses = {r.status for r in self.ours}
         if statuses <= {"SKIP"}:
             return None
-        return statuses <= {"PASS", "XFAIL"}
+        return statuses <= {"PASS"}  # an XFAIL (a known failure) fails our oracle all the same
 
     @property
     def theirs_pass(self) -> bool | None:
