@@ -9,17 +9,19 @@ from rich.console import Console
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("fib", help="flashinfer-bench definitions/workloads/solutions: our verdict and its 1e-2 "
-                                   "rule side by side (docs/flashinfer-bench.md)")
+    p = sub.add_parser("fib", help="flashinfer-bench definitions/workloads/solutions: our "
+                                   "verdict and its 1e-2 rule side by side (docs/flashinfer-bench.md)")
     p.add_argument("--definition", action="append", required=True, metavar="PATH",
                    help="a GDN Definition JSON or a folder of them (repeatable)")
     p.add_argument("--workloads", action="append", required=True, metavar="PATH",
-                   help="a workloads JSONL (trace lines, or bare workloads in <definition>.jsonl) or a folder")
+                   help="a workloads JSONL (trace lines, or bare workloads in <definition>.jsonl) or a "
+                        "folder")
     p.add_argument("--solution", action="append", default=[], metavar="PATH",
                    help="a Solution JSON (python/triton sources): registered as gdn.fib.<name> (repeatable)")
     p.add_argument("--variant", action="append", default=[], metavar="GLOB",
                    help="variants to judge (default: gdn.fib.* and gdn.torch.recurrent)")
-    p.add_argument("--trials", type=int, default=3, help="seeds per workload, as its 3 trials of fresh inputs")
+    p.add_argument("--trials", type=int, default=3, 
+                   help="seeds per workload, as its 3 trials of fresh inputs")
 
 
 def _fib(args: argparse.Namespace, console: Console) -> int:
@@ -50,8 +52,9 @@ def _fib(args: argparse.Namespace, console: Console) -> int:
     theirs_only = [r for r in rows if r.theirs_pass and r.ours_pass is False]
     ours_only = [r for r in rows if r.ours_pass and r.theirs_pass is False]
     both = [r for r in rows if r.ours_pass is not None and r.theirs_pass is not None]
-    console.print(f"theirs passes / ours fails: {len(theirs_only)}; ours passes / theirs fails: {len(ours_only)}; "
-                  f"agree: {sum(1 for r in both if r.ours_pass == r.theirs_pass)} of {len(both)} judged by both "
+    agree = sum(1 for r in both if r.ours_pass == r.theirs_pass)
+    console.print(f"theirs passes / ours fails: {len(theirs_only)}; "
+                  f"ours passes / theirs fails: {len(ours_only)}; agree: {agree} of {len(both)} judged by both "
                   f"({len(rows) - len(both)} skipped)", highlight=False, markup=False)
     for r in theirs_only:
         console.print(f"  theirs passes, ours fails: {r.variant} on {r.fcase.label}", markup=False)

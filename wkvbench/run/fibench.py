@@ -80,13 +80,14 @@ class Definition:
         axes = {k: a.get("value") for k, a in d["axes"].items() if a.get("type") == "const"}
         H, Hq, HV, N = (axes.get(k) for k in ("num_k_heads", "num_q_heads", "num_v_heads", "head_size"))
         if None in (H, Hq, HV, N) or Hq != H:
-            raise ValueError(f"{path}: needs const num_q_heads == num_k_heads, num_v_heads, head_size; got {axes}")
+            raise ValueError(f"{path}: needs const num_q_heads == num_k_heads, num_v_heads, head_size; "
+                             f"got {axes}")
         names = set(d["inputs"])
         kind = "prefill" if "cu_seqlens" in names else "mtp" if "initial_state_indices" in names else "decode"
         tags = " ".join(d.get("tags", [])) + " " + d["name"]
         k_last = not ("v_last" in tags or "layout:v-last" in tags)
-        return cls(d["name"], kind, int(H), int(HV), int(N), k_last, d["inputs"], d["outputs"], d["reference"],
-                   str(path))
+        return cls(d["name"], kind, int(H), int(HV), int(N), k_last, d["inputs"], d["outputs"],
+                   d["reference"], str(path))
 
     def dtype(self, name: str) -> str | None:
         return _TORCH_DTYPES.get(self.inputs[name]["dtype"]) if name in self.inputs else None
@@ -126,7 +127,8 @@ class Definition:
 
         args: list = []
         for name, spec in self.inputs.items():
-            ours = "state_pool" if (name == "initial_state" and self.kind == "mtp") else _OUR_NAME.get(name, name)
+            pool = name == "initial_state" and self.kind == "mtp"
+            ours = "state_pool" if pool else _OUR_NAME.get(name, name)
             x = inputs.get(ours)
             if x is None:
                 if spec.get("optional") or name == "intermediate_states_buffer":
@@ -153,8 +155,8 @@ class Definition:
             if spec.get("shape") and a is not None:
                 var.update({ax: n for ax, n in zip(spec["shape"], a.shape)})
         consts = {"num_q_heads": self.H, "num_k_heads": self.H, "num_v_heads": self.HV, "head_size": self.N}
-        return [torch.empty([var.get(ax, consts.get(ax)) for ax in spec["shape"]], dtype=getattr(torch, spec["dtype"]))
-                for spec in self.outputs.values()]
+        return [torch.empty([var.get(ax, consts.get(ax)) for ax in spec["shape"]],
+                            dtype=getattr(torch, spec["dtype"])) for spec in self.outputs.values()]
 
     def canonical(self, outs: list) -> dict:
         """Their outputs (``output``, then the state or the pool) as our canonical arrays."""
@@ -263,7 +265,8 @@ class FibVariant(KernelVariant):
                  dps: bool = False, device: str = "cpu", backend: str = "torch", algorithm: str = "reference",
                  unavailable: str = "") -> None:
         self.name, self.definitions, self._fn = name, list(definitions), fn  # type: ignore[misc]
-        self.dps, self.device, self.backend, self.algorithm = dps, device, backend, algorithm  # type: ignore[misc]
+        self.dps, self.device = dps, device  # type: ignore[misc]
+        self.backend, self.algorithm = backend, algorithm  # type: ignore[misc]
         self._unavailable = unavailable
         self._fns: dict[str, Callable] = {}
 
@@ -275,7 +278,8 @@ class FibVariant(KernelVariant):
         except ImportError:
             return Availability.no("torch is not installed")
         if self.device == "cuda" and not torch.cuda.is_available():
-            return Availability.no("the solution targets CUDA (spec.target_hardware) and no CUDA device is visible")
+            return Availability.no("the solution targets CUDA (spec.target_hardware) and no CUDA device "
+                                   "is visible")
         return Availability.yes()
 
     def definition(self, case: Case) -> Definition | str:
@@ -292,7 +296,9 @@ class FibVariant(KernelVariant):
         if not base:
             return base
         d = self.definition(case)
-        return Availability.yes() if isinstance(d, Definition) else Availability.no(f"no loaded definition: {d}")
+        if isinstance(d, Definition):
+            return Availability.yes()
+        return Availability.no(f"no loaded definition: {d}")
 
     def effective_inputs(self, inputs: dict, dtype: str) -> dict:
         """As the kernel sees them: each input rounded to the dtype the definition gives it (dt_bias is
@@ -435,7 +441,8 @@ def fib_verdict(outs: list, refs: list, atol: float = ATOL, rtol: float = RTOL) 
     v = FibVerdict(True, how=how)
     for name, o, r in zip(("output", "state"), outs, refs):
         if tuple(o.shape) != tuple(r.shape):
-            return FibVerdict(False, reason=f"{name}: INCORRECT_SHAPE {list(o.shape)} vs {list(r.shape)}", how=how)
+            return FibVerdict(False, reason=f"{name}: INCORRECT_SHAPE {list(o.shape)} vs {list(r.shape)}",
+                              how=how)
         if o.dtype != r.dtype:
             return FibVerdict(False, reason=f"{name}: INCORRECT_DTYPE {o.dtype} vs {r.dtype}", how=how)
         if not torch.isfinite(o).all():
