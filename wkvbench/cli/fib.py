@@ -54,8 +54,8 @@ def _fib(args: argparse.Namespace, console: Console) -> int:
     both = [r for r in rows if r.ours_pass is not None and r.theirs_pass is not None]
     agree = sum(1 for r in both if r.ours_pass == r.theirs_pass)
     console.print(f"theirs passes / ours fails: {len(theirs_only)}; "
-                  f"ours passes / theirs fails: {len(ours_only)}; agree: {agree} of {len(both)} judged by both "
-                  f"({len(rows) - len(both)} skipped)", highlight=False, markup=False)
+                  f"ours passes / theirs fails: {len(ours_only)}; agree: {agree} of {len(both)}"
+                  f" judged by both ({len(rows) - len(both)} skipped)", highlight=False, markup=False)
     for r in theirs_only:
         console.print(f"  theirs passes, ours fails: {r.variant} on {r.fcase.label}", markup=False)
     for r in ours_only:
