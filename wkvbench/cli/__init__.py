@@ -123,9 +123,11 @@ def _parser() -> argparse.ArgumentParser:
                    "(gate --help, gate noise --help, gate ab --help)")
     sub.add_parser("stability", add_help=False, help="the timing engine vs triton's do_bench over repeated "
                    "rounds of a bench file's rows (stability --help)")
+    from .fib import add_parser as _add_fib
     from .gpu import add_parser as _add_gpu
     from .properties import add_parser as _add_properties
 
+    _add_fib(sub)
     _add_properties(sub)
     _add_gpu(sub)
     return ap
@@ -164,6 +166,10 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.command == "case":
             return _show_case(args.id, console)
+        if args.command == "fib":  # no selection options: its variants come from --definition/--solution
+            from .fib import _fib
+
+            return _fib(args, console)
         _load_plugins(args, console)
         if args.command == "replay":
             return _replay(args, console)

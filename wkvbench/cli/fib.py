@@ -1,0 +1,63 @@
+"""``python -m wkvbench fib``: flashinfer-bench GDN definitions and workloads judged by our oracle, with
+flashinfer-bench's own verdict beside ours (docs/flashinfer-bench.md; ``wkvbench/run/fibench.py``)."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("fib", help="flashinfer-bench definitions/workloads/solutions: our "
+                                   "verdict and its 1e-2 rule side by side (docs/flashinfer-bench.md)")
+    p.add_argument("--definition", action="append", required=True, metavar="PATH",
+                   help="a GDN Definition JSON or a folder of them (repeatable)")
+    p.add_argument("--workloads", action="append", required=True, metavar="PATH",
+                   help="a workloads JSONL (trace lines, or bare workloads in <definition>.jsonl) or a "
+                        "folder")
+    p.add_argument("--solution", action="append", default=[], metavar="PATH",
+                   help="a Solution JSON (python/triton sources): registered as gdn.fib.<name> (repeatable)")
+    p.add_argument("--variant", action="append", default=[], metavar="GLOB",
+                   help="variants to judge (default: gdn.fib.* and gdn.torch.recurrent)")
+    p.add_argument("--trials", type=int, default=3, 
+                   help="seeds per workload, as its 3 trials of fresh inputs")
+
+
+def _fib(args: argparse.Namespace, console: Console) -> int:
+    from wkvkernels.base import variants
+
+    from ..run import fibench
+
+    if args.trials < 1:
+        raise ValueError(f"--trials must be >= 1, got {args.trials}")
+    defs = fibench.load_definitions(args.definition)
+    fcases = fibench.fib_cases(defs, args.workloads)
+    if not fcases:
+        console.print("[red]no workload of a loaded definition[/red]")
+        return 2
+    made = fibench.register_fib(defs, args.solution)
+    chosen = fibench.select(args.variant or ["gdn.fib.*", "gdn.torch.recurrent"], variants("gdn"))
+    for fc in fcases:
+        console.print(f"{fc.label}: {fc.case.id} ({fc.mapping})")
+    rows = fibench.compare(chosen, fcases, made[0], trials=args.trials)
+    for r in rows:
+        ours = "/".join(x.status for x in r.ours)
+        theirs = "/".join("pass" if v.passed else "FAIL" for v in r.theirs) or "-"
+        worst = max(r.theirs, key=lambda v: v.max_abs) if r.theirs else None
+        extra = f" max|err| {worst.max_abs:.3g}" if worst else ""
+        reason = next((x.reason for x in r.ours if x.status != "PASS"), "")
+        console.print(f"{r.fcase.label} {r.variant}: ours {ours} ({r.worst}) | theirs {theirs}{extra}"
+                      + (f"\n    {reason[:200]}" if reason else ""), highlight=False, markup=False)
+    theirs_only = [r for r in rows if r.theirs_pass and r.ours_pass is False]
+    ours_only = [r for r in rows if r.ours_pass and r.theirs_pass is False]
+    both = [r for r in rows if r.ours_pass is not None and r.theirs_pass is not None]
+    agree = sum(1 for r in both if r.ours_pass == r.theirs_pass)
+    console.print(f"theirs passes / ours fails: {len(theirs_only)}; "
+                  f"ours passes / theirs fails: {len(ours_only)}; agree: {agree} of {len(both)}"
+                  f" judged by both ({len(rows) - len(both)} skipped)", highlight=False, markup=False)
+    for r in theirs_only:
+        console.print(f"  theirs passes, ours fails: {r.variant} on {r.fcase.label}", markup=False)
+    for r in ours_only:
+        console.print(f"  ours passes, theirs fails: {r.variant} on {r.fcase.label}", markup=False)
+    return 0
