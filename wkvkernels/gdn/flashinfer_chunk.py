@@ -44,10 +44,12 @@ class GdnFlashinferChunk(FlashinferVariant):
     conventions = frozenset({"gva", "varlen", "raw", "qkn"})
 
     def supports(self, case: Any) -> Availability:
+        if not (base := super().supports(case)):  # dtype, conventions first
+            return base
         if case.shape.N != 128:
             return Availability.no(f"head size {case.shape.N}: chunk_gated_delta_rule's kernels take D = 128 "
                                    "only (\"DSL kernel only supports D=128\", flashinfer-python 0.7.2.post1)")
-        return super().supports(case)
+        return base
 
     @staticmethod
     def alpha(inputs: dict) -> tuple[np.ndarray, np.ndarray]:

@@ -32,6 +32,8 @@ class GdnFlashinferDecode(RawGateDecode):
     state_dtype = "fp32"
 
     def supports(self, case: Any) -> Availability:
+        if not (base := super().supports(case)):  # dtype, conventions first
+            return base
         s = case.shape
         if s.T != 1:
             return Availability.no(f"T = {s.T}: the fp32-state decode is T = 1 (\"Decode only supports T=1\"; "
@@ -39,7 +41,7 @@ class GdnFlashinferDecode(RawGateDecode):
         if s.N < 128 or s.N % 8:
             return Availability.no(f"head size {s.N}: the fp32-state decode asserts K >= 128, V >= 128, "
                                    "V % 8 == 0")
-        return super().supports(case)
+        return base
 
     def prepare(self, inputs: dict, case: Any) -> Any:
         import torch

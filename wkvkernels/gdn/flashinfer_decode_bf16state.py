@@ -32,10 +32,12 @@ class GdnFlashinferDecodeBf16State(GdnFlashinferDecode):
                               "for T>1) when K=V=128\" (gdn_kernels/gdn_decode_bf16_state.py)")
 
     def supports(self, case: Any) -> Availability:
+        if not (base := super(GdnFlashinferDecode, self).supports(case)):  # dtype, conventions first
+            return base
         if case.shape.N != 128:
             return Availability.no(f"head size {case.shape.N}: the bf16-state path is K = V = 128 only "
                                    "(other sizes fall to the fp32-state kernel, which asserts a float32 state)")
-        return super(GdnFlashinferDecode, self).supports(case)
+        return base
 
 
 register(GdnFlashinferDecodeBf16State)

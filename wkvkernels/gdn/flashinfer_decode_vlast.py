@@ -27,13 +27,15 @@ class GdnFlashinferDecodeVlast(RawGateDecode):
     conventions = frozenset({"gva", "raw", "qkn"})
 
     def supports(self, case: Any) -> Availability:
+        if not (base := super().supports(case)):  # dtype, conventions first
+            return base
         s = case.shape
         if s.T != 1:
             return Availability.no(f"T = {s.T}: gated_delta_rule_decode is T = 1 (\"Decode only supports T=1\")")
         if s.N < 128 or s.N % 32:
             return Availability.no(f"head size {s.N}: gated_delta_rule_decode asserts K >= 128, V >= 128, "
                                    "V % 32 == 0")
-        return super().supports(case)
+        return base
 
     def prepare(self, inputs: dict, case: Any) -> Any:
         dev, dt = self.device, case.dtype

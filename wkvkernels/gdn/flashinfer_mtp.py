@@ -30,13 +30,15 @@ class GdnFlashinferMtp(RawGateDecode):
     conventions = frozenset({"gva", "pool", "raw", "qkn"})
 
     def supports(self, case: Any) -> Availability:
+        if not (base := super().supports(case)):  # dtype, conventions first
+            return base
         s = case.shape
         if s.T < 2:
             return Availability.no(f"T = {s.T}: gated_delta_rule_mtp is the T > 1 entry point (\"Supports "
                                    "T > 1\"); T = 1 runs as gdn.flashinfer.decode")
         if s.N < 128:
             return Availability.no(f"head size {s.N}: gated_delta_rule_mtp asserts K >= 128, V >= 128")
-        return super().supports(case)
+        return base
 
     def prepare(self, inputs: dict, case: Any) -> Any:
         import torch

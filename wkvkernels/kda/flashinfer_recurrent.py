@@ -39,6 +39,8 @@ class KdaFlashinferRecurrent(FlashinferVariant):
                               "run_recurrent_kda: \"State is bfloat16 [N, HV, V, K] and updated in-place\"")
 
     def supports(self, case: Any) -> Availability:
+        if not (base := super().supports(case)):  # dtype, conventions first
+            return base
         s = case.shape
         if s.T != 1:
             return Availability.no(f"T = {s.T}: the recurrent_kda decode kernel is T = 1 (T > 1 routes to "
@@ -48,7 +50,7 @@ class KdaFlashinferRecurrent(FlashinferVariant):
         if s.raw and s.HV and s.HV != s.H:
             return Availability.no("raw gates with HV != H: recurrent_kda documents A_log [H] and dt_bias "
                                    "[H*K] per key head")
-        return super().supports(case)
+        return base
 
     def effective_inputs(self, inputs: dict, dtype: str) -> dict:
         out = super().effective_inputs(inputs, dtype)
