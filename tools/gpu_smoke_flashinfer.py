@@ -2,17 +2,18 @@
 network. It installs nothing: install the carried wheels first, then run it from the repository root.
 
 Wheels (``pip download --no-deps --python-version 3.12 --platform manylinux_2_28_x86_64 --only-binary=:all:``,
-in /work/wheels/flashinfer/ on the helper machine, about 164 MB):
+in /work/wheels/flashinfer/ on the helper machine: 19 files, 177 MB = 169 MiB, so at least three 64 MiB transfers):
 
     flashinfer_python-0.7.2.post1-py3-none-any.whl            62 MB
     nvidia_cutlass_dsl-4.8.1-py3-none-any.whl                 (metapackage; install with --no-deps)
     nvidia_cutlass_dsl_libs_base-4.8.1-cp312-...whl            3 MB
     nvidia_cutlass_dsl_libs_core-4.8.1-py3-none-any.whl        2 MB
     nvidia_cutlass_dsl_libs_cu13-4.8.1-cp312-...whl           92 MB  > 64 MiB: carry split, ``cat`` back
-    cuda_bindings-13.4.4, cuda_pathfinder, cuda_core-1.2.x, cuda_python-13.4.4 (metapackage)
+    cuda_bindings-13.4.4 (7 MB), cuda_core-1.2.2 (7 MB), cuda_pathfinder-1.9.1, cuda_python-13.4.4 (metapackage)
     apache_tvm_ffi-0.1.15.post2, protobuf, einops, click, ninja, tabulate, nvidia_ml_py, packaging,
     requests, tqdm (torch's env already has numpy, filelock, typing-extensions)
 
+    split -b 60M nvidia_cutlass_dsl_libs_cu13-4.8.1-*.whl cu13.part.   # here; on the box: cat cu13.part.* > <name>.whl
     pip install --no-deps --no-index /path/to/wheels/*.whl
     python tools/gpu_smoke_flashinfer.py            # [--quick]
 
