@@ -34,6 +34,8 @@ PACKAGES: dict[str, Package] = {p.name: p for p in (
     Package("rwkv-ops", ("rwkv-ops",), "rwkv-ops", "*.rwkv_ops.*"),
     Package("ggml-python", ("ggml-python",), "ggml-python", "*.ggml.*"),
     Package("rwkv", ("rwkv",), "rwkv", "*.rwkv.*", note="ChatRWKV's CUDA kernels: a GPU box only"),
+    Package("flashinfer", ("flashinfer-python",), "flashinfer-python", "*.flashinfer.*",
+            note="CuTe DSL GDN/KDA kernels: SM90/SM100/SM103/SM120 only (tools/gpu_smoke_flashinfer.py)"),
 )}
 
 

@@ -3,6 +3,11 @@
 from . import (  # noqa: F401  (each module registers its variants at import)
     fla_naive,
     fla_triton,
+    flashinfer_chunk,
+    flashinfer_decode,
+    flashinfer_decode_bf16state,
+    flashinfer_decode_vlast,
+    flashinfer_mtp,
     ggml_cpu,
     ggml_cuda,
     ggml_metal,

@@ -3,5 +3,6 @@
 from . import (  # noqa: F401  (each module registers its variants at import)
     fla_naive,
     fla_triton,
+    flashinfer_recurrent,
     torch_recurrent,
 )
