@@ -34,6 +34,9 @@ PACKAGES: dict[str, Package] = {p.name: p for p in (
     Package("rwkv-ops", ("rwkv-ops",), "rwkv-ops", "*.rwkv_ops.*"),
     Package("ggml-python", ("ggml-python",), "ggml-python", "*.ggml.*"),
     Package("rwkv", ("rwkv",), "rwkv", "*.rwkv.*", note="ChatRWKV's CUDA kernels: a GPU box only"),
+    Package("rwkv-fla", ("rwkv-fla",), "rwkv-fla", "*.rwkvfla.*",
+            note="module rwkvfla; installs its own top-level fla over fla-core's: its own environment only"),
+    Package("rwkv7-hf", ("rwkv7-hf",), "rwkv7-hf", "*.rwkv7hf.*"),
 )}
 
 
