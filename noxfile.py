@@ -338,7 +338,8 @@ def _release_env(session: nox.Session, package: str, requirement: str) -> None:
     session.install(*_offline(), *spec.get("toolchain", []), "rich>=13",
                     env={"CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)})
     dists = {"fla": ["fla-core", "flash-linear-attention"]}.get(package, [package])
-    session.run("python", "-m", "pip", "uninstall", "-q", "-y", *dists, silent=True)  # one release at a time
+    # one release at a time (an install step: `nox -R` reuses the environment as it is)
+    session.run_install("python", "-m", "pip", "uninstall", "-q", "-y", *dists, silent=True)
     deps = ["--no-deps"] if spec.get("no-deps") else []
     session.install(*_offline(), *deps, requirement,
                     env={"CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)})
