@@ -6,15 +6,16 @@ Wheels (in /work/wheels/rwkvfla/ on the helper machine):
     rwkv_fla-0.7.202508221413-py3-none-any.whl   1.3 MB  (installs rwkvfla AND a top-level fla: its own venv)
     einops-*.whl, packaging-*.whl                       (rwkv-fla's kernels need them; its declared transformers
                                                          and datasets are for its models: --no-deps)
-    rwkv7_hf-0.9.0-py3-none-any.whl                     (pure PyTorch; needs transformers>=4.48,<6, safetensors:
-                                                         hf/ beside it, or the `nox -s wheelhouse` folder)
+    rwkv7_hf-0.9.0-py3-none-any.whl                     (pure PyTorch; needs transformers>=4.48,<6, safetensors,
+                                                         which are not among these: take them from the
+                                                         `nox -s wheelhouse` folder, whose cpu-kernels has it)
 
 rwkv-fla must never share an environment with fla-core (it overwrites fla-core's files). On the box
 (python3.12, torch 2.11.0+cu130, triton 3.6.0)::
 
     python3 -m venv --system-site-packages /tmp/rwkvfla-env      # sees the box's CUDA torch and triton
     /tmp/rwkvfla-env/bin/pip install --no-deps --no-index W/rwkv_fla-*.whl W/einops-*.whl W/packaging-*.whl
-    /tmp/rwkvfla-env/bin/pip install --no-index --find-links W/hf W/rwkv7_hf-0.9.0-py3-none-any.whl   # optional
+    /tmp/rwkvfla-env/bin/pip install --no-index --find-links WHEELHOUSE W/rwkv7_hf-0.9.0-py3-none-any.whl  # optional
     /tmp/rwkvfla-env/bin/python tools/gpu_smoke_rwkvfla.py          # [--quick]: fp32 forward only
 
 or, with a wheelhouse that holds these wheels, the release session itself (verify, then its timings):
