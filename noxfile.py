@@ -338,7 +338,8 @@ def _release_env(session: nox.Session, package: str, requirement: str) -> None:
     session.install(*_offline(), *spec.get("toolchain", []), "rich>=13",
                     env={"CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)})
     dists = {"fla": ["fla-core", "flash-linear-attention"]}.get(package, [package])
-    session.run("python", "-m", "pip", "uninstall", "-q", "-y", *dists, silent=True)  # one release at a time
+    # one release at a time (an install step: `nox -R` reuses the environment as it is)
+    session.run_install("python", "-m", "pip", "uninstall", "-q", "-y", *dists, silent=True)
     deps = ["--no-deps"] if spec.get("no-deps") else []
     session.install(*_offline(), *deps, requirement,
                     env={"CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)})
@@ -350,8 +351,8 @@ def _verify_release(session: nox.Session, package: str, requirement: str, output
     import shutil
 
     env = {"WKVBENCH_RELEASE_REQUIREMENT": requirement}
-    if package == "fla":
-        env["TRITON_INTERPRET"] = "1"  # the .interp twins: FLA's Triton kernels on the CPU (no GPU here)
+    if package == "fla" or HISTORY[package].get("interpret"):
+        env["TRITON_INTERPRET"] = "1"  # the .interp twins: FLA's (rwkv-fla's) Triton kernels on a CPU
         ngpu = session.run("python", "-c", "import torch; print(torch.cuda.device_count())", silent=True)
         if ngpu.strip().splitlines()[-1] != "0":
             env.pop("TRITON_INTERPRET")  # a GPU box: the CUDA variants instead

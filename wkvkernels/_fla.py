@@ -105,6 +105,7 @@ class FlaVariant(KernelVariant):
     """
 
     source: ClassVar[str] = "fla-core"
+    root: ClassVar[str] = "fla"  # the top-level module of the kernels (rwkv-fla's adapters: "rwkvfla")
     dtypes: ClassVar[frozenset[str]] = frozenset({"fp32", "bf16", "fp16"})
     args: ClassVar[dict[str, str]] = {}
 
@@ -174,7 +175,7 @@ class FlaTriton(FlaVariant):
         return super().supports(case)
 
     def available(self) -> Availability:
-        reason = env.triton_reason(self.device)
+        reason = env.triton_reason(self.device, self.root)
         if reason is None and self.device == "cpu":
             reason = self._smoke()
         return Availability.no(reason) if reason else Availability.yes()
@@ -184,7 +185,7 @@ class FlaTriton(FlaVariant):
         kw.update(scale=float(inputs["scale"]) if op_spec(self.operator).has_scale else 1.0,
                   initial_state=state_in(inputs, "fp32", self.device), output_final_state=True, **self.fixed)
         kw.update(self.convention_kwargs(inputs, case))
-        fn = env.fla_fn(*self.entry)
+        fn = env.fla_fn(*self.entry, root=self.root)
         return fn, {**kw, **env.time_first(fn)}
 
     def run(self, native: Any) -> Any:
@@ -253,6 +254,10 @@ class FlaTriton(FlaVariant):
         """``backward`` of the packed run (``prepare_packed``)."""
         return self._autograd(self.prepare_packed(dict(inputs), case, cu_seqlens), inputs, case, upstream)
 
+    def versions(self) -> dict[str, str]:
+        """The package's distribution and its toolchain's versions, for reasons."""
+        return env.fla_versions()
+
     def _smoke(self) -> str | None:
         case = Case(self.operator, "uniform", Shape(1, 5, 1, 16, h0=self.supports_state,
                                                      C=16 if self.operator == "gdn_wy" else 0), "fp32")
@@ -262,8 +267,8 @@ class FlaTriton(FlaVariant):
             if not interpreter_limit(exc):
                 return None  # the kernel's own failure: each case reports it (ERROR), never a SKIP
             where = [f"{f.filename.split('site-packages/')[-1]}:{f.lineno}"
-                     for f in traceback.extract_tb(exc.__traceback__) if "/fla/" in f.filename]
-            versions = ", ".join(f"{k} {v}" for k, v in env.fla_versions().items())
+                     for f in traceback.extract_tb(exc.__traceback__) if f"/{self.root}/" in f.filename]
+            versions = ", ".join(f"{k} {v}" for k, v in self.versions().items())
             msg = " ".join(str(exc).split())[:300]
             return (f"fails under the Triton interpreter ({versions}): {type(exc).__name__}: {msg}"
                     + (f" (at {where[-1]})" if where else ""))

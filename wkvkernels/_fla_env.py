@@ -47,11 +47,60 @@ def fla_reason() -> str | None:
         return reason
     if importlib.util.find_spec("fla") is None:
         return "fla-core not installed (pip install fla-core)"
+    if (reason := foreign_fla()) is not None:
+        return reason
     try:
         import_ops()
     except Exception as exc:  # noqa: BLE001 - any import failure is a reason, never a crash
         return f"import fla.ops failed: {type(exc).__name__}: {exc}"
     return None
+
+
+def foreign_fla() -> str | None:
+    """Why the importable ``fla`` may not be FLA's own (fla-core's, or flash-linear-attention's), or None.
+
+    rwkv-fla (module ``rwkvfla``) also installs a top-level ``fla``, its own 2025-08 snapshot, over
+    whatever ``fla`` is there (its RECORD lists ``fla/__init__.py``). Where it is installed, or where no
+    FLA distribution owns the ``fla`` found, FLA's variants are refused: their results would be
+    attributed to a release of FLA that is not the code that ran."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        rwkv = distribution("rwkv-fla")
+    except PackageNotFoundError:
+        rwkv = None
+    if rwkv is not None and any(str(f) == "fla/__init__.py" for f in rwkv.files or ()):
+        return (f"rwkv-fla {rwkv.version} is installed: it ships its own top-level fla (a 2025-08 snapshot of "
+                "FLA) over fla-core's files, so `import fla` is not fla-core here; FLA's variants run in an "
+                "environment without rwkv-fla, rwkv-fla's as *.rwkvfla.* (docs/history.md)")
+    for dist in ("fla-core", "flash-linear-attention"):
+        try:
+            distribution(dist)
+            return None
+        except PackageNotFoundError:
+            continue
+    return ("the importable fla belongs to no fla-core or flash-linear-attention distribution (not FLA's "
+            "release, whatever it is): FLA's variants refused; install fla-core")
+
+
+@functools.cache
+def rwkvfla_reason() -> str | None:
+    """None when rwkv-fla's ``rwkvfla.ops`` imports, else why not."""
+    if (reason := torch_available()) is not None:
+        return reason
+    if importlib.util.find_spec("rwkvfla") is None:
+        return ("rwkv-fla not installed; it installs a top-level fla over fla-core's, so it runs in its own "
+                'environment: nox -s "history(rwkv-fla==0.7.202508221413)" (docs/history.md)')
+    try:
+        import_ops("rwkvfla")
+    except Exception as exc:  # noqa: BLE001 - any import failure is a reason, never a crash
+        return f"import rwkvfla.ops failed: {type(exc).__name__}: {exc}"
+    return None
+
+
+def package_reason(root: str) -> str | None:
+    """``fla_reason`` or ``rwkvfla_reason``, by the top-level module the kernels come from."""
+    return {"fla": fla_reason, "rwkvfla": rwkvfla_reason}[root]()
 
 
 # what ``import fla`` of flash-linear-attention < 0.3.2 needs for its layers and models, not its kernels
@@ -101,8 +150,8 @@ def _compat_torch() -> None:
         torch.cpu.device = _CpuDeviceContext
 
 
-def import_ops():
-    """``import fla.ops``. flash-linear-attention < 0.3.2's ``fla/__init__.py`` imports its layers and
+def import_ops(root: str = "fla"):
+    """``import fla.ops`` (``root``: ``rwkvfla`` for rwkv-fla's copy, whose ``__init__`` is FLA's renamed). flash-linear-attention < 0.3.2's ``fla/__init__.py`` imports its layers and
     models, which import ``transformers`` (a declared dependency of those releases, with ``datasets``,
     both unused by the kernels). Where that import fails for want of them, ``fla`` is entered as a bare
     package (its ``__init__`` not run) and ``fla.ops`` imported from it: the same kernel modules from
@@ -112,18 +161,18 @@ def import_ops():
 
     _compat_torch()
     try:
-        return importlib.import_module("fla.ops")
+        return importlib.import_module(f"{root}.ops")
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in _MODEL_SIDE:
             raise
-    for key in [k for k in sys.modules if k == "fla" or k.startswith("fla.")]:
+    for key in [k for k in sys.modules if k == root or k.startswith(f"{root}.")]:
         del sys.modules[key]
-    spec = importlib.util.find_spec("fla")
-    bare = types.ModuleType("fla")
+    spec = importlib.util.find_spec(root)
+    bare = types.ModuleType(root)
     bare.__path__ = list(spec.submodule_search_locations or [])
     bare.__file__, bare.__spec__ = spec.origin, spec
-    sys.modules["fla"] = bare
-    return importlib.import_module("fla.ops")
+    sys.modules[root] = bare
+    return importlib.import_module(f"{root}.ops")
 
 
 def fla_versions() -> dict[str, str]:
@@ -145,13 +194,13 @@ def fla_versions() -> dict[str, str]:
     return out
 
 
-def fla_fn(module: str, name: str):
-    """``fla.<module>.<name>``, imported on first use (never at registry import)."""
-    import_ops()
-    return getattr(importlib.import_module(f"fla.{module}"), name)
+def fla_fn(module: str, name: str, root: str = "fla"):
+    """``fla.<module>.<name>`` (``rwkvfla.<module>.<name>``), imported on first use (never at registry import)."""
+    import_ops(root)
+    return getattr(importlib.import_module(f"{root}.{module}"), name)
 
 
-def kernels_interpreted() -> bool:
+def kernels_interpreted(root: str = "fla") -> bool:
     """Whether FLA's Triton kernels in this process were built for the Triton interpreter: the first
     ``@triton.jit`` function found in the imported ``fla.ops`` modules (through any autotuner or
     heuristics wrapper) tells. (fla-core 0.6.0's ``fla.ops.utils.op.exp`` is one; in older releases
@@ -161,9 +210,9 @@ def kernels_interpreted() -> bool:
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
-    import_ops()
+    import_ops(root)
     for name, mod in sorted(sys.modules.items()):
-        if not name.startswith("fla.ops") or mod is None:
+        if not name.startswith(f"{root}.ops") or mod is None:
             continue
         for obj in list(vars(mod).values()):
             for _ in range(4):  # Autotuner / Heuristics wrap the jitted function in .fn
@@ -220,31 +269,32 @@ def gated_dqkwg_refused() -> str | None:
     return None
 
 
-def triton_reason(device: str) -> str | None:
-    """None when FLA's Triton kernels can run on ``device`` ("cuda", or "cpu" = interpreter)."""
-    if (reason := fla_reason()) is not None:
+def triton_reason(device: str, root: str = "fla") -> str | None:
+    """None when FLA's Triton kernels can run on ``device`` ("cuda", or "cpu" = interpreter); ``root``:
+    the top-level module they come from (``rwkvfla``: rwkv-fla's copy)."""
+    if (reason := package_reason(root)) is not None:
         return reason
-    interpreted = kernels_interpreted()
+    interpreted = kernels_interpreted(root)
     if device == "cpu":
         if not interpreted:
             if not _interpreter_on():
                 return ("set TRITON_INTERPRET=1 in the environment before starting Python (process-global: "
                         "triton chooses interpreter or compiler per @triton.jit when fla.ops is imported)")
-            return ("TRITON_INTERPRET=1 was set after fla.ops had been imported, so its kernels are "
+            return (f"TRITON_INTERPRET=1 was set after {root}.ops had been imported, so its kernels are "
                     "compiled, "
                     "not interpreted; set it before starting Python")
         _interpreter_takes_first_config()
-        patch_interpreted_aliases()
+        patch_interpreted_aliases(f"{root}.ops")
         return None
     if device != "cuda":
         return f"device {device!r} not supported (cuda, or cpu through the Triton interpreter)"
     import torch
 
     if interpreted:
-        return "TRITON_INTERPRET=1 is set: fla's Triton kernels were built for the CPU interpreter"
+        return f"TRITON_INTERPRET=1 is set: {root}'s Triton kernels were built for the CPU interpreter"
     if not torch.cuda.is_available():
         return "no CUDA device (torch.cuda.is_available() is False)"
-    if os.environ.get("FLA_DISABLE_BACKEND_DISPATCH") != "1":
+    if root == "fla" and os.environ.get("FLA_DISABLE_BACKEND_DISPATCH") != "1":  # rwkv-fla's has no dispatch
         found = [p for p in _DISPATCH_BACKENDS if importlib.util.find_spec(p) is not None]
         if found:
             return (f"{', '.join(found)} installed: fla may dispatch to it instead of its Triton kernel; "

@@ -36,6 +36,9 @@ PACKAGES: dict[str, Package] = {p.name: p for p in (
     Package("rwkv", ("rwkv",), "rwkv", "*.rwkv.*", note="ChatRWKV's CUDA kernels: a GPU box only"),
     Package("flashinfer", ("flashinfer-python",), "flashinfer-python", "*.flashinfer.*",
             note="CuTe DSL GDN/KDA kernels: SM90/SM100/SM103/SM120 only (tools/gpu_smoke_flashinfer.py)"),
+    Package("rwkv-fla", ("rwkv-fla",), "rwkv-fla", "*.rwkvfla.*",
+            note="module rwkvfla; installs its own top-level fla over fla-core's: its own environment only"),
+    Package("rwkv7-hf", ("rwkv7-hf",), "rwkv7-hf", "*.rwkv7hf.*"),
 )}
 
 

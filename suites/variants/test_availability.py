@@ -50,7 +50,7 @@ class _InterpreterCannot(_Raising):
 
 @pytest.fixture
 def registered(monkeypatch):
-    monkeypatch.setattr(env, "triton_reason", lambda device: None)  # as under TRITON_INTERPRET=1
+    monkeypatch.setattr(env, "triton_reason", lambda device, root="fla": None)  # as under TRITON_INTERPRET=1
     for cls in (_Crashes, _InterpreterCannot):
         monkeypatch.setitem(base._REGISTRY, cls.name, cls())
     base.availability.cache_clear()

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from wkvkernels import config
 
 PACKAGES = ("numpy", "torch", "triton", "fla-core", "flash-linear-attention", "rwkv", "rwkv-ops", "keras",
-            "ggml-python", "rich")
+            "ggml-python", "rich", "rwkv-fla", "rwkv7-hf")
 
 
 def _version(dist: str) -> str | None:

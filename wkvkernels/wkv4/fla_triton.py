@@ -50,7 +50,7 @@ class Wkv4FlaFusedRecurrent(FlaTriton):
                   k=to_torch(inputs["k"], case.dtype, self.device),
                   v=to_torch(inputs["v"], case.dtype, self.device),
                   state=state[:, :, None, :].contiguous())
-        return fla_fn("ops.rwkv4", "fused_recurrent_rwkv4"), kw
+        return fla_fn("ops.rwkv4", "fused_recurrent_rwkv4", root=self.root), kw
 
     def torch_outputs(self, out: Any) -> dict:
         y, st = out

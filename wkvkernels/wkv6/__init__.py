@@ -9,5 +9,6 @@ from . import (  # noqa: F401  (each module registers its variants at import)
     rwkv_cuda,
     rwkv_ops_cuda,
     rwkv_ops_native,
+    rwkvfla_triton,
     torch_recurrent,
 )

@@ -8,8 +8,10 @@ from . import (  # noqa: F401  (each module registers its variants at import)
     ggml_metal,
     mlx_lm_metal,
     mlx_lm_ops,
+    rwkv7hf_torch,
     rwkv_cuda,
     rwkv_ops_cuda,
     rwkv_ops_native,
+    rwkvfla_triton,
     torch_recurrent,
 )
