@@ -350,7 +350,7 @@ def _verify_release(session: nox.Session, package: str, requirement: str, output
     import shutil
 
     env = {"WKVBENCH_RELEASE_REQUIREMENT": requirement}
-    if package == "fla":
+    if package == "fla" or HISTORY[package].get("interpret"):
         env["TRITON_INTERPRET"] = "1"  # the .interp twins: FLA's Triton kernels on the CPU (no GPU here)
         ngpu = session.run("python", "-c", "import torch; print(torch.cuda.device_count())", silent=True)
         if ngpu.strip().splitlines()[-1] != "0":

@@ -34,6 +34,7 @@ PACKAGES: dict[str, Package] = {p.name: p for p in (
     Package("rwkv-ops", ("rwkv-ops",), "rwkv-ops", "*.rwkv_ops.*"),
     Package("ggml-python", ("ggml-python",), "ggml-python", "*.ggml.*"),
     Package("rwkv", ("rwkv",), "rwkv", "*.rwkv.*", note="ChatRWKV's CUDA kernels: a GPU box only"),
+    Package("vllm", ("vllm",), "vllm", "*.vllm.*", note="its FLA fork; pins its own torch: an environment of its own"),
 )}
 
 

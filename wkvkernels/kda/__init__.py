@@ -4,4 +4,5 @@ from . import (  # noqa: F401  (each module registers its variants at import)
     fla_naive,
     fla_triton,
     torch_recurrent,
+    vllm_triton,
 )
