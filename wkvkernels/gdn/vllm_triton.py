@@ -43,6 +43,9 @@ class GdnVllmChunk(_vllm.VllmTriton):
     def supports(self, case: Any) -> Availability:
         if case.shape.N > 256:
             return Availability.no(f"head size {case.shape.N} > 256 (chunk_gated_delta_rule_fwd_h asserts K <= 256)")
+        if case.dtype == "fp32":  # as fla-core before 0.4.0; fla-core 0.6.0 accepts it
+            return Availability.no("fp32: the fork asserts \"ChunkGatedDeltaRuleFunction does not support float32. "
+                                   "Please use bfloat16.\" (vllm 0.33.0, ops/chunk.py)")
         return super().supports(case)
 
     def prepare(self, inputs: dict, case: Any) -> Any:
