@@ -33,7 +33,7 @@ def test_without_vllm_the_reason_says_how_to_get_it(name):
 
 
 def _case(**kw):
-    return Case("gdn", "model", Shape(**{"B": 3, "T": 2, "H": 1, "N": 16, **kw}), "fp32")
+    return Case("gdn", "model", Shape(**{"B": 3, "T": 2, "H": 1, "N": 16, **kw}), "bf16")
 
 
 @pytest.mark.parametrize(("name", "shape", "why"), [
