@@ -205,14 +205,20 @@ def kernels_interpreted(root: str = "fla") -> bool:
     ``@triton.jit`` function found in the imported ``fla.ops`` modules (through any autotuner or
     heuristics wrapper) tells. (fla-core 0.6.0's ``fla.ops.utils.op.exp`` is one; in older releases
     that name is a plain alias of ``tl.exp``, no jitted function at all.)"""
+    import_ops(root)
+    return first_jit_interpreted(f"{root}.ops")
+
+
+def first_jit_interpreted(prefix: str) -> bool:
+    """Whether the first ``@triton.jit`` function found in the imported modules under ``prefix`` (through
+    any autotuner or heuristics wrapper) was built for the interpreter (also vLLM's FLA fork's)."""
     import sys
 
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
-    import_ops(root)
     for name, mod in sorted(sys.modules.items()):
-        if not name.startswith(f"{root}.ops") or mod is None:
+        if not name.startswith(prefix) or mod is None:
             continue
         for obj in list(vars(mod).values()):
             for _ in range(4):  # Autotuner / Heuristics wrap the jitted function in .fn

@@ -39,6 +39,7 @@ PACKAGES: dict[str, Package] = {p.name: p for p in (
     Package("rwkv-fla", ("rwkv-fla",), "rwkv-fla", "*.rwkvfla.*",
             note="module rwkvfla; installs its own top-level fla over fla-core's: its own environment only"),
     Package("rwkv7-hf", ("rwkv7-hf",), "rwkv7-hf", "*.rwkv7hf.*"),
+    Package("vllm", ("vllm",), "vllm", "*.vllm.*", note="its FLA fork; pins its own torch: an environment of its own"),
 )}
 
 

@@ -30,6 +30,12 @@ KNOWN_FAILURES: dict[tuple[str, str], str | None] = {
     # floor; limit 3.36e-7), y within its limit (wkvbench fib, docs/flashinfer-bench.md). FINDINGS.md.
     ("gdn.fib.reference", "gdn/*-P*/*"): "flashinfer-bench's MTP reference returns the state pool unchanged "
                                          "(final_state = initial_state.clone())",
+    # vLLM 0.33.0's fused_sigmoid_gating_delta_rule_update with is_kda=True advances the per-key raw gate `a`
+    # [B, T, HV, K] by HV per token (`p_a += HV`, right for GDN's [B, T, HV]): from the second token of a row on
+    # it reads the wrong gates. CPU interpreter, 2026-11-27, kda/model/B3-T4-H1-HV2-N64-P5-pad1-raw-qkn, seed 0:
+    # y rel 0.204, state rel 0.255 (fp32 and bf16); T = 1 cases unaffected.
+    ("kda.vllm.fused_sigmoid_gating*", "kda/*/B*-T4-*-raw*"): (
+        "vLLM fused_sigmoid_gating (is_kda) steps the per-key gate pointer by HV, not HV*K, per token"),
     # FLA's chunked Triton kernels run their fp32 dot products in TF32 (spec §0): H200, 2026-11-22,
     # wkv6.fla.chunk y 8.7e-4 = 3.5e4x floor on wkv6/model/B2-T37-H2-N64-h0/fp32/s0; helper logs for
     # wkv7/gla 7-9e-4 and gdn up to 1.5e-3. An fp32 caller gets TF32 accuracy.

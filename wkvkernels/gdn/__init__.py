@@ -18,4 +18,5 @@ from . import (  # noqa: F401  (each module registers its variants at import)
     rwkv_ops_native,
     rwkv_ops_triton,
     torch_recurrent,
+    vllm_triton,
 )

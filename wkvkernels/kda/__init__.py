@@ -5,4 +5,5 @@ from . import (  # noqa: F401  (each module registers its variants at import)
     fla_triton,
     flashinfer_recurrent,
     torch_recurrent,
+    vllm_triton,
 )
