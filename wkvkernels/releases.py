@@ -34,6 +34,8 @@ PACKAGES: dict[str, Package] = {p.name: p for p in (
     Package("rwkv-ops", ("rwkv-ops",), "rwkv-ops", "*.rwkv_ops.*"),
     Package("ggml-python", ("ggml-python",), "ggml-python", "*.ggml.*"),
     Package("rwkv", ("rwkv",), "rwkv", "*.rwkv.*", note="ChatRWKV's CUDA kernels: a GPU box only"),
+    Package("sglang", ("sglang",), "sglang", "*.sglang.*",
+            note="its FLA fork and CuTe-DSL GDN decode; pins torch==2.14.1: its own virtualenv"),
 )}
 
 

@@ -12,5 +12,7 @@ from . import (  # noqa: F401  (each module registers its variants at import)
     rwkv_ops_cuda,
     rwkv_ops_native,
     rwkv_ops_triton,
+    sglang_cutedsl,
+    sglang_triton,
     torch_recurrent,
 )

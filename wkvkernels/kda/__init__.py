@@ -3,5 +3,6 @@
 from . import (  # noqa: F401  (each module registers its variants at import)
     fla_naive,
     fla_triton,
+    sglang_triton,
     torch_recurrent,
 )
