@@ -350,8 +350,8 @@ def _verify_release(session: nox.Session, package: str, requirement: str, output
     import shutil
 
     env = {"WKVBENCH_RELEASE_REQUIREMENT": requirement}
-    if package == "fla":
-        env["TRITON_INTERPRET"] = "1"  # the .interp twins: FLA's Triton kernels on the CPU (no GPU here)
+    if package in ("fla", "sglang"):
+        env["TRITON_INTERPRET"] = "1"  # the .interp twins: FLA's (and its forks') Triton kernels on the CPU
         ngpu = session.run("python", "-c", "import torch; print(torch.cuda.device_count())", silent=True)
         if ngpu.strip().splitlines()[-1] != "0":
             env.pop("TRITON_INTERPRET")  # a GPU box: the CUDA variants instead

@@ -232,6 +232,11 @@ class SglangPackedDecode(SglangTriton):
         return super().supports(case)
 
     def call(self, inputs: dict, case: Any):
+        kw, buf = self.packed(inputs, case)
+        return fn(*self.entry), kw, buf
+
+    def packed(self, inputs: dict, case: Any) -> tuple[dict, Any]:
+        """The keyword arguments (all but the function) and the pool buffer."""
         B, HV, N = case.shape.B, case.shape.value_heads, case.shape.N
         q, k, v = (np.asarray(inputs[n], np.float32).reshape(B, -1) for n in ("q", "k", "v"))
         buf, idx = self.pool(inputs, case)
@@ -244,7 +249,7 @@ class SglangPackedDecode(SglangTriton):
               "out": poisoned((B, 1, HV, N), case.dtype, self.device),
               "ssm_state_indices": idx,
               "use_qk_l2norm_in_kernel": bool(case.shape.qkn)}
-        return fn(*self.entry), kw, buf
+        return kw, buf
 
     def result(self, out: Any):
         o, _pool = out
