@@ -226,10 +226,12 @@ class SglangPackedDecode(SglangTriton):
 
     def supports(self, case: Any) -> Availability:
         s = case.shape
+        if not (base := super().supports(case)):
+            return base
         if not (s.P and s.raw and s.T == 1 and not s.varlen):
             return Availability.no("the packed decode: one token per sequence (T = 1) from a state pool, raw gates "
                                    "(A_log, a, dt_bias, b) only")
-        return super().supports(case)
+        return base
 
     def call(self, inputs: dict, case: Any):
         kw, buf = self.packed(inputs, case)

@@ -88,7 +88,7 @@ def test_the_packed_decode_gets_one_row_q_k_v_per_sequence(op):
 @pytest.mark.parametrize("name,case,why", [
     ("gdn.sglang.chunk.interp", _case("gdn", raw=False), "dtype fp32 not supported"),
     ("gdn.sglang.packed_decode.interp", _case("gdn", T=2), "one token per sequence"),
-    ("gdn.sglang.packed_decode.interp", _case("gdn", raw=False), "raw gates"),
+    ("gdn.sglang.packed_decode.interp", _case("gdn", raw=False), "raw gates (A_log"),
     ("gdn.sglang.fused_recurrent.interp", _case("gdn", raw=False), "takes no state pool"),
     ("gdn.sglang.chunk.interp", _case("gdn", "fp16"), "takes no raw gating"),
     ("kda.sglang.chunk.interp", _case("kda", raw=False), "takes no grouped value heads"),

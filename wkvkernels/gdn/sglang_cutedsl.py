@@ -69,6 +69,8 @@ class GdnSglangCutedslDecode(KernelVariant):
 
     def supports(self, case: Any) -> Availability:
         s = case.shape
+        if not (base := super().supports(case)):
+            return base
         if s.N != self.K:
             return Availability.no(f"head size {s.N}: K = 128 only (TILE_K = 128)")
         if not (s.P and s.raw and s.qkn):
@@ -76,7 +78,7 @@ class GdnSglangCutedslDecode(KernelVariant):
                                    "(compiled with use_qk_l2norm=True whatever the call passes)")
         if (s.T if not s.varlen else s.T // s.B) != 1 or (s.varlen and s.T != s.B):
             return Availability.no("one token per sequence (T = 1) only")
-        return super().supports(case)
+        return base
 
     def effective_inputs(self, inputs: dict, dtype: str) -> dict:
         out = super().effective_inputs(inputs, dtype)
