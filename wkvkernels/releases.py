@@ -40,6 +40,8 @@ PACKAGES: dict[str, Package] = {p.name: p for p in (
             note="module rwkvfla; installs its own top-level fla over fla-core's: its own environment only"),
     Package("rwkv7-hf", ("rwkv7-hf",), "rwkv7-hf", "*.rwkv7hf.*"),
     Package("vllm", ("vllm",), "vllm", "*.vllm.*", note="its FLA fork; pins its own torch: an environment of its own"),
+    Package("sglang", ("sglang",), "sglang", "*.sglang.*",
+            note="its FLA fork and CuTe-DSL GDN decode; pins torch==2.14.1: its own virtualenv"),
 )}
 
 

@@ -461,6 +461,18 @@ KNOWN_FAILURES: dict[tuple[str, str], str | None] = {
            "uniform/B3-T50-H1-HV2-N64-varlen-raw-qkn-h0/fp32",
        )},
     ("kda.fla.fused_recurrent", "kda/*-raw-*/*"): _SOFTPLUS_GPU,
+    # SGLang 0.5.23's fork (FINDINGS.md, "SGLang's FLA fork"): CPU, Triton interpreter, 2026-11-27, default set,
+    # model domain. fused_recurrent_kda reads the per-key gate at key head i_h with stride H*K (fla/fused_recurrent.py,
+    # IS_KDA), not at value head i_hv: with HV > H every value head past the first group decays with another
+    # head's gate: y 0.296, state 0.22 relative on kda/model/B2-T37-H1-HV2-N64-h0 in all three dtypes.
+    ("kda.sglang.fused_recurrent*", "kda/*-HV*/*"): "SGLang's fused_recurrent_kda reads the gate of key head "
+    "i_h (stride H*K) for value head i_hv: wrong with grouped value heads (y 0.30 relative)",
+    # The packed T = 1 decodes: softplus as log(1 + exp(x)) in fp32 (state 4.0e-7 = 15.9x floor GDN, 2.2e-7 =
+    # 8.5x KDA, fp32) and, in the GDN one, beta = sigmoid(b) rounded to b's dtype (.to(b.dtype.element_ty)): state
+    # 5.9e-4 (2.3e4x floor) bf16, 4.5e-5 (1.8e3x) fp16 on gdn/model/B3-T1-H2-HV4-N64-P6-pad1-raw-qkn.
+    ("gdn.sglang.packed_decode*", "gdn/*-raw-*/*"): "SGLang's GDN packed decode: beta rounded to b's dtype in the "
+    "kernel; softplus as log(1 + exp(x)) in fp32",
+    ("kda.sglang.packed_decode*", "kda/*-raw-*/*"): "SGLang's KDA packed decode: softplus as log(1 + exp(x)) in fp32",
     # fla-core 0.6.0's fused_recurrent_kda_fwd (the continuous-batching entry point, ssm_state_indices) has no
     # check for the padding index -1: the kernel loads the index and reads the initial state at
     # h0 + index * stride and, with inplace_final_state, writes the state back there, so a padding row reads

@@ -17,6 +17,8 @@ from . import (  # noqa: F401  (each module registers its variants at import)
     rwkv_ops_cuda,
     rwkv_ops_native,
     rwkv_ops_triton,
+    sglang_cutedsl,
+    sglang_triton,
     torch_recurrent,
     vllm_triton,
 )

@@ -4,6 +4,7 @@ from . import (  # noqa: F401  (each module registers its variants at import)
     fla_naive,
     fla_triton,
     flashinfer_recurrent,
+    sglang_triton,
     torch_recurrent,
     vllm_triton,
 )
