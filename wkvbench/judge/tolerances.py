@@ -312,6 +312,18 @@ VARIANT_TOLERANCES: dict[tuple[str, str, str, str], Tol] = {
             "0.00356 (1.41e5x) at kda/uniform/B3-T200-H2-HV4-N128-varlen-raw-qkn-h0/bf16/s0"),
            ("kda.fla.chunk", "kda", "fp16",
             "0.000471 (1.87e4x) at kda/uniform/B3-T200-H2-HV4-N128-varlen-raw-qkn-h0/fp16/s0"),
+           # the chunked kernels of FLA's forks and of FlashInfer, the same design (state update formed from
+           # case-dtype matrix products), H100, 2026-11-27 (reports/gpu/h100-2026-11-27-serving/)
+           ("gdn.sglang.chunk", "gdn", "bf16", "0.00298 (1.19e5x) at gdn/model/B2-T64-H1-N64/bf16/s0"),
+           ("gdn.sglang.chunk", "gdn", "fp16", "0.000379 (1.51e4x) at gdn/model/B2-T64-H1-N64/fp16/s0"),
+           ("gdn.flashinfer.chunk", "gdn", "bf16",
+            "0.00357 (1.41e5x) at gdn/uniform/B3-T200-H2-HV4-N128-varlen-raw-qkn-h0/bf16/s0"),
+           ("gdn.flashinfer.chunk", "gdn", "fp16",
+            "0.000453 (1.78e4x) at gdn/uniform/B3-T200-H2-HV4-N128-varlen-raw-qkn-h0/fp16/s0"),
+           ("wkv6.rwkvfla.chunk", "wkv6", "bf16", "0.00157 (6.16e4x) at wkv6/model/B2-T64-H1-N64/bf16/s0"),
+           ("wkv6.rwkvfla.chunk", "wkv6", "fp16", "0.000269 (1.07e4x) at wkv6/model/B2-T64-H1-N64/fp16/s0"),
+           ("wkv7.rwkvfla.chunk", "wkv7", "bf16", "0.00146 (5.85e4x) at wkv7/model/B2-T64-H1-N64/bf16/s0"),
+           ("wkv7.rwkvfla.chunk", "wkv7", "fp16", "0.000309 (1.21e4x) at wkv7/model/B2-T37-H2-N64-h0/fp16/s0"),
            ("gdn.rwkv_ops.triton_chunk", "gdn",
             "bf16", "0.00185 (7.32e4x) at gdn/model/B1-T128-H2-N64/bf16/s0"),
            ("gdn.rwkv_ops.triton_chunk", "gdn",
@@ -465,6 +477,20 @@ STATE_PRECISION: dict[tuple[str, str, str, str], Tol] = {
     ("wkv7", "fp32", "bf16", "y"): _measured(9.72e+04, "wkv7/model/B2-T37-H2-N64-h0/fp32/s5", baseline=STATE_RUNS["bf16"]),
     ("wkv7", "fp32", "fp16", "state"): _measured(1.91, "wkv7/model/B2-T64-H1-N64/fp32/s2", baseline=STATE_RUNS["fp16"]),
     ("wkv7", "fp32", "fp16", "y"): _measured(1.21e+04, "wkv7/model/B2-T37-H2-N64-h0/fp32/s1", baseline=STATE_RUNS["fp16"]),
+    # kda: measured 2026-11-27 the same way (2-core CPU machine, torch 2.13.0+cpu, default set without the
+    # production-convention cases, seeds 0-5)
+    ("kda", "bf16", "bf16", "state"): _measured(1.84, "kda/stress/B1-T256-H1-N64-h0/bf16/s5", baseline=STATE_RUNS["bf16"]),
+    ("kda", "bf16", "bf16", "y"): _measured(1.77, "kda/stress/B2-T64-H1-N64/bf16/s3", baseline=STATE_RUNS["bf16"]),
+    ("kda", "bf16", "fp16", "state"): _measured(9.76, "kda/stress/B2-T64-H1-N64/bf16/s2", baseline=STATE_RUNS["fp16"]),
+    ("kda", "bf16", "fp16", "y"): _measured(1.62, "kda/model/B1-T1-H2-N64-h0/bf16/s1", baseline=STATE_RUNS["fp16"]),
+    ("kda", "fp16", "bf16", "state"): _measured(1.47, "kda/stress/B1-T256-H1-N64-h0/fp16/s5", baseline=STATE_RUNS["bf16"]),
+    ("kda", "fp16", "bf16", "y"): _measured(8.31, "kda/stress/B2-T64-H1-N64/fp16/s3", baseline=STATE_RUNS["bf16"]),
+    ("kda", "fp16", "fp16", "state"): _measured(2.18, "kda/stress/B1-T256-H1-N64-h0/fp16/s4", baseline=STATE_RUNS["fp16"]),
+    ("kda", "fp16", "fp16", "y"): _measured(1.79, "kda/stress/B2-T64-H1-N64/fp16/s3", baseline=STATE_RUNS["fp16"]),
+    ("kda", "fp32", "bf16", "state"): _measured(1.48, "kda/stress/B1-T256-H1-N64-h0/fp32/s5", baseline=STATE_RUNS["bf16"]),
+    ("kda", "fp32", "bf16", "y"): _measured(6.76e+04, "kda/stress/B2-T64-H1-N64/fp32/s3", baseline=STATE_RUNS["bf16"]),
+    ("kda", "fp32", "fp16", "state"): _measured(2.38, "kda/stress/B1-T256-H1-N64-h0/fp32/s4", baseline=STATE_RUNS["fp16"]),
+    ("kda", "fp32", "fp16", "y"): _measured(8.67e+03, "kda/stress/B2-T64-H1-N64/fp32/s3", baseline=STATE_RUNS["fp16"]),
 }
 
 
