@@ -161,14 +161,25 @@ class FlaTriton(FlaVariant):
     entry: ClassVar[tuple[str, str]]  # (module under fla., function)
     fixed: ClassVar[dict[str, Any]] = {}  # further keyword arguments, constant
     uses_dot: ClassVar[bool] = False  # the kernel multiplies input-dtype tiles with tl.dot
+    # the largest head size the kernel takes and where it asserts it (the chunked kernels: K <= 256)
+    max_head: ClassVar[tuple[int, str] | None] = None
     supports_packing: ClassVar[bool] = True  # takes cu_seqlens (sequences packed into one B = 1 row)
     supports_backward: ClassVar[bool] = True  # FLA's autograd Function has a backward kernel
 
-    def supports(self, case: Any) -> Availability:
+    def kernel_limits(self, case: Any) -> Availability | None:
+        """The refusals every Triton entry point of FLA and its forks shares, or None: a head size over the
+        kernel's ``max_head`` (its assertion), and bf16 dots under the Triton interpreter (wrong there)."""
+        if self.max_head is not None and case.shape.N > self.max_head[0]:
+            return Availability.no(f"head size {case.shape.N} > {self.max_head[0]} ({self.max_head[1]})")
         bf16_dot = self.device == "cpu" and self.uses_dot and case.dtype == "bf16"
         if bf16_dot and (err := env.interp_bf16_dot_error()):
             return Availability.no(f"the Triton interpreter's tl.dot is wrong on bf16 operands "
                                    f"(16x16 product off by {err:.2g} relative here; fp16/fp32 exact)")
+        return None
+
+    def supports(self, case: Any) -> Availability:
+        if (limit := self.kernel_limits(case)) is not None:
+            return limit
         if getattr(case.shape, "raw", False) and installed_in(self.source, RAW_GATES_REFUSED):
             return Availability.no(f"raw gates: FLA {RAW_GATES_REFUSED} has no use_beta_sigmoid_in_kernel "
                                    "(in 0.5.2 on; an unknown keyword would be dropped silently)")

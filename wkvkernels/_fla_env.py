@@ -275,6 +275,30 @@ def gated_dqkwg_refused() -> str | None:
     return None
 
 
+def fork_triton_reason(device: str, package_reason: str | None, interpreted, prefix: str, what: str) -> str | None:
+    """``triton_reason`` for a fork of FLA's kernels inside another package (vLLM's, SGLang's): None when
+    they can run on ``device`` ("cuda", or "cpu" = the interpreter). ``package_reason``: why the package
+    cannot be imported, or None; ``interpreted()``: whether its kernels were built for the interpreter;
+    ``prefix``: the modules whose Triton aliases are patched; ``what``: the modules, for the message."""
+    if package_reason is not None:
+        return package_reason
+    is_interpreted = interpreted()
+    if device == "cpu":
+        if not is_interpreted:
+            return ("set TRITON_INTERPRET=1 in the environment before starting Python (process-global: triton "
+                    f"chooses interpreter or compiler per @triton.jit when {what} are imported)")
+        _interpreter_takes_first_config()
+        patch_interpreted_aliases(prefix=prefix)
+        return None
+    import torch
+
+    if is_interpreted:
+        return "TRITON_INTERPRET=1 is set: the fork's Triton kernels were built for the CPU interpreter"
+    if not torch.cuda.is_available():
+        return "no CUDA device (torch.cuda.is_available() is False)"
+    return None
+
+
 def triton_reason(device: str, root: str = "fla") -> str | None:
     """None when FLA's Triton kernels can run on ``device`` ("cuda", or "cpu" = interpreter); ``root``:
     the top-level module they come from (``rwkvfla``: rwkv-fla's copy)."""

@@ -80,23 +80,8 @@ def kernels_interpreted() -> bool:
 
 def triton_reason(device: str) -> str | None:
     """None when the fork's Triton kernels can run on ``device`` ("cuda", or "cpu" = interpreter)."""
-    if (reason := sglang_reason()) is not None:
-        return reason
-    interpreted = kernels_interpreted()
-    if device == "cpu":
-        if not interpreted:
-            return ("set TRITON_INTERPRET=1 in the environment before starting Python (process-global: triton "
-                    "chooses interpreter or compiler per @triton.jit when the fork's modules are imported)")
-        _fla_env._interpreter_takes_first_config()
-        _fla_env.patch_interpreted_aliases(prefix="sglang.kernels.ops.attention")
-        return None
-    import torch
-
-    if interpreted:
-        return "TRITON_INTERPRET=1 is set: the fork's Triton kernels were built for the CPU interpreter"
-    if not torch.cuda.is_available():
-        return "no CUDA device (torch.cuda.is_available() is False)"
-    return None
+    return _fla_env.fork_triton_reason(device, sglang_reason(), kernels_interpreted,
+                                       "sglang.kernels.ops.attention", "the fork's modules")
 
 
 def versions() -> dict[str, str]:
@@ -134,10 +119,8 @@ class SglangTriton(FlaTriton):
         return Availability.no(reason) if reason else Availability.yes()
 
     def supports(self, case: Any) -> Availability:
-        bf16_dot = self.device == "cpu" and self.uses_dot and case.dtype == "bf16"
-        if bf16_dot and (err := _fla_env.interp_bf16_dot_error()):
-            return Availability.no(f"the Triton interpreter's tl.dot is wrong on bf16 operands "
-                                   f"(16x16 product off by {err:.2g} relative here; fp16/fp32 exact)")
+        if (limit := self.kernel_limits(case)) is not None:
+            return limit
         return super(FlaTriton, self).supports(case)
 
     # ---- the call

@@ -56,12 +56,20 @@ def test_every_fail_row_is_a_known_failure_or_listed():
     """Each FAIL row: a known failure (XFAIL) or in REMAINING_FAILS, never both; no PASS row matches an entry
     (XPASS); the re-judged counts are COUNTS_AFTER. Forward rows are re-judged against today's limits
     (test_state_limits._rejudge), backward rows against their stored limits."""
-    rows, wrong = _rows(), []
-    counts = dict.fromkeys(COUNTS_AFTER, 0)
+    wrong, counts = classify(_rows(), REMAINING_FAILS, COUNTS_AFTER)
+    assert not wrong, "\n".join(wrong)
+    assert counts == COUNTS_AFTER
+
+
+def classify(rows: list[dict], remaining: dict, statuses) -> tuple[list[str], dict[str, int]]:
+    """Each row of a committed run re-judged (forward rows against today's limits, backward rows against
+    their stored ones): the rows whose classification is wrong (an unlisted FAIL, a listed row that no longer
+    fails, a PASS or XFAIL that changed) and the counts per status (``statuses``: the keys to count from 0)."""
+    wrong, counts = [], dict.fromkeys(statuses, 0)
     for r in rows:
         key = (r["variant"], _key(r))
         if r["status"] == "SKIP":
-            counts["SKIP"] += 1
+            counts["SKIP"] = counts.get("SKIP", 0) + 1
             continue
         if r["kind"] == "forward":
             status, failures = _rejudge(r)
@@ -69,15 +77,14 @@ def test_every_fail_row_is_a_known_failure_or_listed():
             failures = _stored_failures(r)
             why = tolerances.known_failure(r["variant"], _key(r))
             status = (XFAIL if why else FAIL) if failures else ("XPASS" if why else PASS)
-        if r["status"] == FAIL and status == FAIL and key not in REMAINING_FAILS:
+        if r["status"] == FAIL and status == FAIL and key not in remaining:
             wrong.append(f"unclassified FAIL {key}: {failures}")
-        elif key in REMAINING_FAILS and status != FAIL:
+        elif key in remaining and status != FAIL:
             wrong.append(f"listed as remaining but {status}: {key}")
         elif r["status"] in (PASS, XFAIL) and status != r["status"]:
             wrong.append(f"{key}: {r['status']} -> {status} {failures}")
         counts[status] = counts.get(status, 0) + 1
-    assert not wrong, "\n".join(wrong)
-    assert counts == COUNTS_AFTER
+    return wrong, counts
 
 
 def _gla_fp32_state(case: Case, fast_exp: bool) -> np.ndarray:

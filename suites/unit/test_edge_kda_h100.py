@@ -20,7 +20,7 @@ from wkvkernels.cases import Case
 from wkvoracle import ORACLES
 from wkvoracle.inputs import generate
 
-from .test_state_limits import _rejudge
+from .test_edge_boundary_h100 import classify
 
 RUN = Path(__file__).resolve().parents[2] / "reports/gpu/h100-2026-11-27-conventions/verify-edge-kda.json.gz"
 _BASELINE = "our same-dtype baseline's own edge rows, left visible as FAIL (as gdn's, FINDINGS.md)"
@@ -44,20 +44,10 @@ def _rows() -> list[dict]:
 
 
 def test_every_fail_row_is_a_known_failure_or_listed():
-    rows, wrong = _rows(), []
+    rows = _rows()
     assert {s: sum(r["status"] == s for r in rows) for s in COUNTS_BEFORE} == COUNTS_BEFORE
-    counts = dict.fromkeys(COUNTS_AFTER, 0)
-    for r in rows:
-        assert r["kind"] == "forward"
-        key = (r["variant"], r["case"])
-        status, failures = _rejudge(r)
-        if status == FAIL and key not in REMAINING_FAILS:
-            wrong.append(f"unclassified FAIL {key}: {failures}")
-        elif key in REMAINING_FAILS and status != FAIL:
-            wrong.append(f"listed as remaining but {status}: {key}")
-        elif r["status"] in (PASS, XFAIL) and status != r["status"]:
-            wrong.append(f"{key}: {r['status']} -> {status} {failures}")
-        counts[status] = counts.get(status, 0) + 1
+    assert all(r["kind"] == "forward" for r in rows)
+    wrong, counts = classify(rows, REMAINING_FAILS, COUNTS_AFTER)
     assert not wrong, "\n".join(wrong)
     assert counts == COUNTS_AFTER
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 from typing import Any
 
 from wkvkernels._sglang import SglangPackedDecode, SglangTriton, fn, register_with_interp
-from wkvkernels.base import Availability
 
 
 class GdnSglangFusedRecurrent(SglangTriton):
@@ -69,13 +68,9 @@ class GdnSglangChunk(SglangTriton):
     algorithm = "chunk"
     dtypes = frozenset({"bf16", "fp16"})  # asserts "ChunkGatedDeltaRuleFunction does not support float32"
     uses_dot = True
+    max_head = (256, "chunk_gated_delta_rule_fwd_h asserts K <= 256")
     conventions = frozenset({"gva", "pool", "varlen", "qkn"})
     pooled = True
-
-    def supports(self, case: Any) -> Availability:
-        if case.shape.N > 256:
-            return Availability.no(f"head size {case.shape.N} > 256 (chunk_gated_delta_rule_fwd_h asserts K <= 256)")
-        return super().supports(case)
 
     def call(self, inputs: dict, case: Any):
         buf, idx = self.pool(inputs, case)

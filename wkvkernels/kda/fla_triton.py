@@ -52,6 +52,7 @@ class KdaFlaChunk(FlaTriton):
     operator = "kda"
     algorithm = "chunk"
     uses_dot = True
+    max_head = (256, "chunk_kda asserts K <= 256")
     entry = ("ops.kda", "chunk_kda")
     args = _ARGS
     fixed = _FIXED
@@ -63,10 +64,6 @@ class KdaFlaChunk(FlaTriton):
             return Availability.no(why)
         return super().available()
 
-    def supports(self, case: Any) -> Availability:
-        if case.shape.N > 256:
-            return Availability.no(f"head size {case.shape.N} > 256 (chunk_kda asserts K <= 256)")
-        return super().supports(case)
 
 
 class KdaFlaFusedRecurrentPool(KdaFlaFusedRecurrent):

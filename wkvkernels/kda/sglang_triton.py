@@ -24,7 +24,6 @@ import numpy as np
 
 from wkvkernels._sglang import SglangPackedDecode, SglangTriton, fn, register_with_interp
 from wkvkernels._torch import to_torch
-from wkvkernels.base import Availability
 
 
 class KdaSglangFusedRecurrent(SglangTriton):
@@ -53,13 +52,9 @@ class KdaSglangChunk(SglangTriton):
     operator = "kda"
     algorithm = "chunk"
     uses_dot = True
+    max_head = (256, "chunk_gated_delta_rule_fwd_h asserts K <= 256")
     conventions = frozenset({"pool", "varlen", "raw", "qkn"})
     pooled = True
-
-    def supports(self, case: Any) -> Availability:
-        if case.shape.N > 256:
-            return Availability.no(f"head size {case.shape.N} > 256 (chunk_gated_delta_rule_fwd_h asserts K <= 256)")
-        return super().supports(case)
 
     def call(self, inputs: dict, case: Any):
         buf, idx = self.pool(inputs, case)

@@ -17,7 +17,6 @@ from typing import Any
 
 from wkvkernels import _vllm
 from wkvkernels._torch import to_torch
-from wkvkernels.base import Availability
 from wkvkernels.gdn.vllm_triton import GdnVllmFusedSigmoidGating
 
 
@@ -29,15 +28,12 @@ class KdaVllmChunk(_vllm.VllmTriton):
     operator = "kda"
     algorithm = "chunk"
     uses_dot = True
+    max_head = (256, "chunk_gated_delta_rule_fwd_h asserts K <= 256")
     entry = ("kda", "chunk_kda")
     args = {"q": "q", "k": "k", "v": "v", "g": "g", "beta": "beta"}
     fixed = {"use_qk_l2norm_in_kernel": False, "output_final_state": True}
     conventions = frozenset({"varlen", "qkn"})
 
-    def supports(self, case: Any) -> Availability:
-        if case.shape.N > 256:
-            return Availability.no(f"head size {case.shape.N} > 256 (chunk_gated_delta_rule_fwd_h asserts K <= 256)")
-        return super().supports(case)
 
     def prepare(self, inputs: dict, case: Any) -> Any:
         import torch

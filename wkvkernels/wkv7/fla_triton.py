@@ -8,10 +8,8 @@ Each is registered for ``cuda`` and as a ``.interp`` twin (CPU, Triton interpret
 
 from __future__ import annotations
 
-from typing import Any
 
 from wkvkernels._fla import FlaTriton, register_with_interp
-from wkvkernels.base import Availability
 
 _ARGS = {"r": "r", "w": "lw", "k": "k", "v": "v", "a": "a", "b": "b"}
 
@@ -40,13 +38,10 @@ class Wkv7FlaChunk(FlaTriton):
     operator = "wkv7"
     algorithm = "chunk"
     uses_dot = True
+    max_head = (256, "chunk_dplr_fwd_h asserts K <= 256")
     entry = ("ops.rwkv7", "chunk_rwkv7")
     args = _ARGS
 
-    def supports(self, case: Any) -> Availability:
-        if case.shape.N > 256:
-            return Availability.no(f"head size {case.shape.N} > 256 (chunk_dplr_fwd_h asserts K <= 256)")
-        return super().supports(case)
 
 
 register_with_interp(Wkv7FlaFusedRecurrent)

@@ -18,14 +18,12 @@ registered for ``cuda`` and as a ``.interp`` twin (CPU, Triton interpreter).
 
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 
 from wkvkernels._fla import register_with_interp
 from wkvkernels._rwkvfla import RwkvFlaTriton
 from wkvkernels._torch import to_torch
-from wkvkernels.base import Availability
 
 _ARGS = {"r": "r", "log_w": "lw", "k": "k", "v": "v", "a": "a", "b": "b"}
 
@@ -47,13 +45,10 @@ class Wkv7RwkvFlaChunk(RwkvFlaTriton):
     operator = "wkv7"
     algorithm = "chunk"
     uses_dot = True
+    max_head = (256, "chunk_dplr_fwd_h asserts K <= 256")
     entry = ("ops.rwkv7", "chunk_rwkv7")
     args = _ARGS
 
-    def supports(self, case: Any) -> Availability:
-        if case.shape.N > 256:
-            return Availability.no(f"head size {case.shape.N} > 256 (chunk_dplr_fwd_h asserts K <= 256)")
-        return super().supports(case)
 
 
 class Wkv7RwkvFlaFusedRecurrent(RwkvFlaTriton):
