@@ -117,6 +117,23 @@ class FlashinferVariant(KernelVariant):
         reason = environment_reason()
         return Availability.no(reason) if reason else Availability.yes()
 
+    def run(self, native: Any) -> Any:
+        """``native``: (function, keyword arguments); the function returns (output, final state)."""
+        f, kw = native[:2]
+        o, state = f(**kw)
+        return {"y": o, "state": state}
+
+    def returned_dtypes(self, out: Any, case: Any) -> dict:
+        from wkvkernels.base import dtype_name
+
+        # a pool's dtype is the adapter's, not the kernel's: only y's is read from the kernel then
+        return {"y": dtype_name(out["y"])} if "state_pool" in out else {n: dtype_name(t) for n, t in out.items()}
+
+    def to_canonical(self, out: Any) -> dict:
+        from wkvkernels._torch import to_numpy
+
+        return {n: to_numpy(t) for n, t in out.items()}
+
 
 def fp32_gates(inputs: dict) -> tuple[np.ndarray, np.ndarray]:
     """``(g, beta)`` in float32 as an fp32 gating pre-pass computes them: from raw gates

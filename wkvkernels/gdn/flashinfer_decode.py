@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from wkvkernels._flashinfer import RawGateDecode, fn, guarded_pool, pool_outputs
-from wkvkernels._torch import tdtype, to_numpy, to_torch
-from wkvkernels.base import Availability, dtype_name, register
+from wkvkernels._torch import tdtype, to_torch
+from wkvkernels.base import Availability, register
 
 
 class GdnFlashinferDecode(RawGateDecode):
@@ -67,12 +67,6 @@ class GdnFlashinferDecode(RawGateDecode):
         f, kw, buf = native
         o, state = f(**kw)
         return pool_outputs(o, buf) if buf is not None else {"y": o, "state": state}
-
-    def returned_dtypes(self, out: Any, case: Any) -> dict:
-        return {"y": dtype_name(out["y"])} if "state_pool" in out else {n: dtype_name(t) for n, t in out.items()}
-
-    def to_canonical(self, out: Any) -> dict:
-        return {n: to_numpy(t) for n, t in out.items()}
 
 
 register(GdnFlashinferDecode)

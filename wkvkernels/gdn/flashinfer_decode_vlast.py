@@ -15,7 +15,7 @@ import numpy as np
 
 from wkvkernels._flashinfer import RawGateDecode, fn
 from wkvkernels._torch import to_numpy, to_torch
-from wkvkernels.base import Availability, dtype_name, register
+from wkvkernels.base import Availability, register
 
 
 class GdnFlashinferDecodeVlast(RawGateDecode):
@@ -47,14 +47,6 @@ class GdnFlashinferDecodeVlast(RawGateDecode):
         kw.update(self.raw_gates(inputs, dt), scale=float(inputs["scale"]), use_qk_l2norm=bool(case.shape.qkn),
                   state=to_torch(np.swapaxes(h0, -1, -2), "fp32", dev))  # [B, HV, K, V]
         return fn("gdn_decode", "gated_delta_rule_decode"), kw
-
-    def run(self, native: Any) -> Any:
-        f, kw = native
-        o, state = f(**kw)
-        return {"y": o, "state": state}
-
-    def returned_dtypes(self, out: Any, case: Any) -> dict:
-        return {n: dtype_name(t) for n, t in out.items()}
 
     def to_canonical(self, out: Any) -> dict:
         return {"y": to_numpy(out["y"]), "state": np.ascontiguousarray(np.swapaxes(to_numpy(out["state"]), -1, -2))}

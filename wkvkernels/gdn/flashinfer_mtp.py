@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from wkvkernels._flashinfer import RawGateDecode, fn, guarded_pool, pool_outputs
-from wkvkernels._torch import to_numpy, to_torch
-from wkvkernels.base import Availability, dtype_name, register
+from wkvkernels._torch import to_torch
+from wkvkernels.base import Availability, register
 
 
 class GdnFlashinferMtp(RawGateDecode):
@@ -64,12 +64,6 @@ class GdnFlashinferMtp(RawGateDecode):
         f, kw, buf, pooled = native
         o, _ = f(**kw)
         return pool_outputs(o, buf) if pooled else {"y": o, "state": buf[1:-1]}
-
-    def returned_dtypes(self, out: Any, case: Any) -> dict:
-        return {"y": dtype_name(out["y"])} if "state_pool" in out else {n: dtype_name(out[n]) for n in ("y", "state")}
-
-    def to_canonical(self, out: Any) -> dict:
-        return {n: to_numpy(t) for n, t in out.items()}
 
 
 register(GdnFlashinferMtp)

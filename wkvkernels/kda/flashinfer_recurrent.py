@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from wkvkernels._flashinfer import FlashinferVariant, fn
-from wkvkernels._torch import to_numpy, to_torch
-from wkvkernels.base import Availability, dtype_name, register
+from wkvkernels._torch import to_torch
+from wkvkernels.base import Availability, register
 from wkvkernels.ops import round_to
 
 
@@ -79,17 +79,6 @@ class KdaFlashinferRecurrent(FlashinferVariant):
         kw["initial_state"] = (to_torch(h0, "bf16", dev) if h0 is not None
                                else torch.zeros((B, HV, V, K), dtype=torch.bfloat16, device=dev))
         return fn("kda", "recurrent_kda"), kw
-
-    def run(self, native: Any) -> Any:
-        f, kw = native
-        o, state = f(**kw)
-        return {"y": o, "state": state}
-
-    def returned_dtypes(self, out: Any, case: Any) -> dict:
-        return {n: dtype_name(t) for n, t in out.items()}
-
-    def to_canonical(self, out: Any) -> dict:
-        return {n: to_numpy(t) for n, t in out.items()}
 
 
 register(KdaFlashinferRecurrent)
