@@ -28,7 +28,19 @@ def _log2_gate(gc: np.ndarray) -> np.ndarray:
     return (np.asarray(gc, np.float64) * LOG2E).astype(np.float32)
 
 
-class GdnWyFlaRecomputeWU(FlaTriton):
+class WUOutputs:
+    """The ``(w, u)`` pair that ``recompute_w_u_fwd`` returns, in FLA and in its forks (vLLM's)."""
+
+    def returned_dtypes(self, out: Any, case: Any) -> dict[str, str | None]:
+        w, u = out
+        return {"w": dtype_name(w), "u": dtype_name(u)}
+
+    def to_canonical(self, out: Any) -> dict:
+        w, u = out
+        return {"w": to_numpy(w), "u": to_numpy(u)}
+
+
+class GdnWyFlaRecomputeWU(WUOutputs, FlaTriton):
     """``fla.ops.gated_delta_rule.wy_fast.recompute_w_u_fwd(k, v, beta, A, g)``."""
 
     name = "gdn_wy.fla.recompute_w_u"
@@ -53,13 +65,6 @@ class GdnWyFlaRecomputeWU(FlaTriton):
         kw["g"] = to_torch(_log2_gate(inputs["gc"]), "fp32", self.device)
         return fla_fn("ops.gated_delta_rule.wy_fast", "recompute_w_u_fwd"), kw
 
-    def returned_dtypes(self, out: Any, case: Any) -> dict[str, str | None]:
-        w, u = out
-        return {"w": dtype_name(w), "u": dtype_name(u)}
-
-    def to_canonical(self, out: Any) -> dict:
-        w, u = out
-        return {"w": to_numpy(w), "u": to_numpy(u)}
 
 
 register_with_interp(GdnWyFlaRecomputeWU)

@@ -11,11 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from wkvkernels import _vllm
-from wkvkernels._torch import to_numpy, to_torch
-from wkvkernels.base import dtype_name
+from wkvkernels._torch import to_torch
+
+from .fla_triton import WUOutputs
 
 
-class GdnWyVllmRecomputeWU(_vllm.VllmTriton):
+class GdnWyVllmRecomputeWU(WUOutputs, _vllm.VllmTriton):
     name = "gdn_wy.vllm.recompute_w_u"
     operator = "gdn_wy"
     algorithm = "chunk"
@@ -30,13 +31,6 @@ class GdnWyVllmRecomputeWU(_vllm.VllmTriton):
         kw.update(g_cumsum=to_torch(inputs["gc"], "fp32", self.device), cu_seqlens=None)
         return _vllm.fn("wy_fast", "recompute_w_u_fwd"), kw
 
-    def returned_dtypes(self, out: Any, case: Any) -> dict[str, str | None]:
-        w, u = out
-        return {"w": dtype_name(w), "u": dtype_name(u)}
-
-    def to_canonical(self, out: Any) -> dict:
-        w, u = out
-        return {"w": to_numpy(w), "u": to_numpy(u)}
 
 
 _vllm.register_with_interp(GdnWyVllmRecomputeWU)
