@@ -177,21 +177,3 @@ class RawGateDecode(FlashinferVariant):
                 "a": to_torch(a, dtype, self.device),
                 "dt_bias": to_torch(np.asarray(dt_bias, np.float32), "fp32", self.device),
                 "b": to_torch(b, dtype, self.device)}
-
-
-def guarded_pool(pool: np.ndarray, dtype: str, device: str):
-    """The canonical pool ``[P, HV, V, K]`` inside a buffer one slot larger on each side, those two filled
-    with ``POOL_GUARD`` (docs/conventions.md): returns ``(buffer, pool view)``; the view is contiguous."""
-    import torch
-
-    from wkvkernels._torch import tdtype, to_torch
-    from wkvkernels.cases import POOL_GUARD
-
-    buf = torch.full((pool.shape[0] + 2, *pool.shape[1:]), POOL_GUARD, dtype=tdtype(dtype), device=device)
-    buf[1:-1] = to_torch(pool, dtype, device)
-    return buf, buf[1:-1]
-
-
-def pool_outputs(y, buf) -> dict:
-    """The canonical outputs of a pooled call: ``y``, the pool and its two guard slots."""
-    return {"y": y, "state_pool": buf[1:-1], "state_pool_guard": buf[[0, -1]]}

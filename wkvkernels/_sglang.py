@@ -35,9 +35,8 @@ import numpy as np
 
 from wkvkernels import _fla_env
 from wkvkernels._fla import FlaTriton, register_with_interp  # noqa: F401 - re-exported for the adapters
-from wkvkernels._torch import poisoned, to_numpy, to_torch, torch_available
+from wkvkernels._torch import guarded_pool, poisoned, pool_outputs, to_numpy, to_torch, torch_available
 from wkvkernels.base import Availability, dtype_name
-from wkvkernels.cases import POOL_GUARD
 from wkvkernels.releases import Releases
 
 FORK = "sglang.kernels.ops.attention.fla"
@@ -154,8 +153,7 @@ class SglangTriton(FlaTriton):
             pool = (np.asarray(inputs["state"], np.float32) if inputs.get("state") is not None
                     else np.zeros((n, HV, N, N), np.float32))
             idx = np.arange(n, dtype=np.int32)
-        buf = torch.full((pool.shape[0] + 2, *pool.shape[1:]), POOL_GUARD, dtype=torch.float32, device=self.device)
-        buf[1:-1] = torch.from_numpy(np.ascontiguousarray(pool)).to(self.device)
+        buf, _ = guarded_pool(pool, "fp32", self.device)
         return buf, torch.as_tensor(idx, device=self.device)
 
     def call(self, inputs: dict, case: Any) -> tuple[Any, dict, Any]:
@@ -179,7 +177,7 @@ class SglangTriton(FlaTriton):
         if buf is None:
             return {"y": y, "state": state}
         if pooled_case:
-            return {"y": y, "state_pool": buf[1:-1], "state_pool_guard": buf[[0, -1]]}
+            return pool_outputs(y, buf)
         return {"y": y, "state": buf[1:-1]}
 
     def returned_dtypes(self, out: Any, case: Any) -> dict:

@@ -44,3 +44,21 @@ def poisoned(shape, dtype: str, device: str = "cpu"):
 
 def to_numpy(t) -> np.ndarray:
     return t.detach().to("cpu", dtype=__import__("torch").float64).numpy()
+
+
+def guarded_pool(pool: np.ndarray, dtype: str = "fp32", device: str = "cpu"):
+    """A state pool ``[P, ...]`` inside a buffer one slot larger on each side, those two slots filled with
+    ``POOL_GUARD`` (docs/conventions.md), so that a write outside the pool (a padding index -1 taken for a
+    slot) shows. Returns ``(buffer, pool view)``; the view is contiguous."""
+    import torch
+
+    from wkvkernels.cases import POOL_GUARD
+
+    buf = torch.full((pool.shape[0] + 2, *pool.shape[1:]), POOL_GUARD, dtype=tdtype(dtype), device=device)
+    buf[1:-1] = to_torch(pool, dtype, device)
+    return buf, buf[1:-1]
+
+
+def pool_outputs(y, buf) -> dict:
+    """The outputs of a pooled call: ``y``, the pool and its two guard slots (``guarded_pool``'s buffer)."""
+    return {"y": y, "state_pool": buf[1:-1], "state_pool_guard": buf[[0, -1]]}

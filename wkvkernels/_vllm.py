@@ -171,11 +171,10 @@ class VllmPooled(VllmTriton):
         import numpy as np
         import torch
 
-        from wkvkernels.cases import POOL_GUARD
+        from wkvkernels._torch import guarded_pool
 
-        pool = np.asarray(inputs["state_pool"], np.float32)  # [P, HV, V, K]: the fork's layout too
-        buf = torch.full((pool.shape[0] + 2, *pool.shape[1:]), POOL_GUARD, dtype=torch.float32, device=self.device)
-        buf[1:-1] = torch.from_numpy(np.ascontiguousarray(pool)).to(self.device)
+        # [P, HV, V, K]: the fork's layout too
+        buf, _ = guarded_pool(np.asarray(inputs["state_pool"], np.float32), "fp32", self.device)
         idx = np.asarray(inputs["state_indices"], np.int64)
         idx = np.where(idx >= 0, idx + 1, idx)  # slot 0 is vLLM's null block; -1 (padding) as given
         steps = int(np.max(np.diff(inputs["cu_seqlens"]))) if "cu_seqlens" in inputs else case.shape.T
@@ -190,8 +189,9 @@ class VllmPooled(VllmTriton):
         return o, buf
 
     def torch_outputs(self, out: Any) -> dict:
-        o, buf = out
-        return {"y": o, "state_pool": buf[1:-1], "state_pool_guard": buf[[0, -1]]}
+        from wkvkernels._torch import pool_outputs
+
+        return pool_outputs(*out)
 
     def returned_dtypes(self, out: Any, case: Any) -> dict:
         from wkvkernels.base import dtype_name

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from wkvkernels._flashinfer import RawGateDecode, fn, guarded_pool, pool_outputs
-from wkvkernels._torch import to_torch
+from wkvkernels._flashinfer import RawGateDecode, fn
+from wkvkernels._torch import guarded_pool, pool_outputs, to_torch
 from wkvkernels.base import Availability, register
 
 

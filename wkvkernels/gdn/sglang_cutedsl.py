@@ -21,9 +21,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from wkvkernels._sglang import HOW_TO_GET, RELEASES, fn
-from wkvkernels._torch import to_numpy, to_torch, torch_available
+from wkvkernels._torch import guarded_pool, pool_outputs, to_numpy, to_torch, torch_available
 from wkvkernels.base import Availability, KernelVariant, dtype_name, register
-from wkvkernels.cases import POOL_GUARD
 from wkvkernels.ops import round_to
 
 
@@ -94,9 +93,7 @@ class GdnSglangCutedslDecode(KernelVariant):
         if abs(float(inputs["scale"]) - s.N ** -0.5) > 1e-12:
             raise ValueError("the compiled kernel uses scale = K**-0.5 only")
         t = {n: to_torch(inputs[n], "bf16", dev) for n in ("q", "k", "v", "a", "b")}
-        pool = np.asarray(inputs["state_pool"], np.float32)
-        buf = torch.full((pool.shape[0] + 2, *pool.shape[1:]), POOL_GUARD, dtype=torch.float32, device=dev)
-        buf[1:-1] = torch.from_numpy(np.ascontiguousarray(pool)).to(dev)
+        buf, _ = guarded_pool(np.asarray(inputs["state_pool"], np.float32), "fp32", dev)
         kw = dict(A_log=to_torch(inputs["A_log"], "fp32", dev), dt_bias=to_torch(inputs["dt_bias"], "bf16", dev),
                   q=t["q"], k=t["k"], v=t["v"], a=t["a"], b=t["b"], initial_state_source=buf[1:-1],
                   initial_state_indices=torch.as_tensor(np.asarray(inputs["state_indices"], np.int32), device=dev),
@@ -115,7 +112,7 @@ class GdnSglangCutedslDecode(KernelVariant):
 
     def to_canonical(self, out: Any) -> dict:
         o, buf = out
-        return {"y": to_numpy(o), "state_pool": to_numpy(buf[1:-1]), "state_pool_guard": to_numpy(buf[[0, -1]])}
+        return {n: to_numpy(t) for n, t in pool_outputs(o, buf).items()}
 
 
 register(GdnSglangCutedslDecode)

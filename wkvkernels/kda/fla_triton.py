@@ -18,7 +18,8 @@ from wkvkernels import _fla_env as env
 from wkvkernels._fla import FlaTriton, register_with_interp
 from wkvkernels.base import Availability, dtype_name
 from wkvkernels.releases import Releases
-from wkvkernels.cases import CONVENTIONS, POOL_GUARD
+from wkvkernels._torch import guarded_pool
+from wkvkernels.cases import CONVENTIONS
 
 _ARGS = {"q": "q", "k": "k", "v": "v", "g": "g", "beta": "beta"}
 _FIXED = {"use_qk_l2norm_in_kernel": False}
@@ -92,8 +93,7 @@ class KdaFlaFusedRecurrentPool(KdaFlaFusedRecurrent):
 
         fn, kw = super().prepare(inputs, case)
         pool = np.swapaxes(np.asarray(inputs["state_pool"], np.float32), -1, -2)  # [P, HV, K, V]
-        buf = torch.full((pool.shape[0] + 2, *pool.shape[1:]), POOL_GUARD, dtype=torch.float32, device=self.device)
-        buf[1:-1] = torch.from_numpy(np.ascontiguousarray(pool)).to(self.device)
+        buf, _ = guarded_pool(pool, "fp32", self.device)
         idx = np.asarray(inputs["state_indices"], np.int64)
         steps = int(np.max(np.diff(inputs["cu_seqlens"]))) if "cu_seqlens" in inputs else case.shape.T
         kw.update(initial_state=buf[1:-1], inplace_final_state=True, output_final_state=True,
