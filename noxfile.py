@@ -210,6 +210,7 @@ def gpu(session: nox.Session) -> None:
     session.install(*_offline(), *BUILD_BACKEND, "typing_extensions")
     env = {"WKVBENCH_T0": t0, "TRITON_CACHE_AUTOTUNING": "1"}
     src = _ggml_source(session)  # downloaded (or taken from the wheelhouse) and patched: an install step
+    own = _install_serving(session)
     if _install_only(session):
         return
     if "CMAKE_ARGS" not in os.environ:
@@ -219,7 +220,37 @@ def gpu(session: nox.Session) -> None:
         if arch and arch[0]:
             env["CMAKE_ARGS"] = f"-DGGML_CUDA=on -DCMAKE_CUDA_ARCHITECTURES={arch[0]} -DGGML_CUDA_FA=OFF"
     session.run("python", "-m", "wkvbench", "gpu", "--ggml-src", src,
-                f"--ggml-pip={' '.join(_offline())}", *session.posargs, env=env)
+                f"--ggml-pip={' '.join(_offline())}", *own, *session.posargs, env=env)
+
+
+def _serving() -> list[tuple[str, dict]]:
+    """The kernel packages ``nox -s gpu`` runs beside the main groups (pyproject's ``gpu-env``)."""
+    return [(pkg, spec) for pkg, spec in HISTORY.items() if spec.get("gpu-env")]
+
+
+def _install_serving(session: nox.Session) -> list[str]:
+    """The serving engines' and the other new kernel packages (pyproject's ``gpu-env``), each its last listed
+    release without its declared dependencies (their torch pins and serving stacks), with the ``gpu-needs``
+    that their kernels' imports reach: ``main`` ones into this environment, ``own`` ones into a folder each
+    (``pip --target``), returned as ``--own-env PKG=DIR`` arguments of ``wkvbench gpu``. A package pip cannot
+    install (not in an offline wheelhouse, say) is left out with a warning: its variants read as SKIP with
+    the reason "not installed"."""
+    args: list[str] = []
+    for pkg, spec in _serving():
+        req, needs = spec["releases"][-1], spec.get("gpu-needs", [])
+        try:
+            if spec["gpu-env"] == "own":
+                folder = os.path.join(session.create_tmp(), "own-env", pkg)
+                session.run_install("python", "-m", "pip", "install", "-q", *_offline(), "--no-deps", "--upgrade",
+                                    "--target", folder, req, *needs, silent=True)
+                args += ["--own-env", f"{pkg}={folder}"]
+            else:
+                if needs:
+                    session.install(*_offline(), *needs)
+                session.install(*_offline(), "--no-deps", req)
+        except nox.command.CommandFailed:
+            session.warn(f"{req} could not be installed: its variants read as SKIP (not installed)")
+    return args
 
 
 @nox.session(default=False)
@@ -257,6 +288,13 @@ def wheelhouse(session: nox.Session) -> None:
         reqs += [TORCH, *(r for r in GROUPS["cpu-kernels"] if not r.startswith("ggml-python")), *GROUPS["test"]]
     reqs = list(dict.fromkeys(reqs))
     session.run("python", "-m", "pip", "download", "-d", a.dest, *target, *reqs)
+    # the packages nox -s gpu adds (pyproject's gpu-env): each without its declared dependencies, then what
+    # its kernels need (with theirs); torch and triton are the box's
+    needs = list(dict.fromkeys(n for _, spec in _serving() for n in spec.get("gpu-needs", [])))
+    session.run("python", "-m", "pip", "download", "-d", a.dest, *target, "--no-deps",
+                *(spec["releases"][-1] for _, spec in _serving()))
+    if needs:
+        session.run("python", "-m", "pip", "download", "-d", a.dest, *target, *needs)
     # ggml-python as its source: built on the box (with CUDA there), by pip without build isolation
     # (--no-binary names ggml-python alone: ":all:" would also build its build requirements, cmake included,
     # from source to prepare its metadata)

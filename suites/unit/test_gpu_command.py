@@ -414,3 +414,58 @@ def test_ggml_build_time_and_the_wait_for_it_count_in_the_wall_time(tmp_path):
     run.state.save()
     doc = json.loads((tmp_path / "b" / "run.json").read_text())
     assert doc["wall_s"] == pytest.approx(1.0 + wait.seconds, abs=0.1)  # the wait is on the critical path
+
+
+def test_a_package_in_a_folder_of_its_own_runs_there_and_joins_the_results_set(tmp_path):
+    """``--own-env PKG=DIR`` (what nox -s gpu passes for rwkv-fla and vLLM, whose files or pins clash with
+    the main environment): the main verification leaves PKG's variants out, a process with DIR first on
+    PYTHONPATH verifies them, and its rows join verify.json. DIR here holds a stand-in ``rwkv7_hf`` whose
+    import fails with a marker: the rows of ``wkv7.rwkv7hf.*`` carry the marker (so they ran with DIR first),
+    the torch baseline's rows pass (so they ran without it)."""
+    folder = tmp_path / "own" / "rwkv7_hf"
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text("raise ImportError('the rwkv7_hf of the own folder')\n")
+    out = tmp_path / "set"
+    p = subprocess.run([sys.executable, "-m", "wkvbench", "gpu", "--output", str(out), "--variant",
+                        "wkv7.torch.recurrent", "--variant", "wkv7.rwkv7hf.*", "--dtype", "fp32", "--only",
+                        "verify", "--own-env", f"rwkv7-hf={tmp_path / 'own'}"], cwd=REPO,
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stdout + p.stderr
+    run = json.loads((out / "run.json").read_text())
+    assert run["complete"] is True
+    ph = run["phases"]["env-rwkv7-hf"]
+    assert ph["status"] == "done" and "SKIP" in ph["detail"], ph
+    doc = json.loads((out / "verify.json").read_text())
+    by = {}
+    for r in doc["results"]:
+        by.setdefault(r["variant"], set()).add((r["status"], r.get("reason") or ""))
+    assert {s for s, _ in by["wkv7.torch.recurrent"]} <= {"PASS", "XFAIL"}
+    hf = [v for v in by if v.startswith("wkv7.rwkv7hf.")]
+    assert hf and all(s == "SKIP" and "own folder" in why for v in hf for s, why in by[v]), by
+    # the main verification left them out; their own process verified them
+    assert "--exclude '*.rwkv7hf.*'" in (out / "logs" / "verify.log").read_text().split("\n", 1)[0]
+    assert "--variant '*.rwkv7hf.*'" in (out / "logs" / "verify-rwkv7-hf.log").read_text().split("\n", 1)[0]
+
+
+def test_own_env_names_a_known_package_and_a_folder(tmp_path):
+    for bad in ("nopkg=" + str(tmp_path), "rwkv-fla=" + str(tmp_path / "missing"), "rwkv-fla"):
+        p = subprocess.run([sys.executable, "-m", "wkvbench", "gpu", "--output", str(tmp_path / "o"),
+                            "--own-env", bad], cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert p.returncode != 0 and "--own-env" in p.stderr and "Traceback" not in p.stderr, (bad, p.stderr)
+
+
+def test_every_package_nox_runs_beside_the_gpu_session_is_a_known_kernel_package():
+    """pyproject's ``gpu-env`` tables (noxfile ``_install_serving``): each names a PACKAGES entry whose variant
+    glob is the table's, and ``main`` or ``own``."""
+    import tomllib
+
+    from wkvkernels.releases import PACKAGES
+
+    hist = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["wkvbench"]["history"]
+    serving = {k: v for k, v in hist.items() if "gpu-env" in v}
+    assert {"flashinfer", "sglang", "vllm", "rwkv-fla", "rwkv7-hf"} <= set(serving)
+    for pkg, spec in serving.items():
+        assert spec["gpu-env"] in ("main", "own") and PACKAGES[pkg].variants == spec["variants"]
+        assert not any(n.split("=")[0].split("<")[0].split(">")[0].strip() in ("torch", "triton")
+                       for n in spec.get("gpu-needs", []))
+    assert {k for k, v in serving.items() if v["gpu-env"] == "own"} == {"vllm", "rwkv-fla"}

@@ -26,6 +26,9 @@ def add_parser(sub) -> None:
     p.add_argument("--ggml-src", type=Path, default=None,
                    help="patched ggml-python source to build with CUDA in the background (nox -s gpu sets it)")
     p.add_argument("--ggml-pip", default="", help="extra pip arguments for that build (offline: --no-index ...)")
+    p.add_argument("--own-env", action="append", default=[], metavar="PACKAGE=DIR",
+                   help="a kernel package that clashes with this environment (rwkv-fla, vllm), installed in DIR "
+                        "(pip --target): its variants run with DIR first on PYTHONPATH (nox -s gpu sets it)")
     p.add_argument("--only", default="", help="comma-separated phases to run (verify,side,bench,asv,report)")
     p.add_argument("--time-cap", type=float, default=1.0, help="seconds of sampling per bench row at most")
     p.add_argument("--timeout", type=float, default=900.0, help="per-case limit of a verify worker (s)")
@@ -49,6 +52,7 @@ def main(args: argparse.Namespace) -> int:
     if (args.fresh or stale) and out.exists():
         shutil.rmtree(out)
     phases = tuple(x for x in args.only.split(",") if x) or Options(out).phases
+    own_envs = tuple(_own_env(x) for x in args.own_env)
     from wkvkernels import config
 
     t0 = config.t0()
@@ -56,8 +60,20 @@ def main(args: argparse.Namespace) -> int:
                   variants=tuple(args.variant), exclude=tuple(args.exclude), jobs=args.jobs,
                   side_jobs=args.side_jobs, gpus=args.gpus, ggml_src=args.ggml_src,
                   ggml_pip=tuple(shlex.split(args.ggml_pip)), phases=phases, time_cap_s=args.time_cap,
-                  timeout_s=args.timeout, stability=args.stability, t0=t0)
+                  timeout_s=args.timeout, stability=args.stability, t0=t0, own_envs=own_envs)
     return GpuRun(opt).run()
+
+
+def _own_env(text: str) -> tuple[str, str]:
+    """``PACKAGE=DIR`` of ``--own-env``: a kernel package of wkvkernels.releases.PACKAGES and an existing folder."""
+    from wkvkernels.releases import PACKAGES
+
+    pkg, sep, folder = text.partition("=")
+    if not sep or pkg not in PACKAGES:
+        raise SystemExit(f"wkvbench gpu: --own-env {text!r}: expected PACKAGE=DIR, PACKAGE one of {', '.join(PACKAGES)}")
+    if not Path(folder).is_dir():
+        raise SystemExit(f"wkvbench gpu: --own-env {text!r}: {folder} is not a folder")
+    return pkg, str(Path(folder).resolve())
 
 
 def _other_commit(run_json: Path, commit: str | None) -> str | None:

@@ -25,6 +25,9 @@ def start_build(run) -> subprocess.Popen | None:
     times on one core), and its variants are verified and timed after the bench."""
     if run.opt.ggml_src is None or run.state.phase("ggml").status == "done":
         return None
+    if not any(v.backend == "ggml" for v in run._selected()):  # e.g. --variant '*.flashinfer.*'
+        say("ggml: no ggml variant selected, not built")
+        return None
     ph = run.state.phase("ggml")
     if ggml_ready():
         ph.status, ph.detail = "done", "already installed"

@@ -23,6 +23,11 @@ Phases, in the order they start::
                 build goes on beside it, on the cores the bench leaves)
     ggml-verify the ggml variants (verify and properties), once their build is in (beside verify when
                 it was in before the run)
+    env-<pkg>   a kernel package that clashes with the main environment (rwkv-fla's top-level ``fla``,
+                vLLM's torch pin), installed in a folder of its own (``--own-env PKG=DIR``, nox -s gpu
+                does it): its variants verified (and their properties) with that folder first on
+                ``PYTHONPATH``, their rows joined into verify.json
+    env-bench-<pkg>  their bench rows, timed the same way, joined into bench.json
     stability   with ``--stability N``: the timing engine against do_bench, N rounds of every bench row
                 but ggml's, right after the bench (ggml's build goes on beside it)
     ggml-bench  their bench rows, joined into bench.json
@@ -48,6 +53,7 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass
+from fnmatch import fnmatch
 from pathlib import Path
 
 from ..results.runfile import State, print_breakdown
@@ -78,6 +84,7 @@ class Options:
     stability: int = 0  # repeats of the timing engine against do_bench on every bench row (0: none)
     t0: float | None = None  # when the install began (nox): the run's wall time counts from there
     results_root: Path = Path("reports")
+    own_envs: tuple[tuple[str, str], ...] = ()  # (kernel package, folder it is installed in): --own-env
 
 
 def _rows(path: Path) -> int:
@@ -112,6 +119,17 @@ class GpuRun:
         return [*(x for g in self.opt.variants for x in ("--variant", g)),
                 *(x for g in self.opt.exclude for x in ("--exclude", g))]
 
+    def _env_globs(self) -> dict[str, str]:
+        """The variant glob of each package installed in a folder of its own (``--own-env``)."""
+        from wkvkernels.releases import PACKAGES
+
+        return {pkg: PACKAGES[pkg].variants for pkg, _ in self.opt.own_envs}
+
+    def _env_of(self, pkg: str) -> dict[str, str]:
+        """The environment of a process of ``pkg``'s own folder: the folder first on ``PYTHONPATH``."""
+        folder = dict(self.opt.own_envs)[pkg]
+        return {"PYTHONPATH": os.pathsep.join(x for x in (folder, os.getcwd(), os.environ.get("PYTHONPATH")) if x)}
+
     def _dtype_args(self) -> list[str]:
         return [x for d in self.opt.dtypes for x in ("--dtype", d)]
 
@@ -130,10 +148,11 @@ class GpuRun:
 
         return expand_sets(self.opt.sets)
 
-    def _gate_ids(self) -> list[str]:
+    def _gate_ids(self, variants: tuple[str, ...] | None = None) -> list[str]:
         from ..perf.bench import BenchSelection, gate_cases
 
-        return gate_cases(BenchSelection(variant_globs=self.opt.variants, exclude_globs=self.opt.exclude,
+        globs, excl = (self.opt.variants, self.opt.exclude) if variants is None else (variants, ())
+        return gate_cases(BenchSelection(variant_globs=globs, exclude_globs=excl,
                                          dtypes=self.opt.dtypes, sets=self._sets()))
 
     # -- phases ------------------------------------------------------------------------------
@@ -154,13 +173,20 @@ class GpuRun:
         if ngpu == 0:
             say("no CUDA device: only the CPU variants are verified; bench, asv need a GPU")
         self.ngpu = ngpu
+        envs = self._env_globs()
+        main_excl = tuple(g for g in envs.values() if g not in self.opt.exclude)
+        self.opt.exclude = (*self.opt.exclude, *main_excl)  # the main processes leave them to their folders
         ggml = ggml_build.start_build(self)
         try:
             ok = self._parallel(ngpu)
+            for pkg in envs:
+                ok &= self._phase(f"env-{pkg}", lambda pkg=pkg: self._env_verify(pkg))
             if self.ggml_beside is not None:  # its tail before the bench times anything
                 ok &= self._phase("ggml-verify", lambda: ggml_build.verify_end(self, self.ggml_beside))
             if ngpu and "bench" in self.opt.phases:
                 ok &= self._phase("bench", lambda: self._bench(ngpu, ggml=False))
+                for pkg in envs:
+                    ok &= self._phase(f"env-bench-{pkg}", lambda pkg=pkg: self._env_bench(pkg))
                 self.bench_ended = time.time()
             if ngpu and self.opt.stability and self.bench.is_file():  # while ggml may still be building
                 ok &= self._phase("stability", lambda: self._stability(ggml=False))
@@ -170,14 +196,17 @@ class GpuRun:
             if ngpu and self.opt.stability and self.bench.is_file() and any(
                     v.backend == "ggml" for v in self._selected("cuda")):
                 ok &= self._phase("stability-ggml", lambda: self._stability(ggml=True))
+            self._side_by_side()
             if ngpu and "asv" in self.opt.phases:
                 ok &= self._phase("asv", self._asv)
             if "report" in self.opt.phases:  # rebuilt on every run: an added phase (stability) shows in it
                 ok &= self._phase("report", self._report, again=True)
         except BaseException:
+            self.opt.exclude = tuple(x for x in self.opt.exclude if x not in main_excl)
             self.procs.kill_all()
             st.save()
             raise
+        self.opt.exclude = tuple(x for x in self.opt.exclude if x not in main_excl)
         self._finish()
         return 0 if ok else 1
 
@@ -209,7 +238,7 @@ class GpuRun:
         if out.exists() or out.with_suffix(".partial.jsonl").exists():
             return py("verify", "--resume", str(out), *tail)
         filters = [x for g in variants for x in ("--variant", g)] if variants is not None else self._filters()
-        gates = [x for c in self._gate_ids() for x in ("--extra-case", c)]
+        gates = [x for c in self._gate_ids(None if variants is None else tuple(variants)) for x in ("--extra-case", c)]
         return py("verify", "--set", "gpu", "--with-backward", "--configs", *self._dtype_args(), *filters, *gates,
                    "--output", str(out), *tail)
 
@@ -325,6 +354,86 @@ class GpuRun:
         if failed:
             detail += f"; workers of GPUs {failed} failed"
         return not failed and bool(doc.get("complete")), detail
+
+    def _env_verify(self, pkg: str) -> tuple[bool, str]:
+        """``pkg``'s variants (the selection's, in its own folder) verified like the others, and their
+        properties; the rows joined into verify.json."""
+        from .verify_merge import merge_verify
+
+        glob = self._env_globs()[pkg]
+        if "verify" not in self.opt.phases or not self._in_selection(glob):
+            return True, "not selected"
+        env = {**untimed_env(), **self._env_of(pkg)}
+        part = self.work / f"verify-env-{pkg}.json"
+        if not complete(part):
+            p = self.procs.start(f"verify-{pkg}", self._verify_cmd(part, variants=[glob]), env)
+            rc = self.procs.wait(p)
+            self.state.add_cpu("verify", p.cpu_s)
+            if rc not in (0, 1) or not complete(part):
+                return False, f"verify exited with {rc}: " + tail(self.procs.logs / f"verify-{pkg}.log", 3)
+        if "side" in self.opt.phases:  # its properties, as the side tasks do for the main environment's
+            props = self.work / f"props-env-{pkg}.json"
+            p = self.procs.start(f"props-{pkg}", py("properties", "--variant", glob, "--dtype", "bf16", "--dtype",
+                                                     "fp32", "--output", str(props)), env)
+            self.procs.wait(p)
+        self._variant_times(part)
+        if self.verify.is_file():
+            merge_verify(self.verify, part)
+            part.unlink()
+        else:
+            part.replace(self.verify)
+        doc = json.loads(self.verify.read_text())
+        mine = collections.Counter(r["status"] for r in doc.get("results", []) if fnmatch(r["variant"], glob))
+        return True, f"{pkg} ({dict(self.opt.own_envs)[pkg]}): " + ", ".join(f"{n} {s}" for s, n in sorted(mine.items()))
+
+    def _env_bench(self, pkg: str) -> tuple[bool, str]:
+        """``pkg``'s bench rows, timed in its own folder's environment and joined into bench.json."""
+        from ..perf.bench_merge import merge, run_on_gpus
+
+        glob = self._env_globs()[pkg]
+        if not self._in_selection(glob):
+            return True, "not selected"
+        verified = ["--verified", str(self.verify)] if self.verify.is_file() else []
+        args = [*(x for s in self.opt.sets for x in ("--set", s)), *self._dtype_args(), "--variant", glob,
+                "--time-cap", str(self.opt.time_cap_s), *verified]
+        out = self.work / f"bench-env-{pkg}.json"
+        doc, failed = run_on_gpus(args, self.ngpu, out, log_dir=self.procs.logs, apart=(), env=self._env_of(pkg))
+        if doc is None:
+            return False, f"no bench worker of {pkg} wrote a row"
+        if self.bench.is_file():
+            doc = merge([self.bench, out], self.bench)
+            out.unlink()
+        else:  # only its variants were timed: theirs is the run's bench file
+            out.replace(self.bench)
+        rows = [r for r in doc["rows"] if fnmatch(r["variant"], glob)]
+        for r in rows:
+            self.state.add_variant(r["variant"], "bench", r.get("seconds") or 0.0)
+        counts = collections.Counter(r["status"] for r in rows)
+        return not failed, ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no rows"
+
+    def _in_selection(self, glob: str) -> bool:
+        """Whether the run's ``--variant``/``--exclude`` leave any variant of ``glob``."""
+        from ..run.verify import select_variants
+
+        excl = tuple(x for x in self.opt.exclude if x != glob)
+        return any(fnmatch(v.name, glob) for v in select_variants((), (), excl, self.opt.variants))
+
+    def _side_by_side(self) -> None:
+        """The bench's side-by-side tables (every implementation of each operator, shape and dtype, fastest
+        first, with its verdict), as ``wkvbench bench`` prints them."""
+        if not self.bench.is_file():
+            return
+        try:
+            from rich.console import Console
+
+            from ..perf.tables import side_by_side_tables
+
+            rows = json.loads(self.bench.read_text())["rows"]
+            console = Console()
+            for t in side_by_side_tables(rows):
+                console.print(t)
+        except Exception as exc:  # noqa: BLE001 - a table that cannot be drawn must not fail the run
+            say(f"side-by-side tables not printed: {type(exc).__name__}: {exc}")
 
     def _stability(self, ggml: bool) -> tuple[bool, str]:
         """The engine against triton's do_bench, ``--stability`` rounds on every timed row but ggml's (right
