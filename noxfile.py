@@ -247,7 +247,7 @@ def _install_serving(session: nox.Session) -> list[str]:
             else:
                 if needs:
                     session.install(*_offline(), *needs)
-                session.install(*_offline(), "--no-deps", req)
+                session.install(*_offline(), "--no-deps", req, *spec.get("gpu-no-deps", []))
         except nox.command.CommandFailed:
             session.warn(f"{req} could not be installed: its variants read as SKIP (not installed)")
     return args
@@ -292,7 +292,8 @@ def wheelhouse(session: nox.Session) -> None:
     # its kernels need (with theirs); torch and triton are the box's
     needs = list(dict.fromkeys(n for _, spec in _serving() for n in spec.get("gpu-needs", [])))
     session.run("python", "-m", "pip", "download", "-d", a.dest, *target, "--no-deps",
-                *(spec["releases"][-1] for _, spec in _serving()))
+                *(spec["releases"][-1] for _, spec in _serving()),
+                *(n for _, spec in _serving() for n in spec.get("gpu-no-deps", [])))
     if needs:
         session.run("python", "-m", "pip", "download", "-d", a.dest, *target, *needs)
     # ggml-python as its source: built on the box (with CUDA there), by pip without build isolation
@@ -379,6 +380,8 @@ def _release_env(session: nox.Session, package: str, requirement: str) -> None:
     # one release at a time (an install step: `nox -R` reuses the environment as it is)
     session.run_install("python", "-m", "pip", "uninstall", "-q", "-y", *dists, silent=True)
     deps = ["--no-deps"] if spec.get("no-deps") else []
+    if spec.get("gpu-no-deps"):  # nvidia-cutlass-dsl's .pth, without the CUDA 12 libraries it requires
+        session.install(*_offline(), "--no-deps", *spec["gpu-no-deps"])
     session.install(*_offline(), *deps, requirement,
                     env={"CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)})
 

@@ -132,10 +132,22 @@ class VllmTriton(FlaTriton):
     pooled: ClassVar[bool] = False  # pooled cases only (ssm_state_indices): no smoke run on a plain case
 
     def available(self) -> Availability:
-        reason = triton_reason(self.device)
+        reason = triton_reason(self.device) or self._module_reason()
         if reason is None and self.device == "cpu" and not self.pooled:
             reason = self._smoke()
         return Availability.no(reason) if reason else Availability.yes()
+
+    def _module_reason(self) -> str | None:
+        """Why the fork's module of this entry point does not import, or None. ``ops/kda.py`` reaches
+        ``vllm.model_executor.custom_op`` and through it vLLM's config, ``cbor2`` and transformers' tokenizers:
+        a module vLLM's environment lacks is a reason (its dependency), not an ERROR of the kernel (H100,
+        2026-11-27: "No module named 'cbor2'" on every case of kda.vllm.chunk before this check)."""
+        module = f"{FORK}.{self.entry[0]}"
+        try:
+            importlib.import_module(module)
+        except Exception as exc:  # noqa: BLE001 - any import failure is a reason, never a crash
+            return f"import {module} failed: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+        return None
 
     def supports(self, case: Any) -> Availability:
         if (limit := self.kernel_limits(case)) is not None:

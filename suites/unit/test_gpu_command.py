@@ -469,3 +469,15 @@ def test_every_package_nox_runs_beside_the_gpu_session_is_a_known_kernel_package
         assert not any(n.split("=")[0].split("<")[0].split(">")[0].strip() in ("torch", "triton")
                        for n in spec.get("gpu-needs", []))
     assert {k for k, v in serving.items() if v["gpu-env"] == "own"} == {"vllm", "rwkv-fla"}
+
+
+def test_a_warm_up_of_the_models_set_has_a_name_a_file_can_take():
+    """The models set's shape names joined made a log file name over 255 bytes (H100, 2026-11-27: OSError
+    "File name too long", and no side task of the run started)."""
+    from wkvbench.gpu.side import warm_groups, warm_name
+    from wkvbench.perf.bench import expand_sets
+
+    groups = warm_groups(expand_sets(("standard", "models")))
+    names = {warm_name("gdn.sglang.fused_recurrent_update", "bf16", g) for g in groups}
+    assert len(names) == len(groups) and all(len(n) <= 160 for n in names)
+    assert warm_name("wkv7.fla.chunk", "bf16", ("quick", "decode")) == "warm-wkv7.fla.chunk-bf16-quick+decode"

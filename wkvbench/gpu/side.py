@@ -32,7 +32,7 @@ def side_tasks(run, ggml: bool) -> list[tuple[str, list[str], str]]:
             # caches)
             for d in (d for d in run.opt.dtypes if d in v.dtypes):
                 for group in warm_groups(run._sets()):
-                    name = f"warm-{v.name}-{d}-{'+'.join(group)}"
+                    name = warm_name(v.name, d, group)
                     if warm_marker(run.state.provenance, name).is_file() and triton_caches_kept():
                         run.warmed_before += 1
                         continue
@@ -44,6 +44,19 @@ def side_tasks(run, ggml: bool) -> list[tuple[str, list[str], str]]:
             tasks.append((f"props-{v.name}", py("properties", "--variant", v.name, "--dtype", "bf16",
                                                  "--dtype", "fp32", "--output", str(out)), v.name))
     return tasks
+
+
+def warm_name(variant: str, dtype: str, group) -> str:
+    """The name of a warm-up task (its log, results and marker files): the sets joined, or, where that
+    would be too long for a file name (the models set's 34 shape names: "File name too long" on the H100,
+    2026-11-27, which stopped every side task of the run), their count and a digest."""
+    import hashlib
+
+    name = f"warm-{variant}-{dtype}-{'+'.join(group)}"
+    if len(name) <= 120:
+        return name
+    digest = hashlib.sha1("+".join(group).encode()).hexdigest()[:10]
+    return f"warm-{variant}-{dtype}-{len(group)}sets-{digest}"
 
 
 def run_side(run, tasks, slots: int, stop: threading.Event, counts: collections.Counter) -> None:
