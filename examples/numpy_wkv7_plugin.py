@@ -2,4 +2,6 @@
 
 The example now ships inside the package (wkvbench/examples/numpy_wkv7.py; `wkvbench example wkv7`
 prints it); this path keeps working for the commands that name it."""
-import wkvbench.examples.numpy_wkv7  # noqa: F401  (registers wkv7.example.numpy)
+from wkvbench.examples import source
+
+exec(compile(source("wkv7"), "wkvbench/examples/numpy_wkv7.py", "exec"))  # registers wkv7.example.numpy

@@ -91,21 +91,6 @@ _PUBLIC_HINT = {
 }
 
 
-def _caller_stacklevel() -> int:
-    """The stack level of the first frame outside importlib and this module: the ``import`` statement
-    of the user's code, so the warning names their file and line (and Python's default filter shows it
-    when that code is ``__main__``)."""
-    frame, level = sys._getframe(1), 1
-    while frame is not None and _internal(frame.f_code.co_filename):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
-def _internal(filename: str) -> bool:
-    return (filename == __file__ or filename.startswith("<frozen importlib")
-            or filename.replace("\\", "/").endswith("/importlib/__init__.py"))
-
-
 class _Moved(types.ModuleType):
     """An old module name: every attribute read from its new homes."""
 
@@ -134,7 +119,7 @@ class _Loader(importlib.abc.Loader):
         warnings.warn(f"{module.__name__} moved to {new}; "
                       + (f"use `{hint}` (the public API, docs/api.md)" if hint else f"import {new}")
                       + f"; the old path will be removed", WkvbenchDeprecationWarning,
-                      stacklevel=_caller_stacklevel())
+                      stacklevel=2)  # the import statement: warnings skips importlib's frames
 
 
 class MovedFinder(importlib.abc.MetaPathFinder):

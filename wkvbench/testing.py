@@ -114,6 +114,7 @@ def assert_matches_oracle(fn: Callable[[dict, str], dict] | KernelVariant | str,
     ``AssertionError`` when a case is FAIL, ERROR or XPASS, or when nothing was judged; ``unittest.SkipTest``
     (a skip in pytest and unittest) when every requested case was refused, with the reasons.
     """
+    __tracebackhide__ = True  # pytest shows the assertion's message, not this module's frames
     explicit = cases is not None
     case_list = _as_cases(cases) if explicit else []
     if explicit and not case_list:
@@ -151,6 +152,7 @@ def assert_matches_oracle(fn: Callable[[dict, str], dict] | KernelVariant | str,
 
 
 def _judge(variant: str, results: list[CheckResult], refused: dict[str, str]) -> None:
+    __tracebackhide__ = True
     bad = [r for r in results if r.status in BAD]
     judged = [r for r in results if r.status in (PASS, XFAIL)]
     skipped = [r for r in results if r.status == SKIP]
