@@ -35,7 +35,7 @@ import unittest
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from wkvkernels.base import KernelVariant, Unsupported, get, unregister
+from wkvkernels.base import KernelVariant, Unsupported, get, register, unregister
 from wkvkernels.cases import Case
 from wkvkernels.ops import DTYPES
 
@@ -103,7 +103,7 @@ def assert_matches_oracle(fn: Callable[[dict, str], dict] | KernelVariant | str,
 
     ``fn`` is a plug-in function ``fn(inputs, dtype) -> {"y": ..., "state": ...}`` (docs/adding-a-kernel.md:
     canonical float32 NumPy inputs in, canonical outputs in their contract dtypes out), a ``KernelVariant``
-    instance, or the name of a registered variant. ``cases`` is a ``Case``, a case id, or a list of them;
+    instance or class (registered for the call where it is not), or the name of a registered variant. ``cases`` is a ``Case``, a case id, or a list of them;
     without it, ``oracle_cases(op, dtype, case_set, domains, seed)``, less the cases the variant refuses
     by its declaration (production conventions a plain function does not take, an initial state with
     ``supports_state=False``). ``register_kwargs`` go to ``register_function`` (``output_dtypes``,
@@ -119,12 +119,20 @@ def assert_matches_oracle(fn: Callable[[dict, str], dict] | KernelVariant | str,
     case_list = _as_cases(cases) if explicit else []
     if explicit and not case_list:
         raise ValueError("assert_matches_oracle: cases is empty")
+    if isinstance(fn, type) and issubclass(fn, KernelVariant):
+        fn = fn()
     op = op or (case_list[0].op if case_list else None) or (fn.operator if isinstance(fn, KernelVariant) else None)
     if isinstance(fn, str):
         variant, temporary = get(fn), False
         op = op or variant.operator
-    elif isinstance(fn, KernelVariant):
-        variant, temporary = fn, False
+    elif isinstance(fn, KernelVariant):  # registered for the call if it is not (the judge looks it up by name)
+        try:
+            get(fn.name)
+            temporary = False
+        except KeyError:
+            register(fn)
+            temporary = True
+        variant = fn
     else:
         if op is None:
             raise ValueError("assert_matches_oracle: name the operator (op='gdn', ...) or give cases")

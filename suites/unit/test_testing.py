@@ -111,3 +111,24 @@ def test_the_example_repository_runs_under_its_own_pytest(tmp_path):
         assert f"FAIL {i}" in block and "x floor" in block and f"reproduce id: {i}" in block
     assert "does not match the float64 oracle on 1 of 1 cases" in out
     assert "wkvbench/testing.py" not in out  # the assertion's message, not wkvbench's own frames
+
+
+def test_an_adapter_class_is_judged_as_a_function_is():
+    from wkvbench import KernelVariant
+
+    class Transposed(KernelVariant):
+        name, operator, source, backend, algorithm = "gdn.mylab.transposed", "gdn", "mylab", "numpy", "recurrent"
+
+        def prepare(self, inputs, case):
+            return inputs, case.dtype
+
+        def run(self, native):
+            return transposed_state(*native)
+
+        def to_canonical(self, out):
+            return {k: np.asarray(v, np.float64) for k, v in out.items()}
+
+    with pytest.raises(AssertionError, match=r"gdn\.mylab\.transposed does not match .*\n  FAIL gdn/model/"):
+        assert_matches_oracle(Transposed, cases=SMALL)
+    with pytest.raises(KeyError):
+        get("gdn.mylab.transposed")  # registered for the call only
