@@ -17,6 +17,10 @@ from pathlib import Path
 
 import pytest
 
+# suites/data/ holds inputs of the tests, not tests: the example kernel repository's own test file
+# (suites/data/example_repo/tests/) runs in a pytest of its own, from suites/unit/test_testing.py
+collect_ignore_glob = ["data/*"]
+
 
 def pytest_configure(config):  # noqa: ARG001
     # CLI runs without --output write here, not into the checkout's reports/results

@@ -81,3 +81,28 @@ def test_the_wheel_holds_every_package_and_its_sources(tmp_path):
     assert installed["source_exists"] and Path(installed["source"]).is_relative_to(unpacked)
     checkout = _variants(REPO, REPO)
     assert installed["variants"] == checkout["variants"] and len(checkout["variants"]) > 40
+
+
+def test_the_wheel_is_ready_for_pypi(tmp_path):
+    """The metadata a PyPI page shows (readme, license, classifiers, keywords, extras), each extra
+    installable by name, the extra of the CPU kernels pinned as the dependency group nox installs, and the
+    plug-in examples inside the wheel, where `wkvbench example` reads them."""
+    import tomllib
+    from email.parser import Parser
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    extras, groups = project["project"]["optional-dependencies"], project["dependency-groups"]
+    assert set(extras) >= {"torch", "bf16", "testing", "cpu-kernels"}
+    assert extras["cpu-kernels"] == [*extras["torch"], *groups["cpu-kernels"]]
+    _, wheel = _build(tmp_path)
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {"wkvbench/examples/numpy_wkv7.py", "wkvbench/examples/numpy_gdn.py", "wkvbench/testing.py"} <= names
+    meta_name = next(n for n in names if n.endswith(".dist-info/METADATA"))
+    meta = Parser().parsestr(zipfile.ZipFile(wheel).read(meta_name).decode())
+    assert meta["Name"] == "wkvbench" and meta["Requires-Python"] == ">=3.10"
+    assert meta["Description-Content-Type"] == "text/markdown" and "pip install" in meta.get_payload()
+    assert meta["License"] == "Apache-2.0" and "rwkv" in meta["Keywords"]
+    classifiers = meta.get_all("Classifier")
+    assert "License :: OSI Approved :: Apache Software License" in classifiers and "Framework :: Pytest" in classifiers
+    assert set(meta.get_all("Provides-Extra")) == set(extras)
+    assert 'torch>=2.4; extra == "torch"' in meta.get_all("Requires-Dist")

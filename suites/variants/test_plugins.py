@@ -15,7 +15,7 @@ from wkvkernels import get, unregister
 from wkvkernels.cases import Case, Shape
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "examples" / "numpy_wkv7_plugin.py"
+EXAMPLE = REPO / "wkvbench" / "examples" / "numpy_wkv7.py"  # shipped in the package: `wkvbench example wkv7`
 
 
 def test_readme_shows_the_example_plugin_verbatim():
@@ -33,6 +33,43 @@ def test_example_plugin_loads_from_a_file_and_passes():
         assert res.status == PASS, res.reason
         skipped = ck.check(v, Case("wkv7", "model", Shape(1, 3, 1, 16), "bf16"))
         assert skipped.status == "SKIP" and "bf16" in skipped.reason
+    finally:
+        unregister("wkv7.example.numpy")
+
+
+@pytest.mark.parametrize("name", ["wkv7", "gdn"])
+def test_every_shipped_example_runs_from_the_text_it_prints(name, tmp_path, capsys):
+    """``wkvbench example NAME > f.py`` writes a plug-in that loads from any directory and passes, in every
+    dtype it registers (the GDN one: fp16 and, with ml-dtypes, bf16 too)."""
+    from wkvbench.cli import main
+    from wkvbench.examples import EXAMPLES
+
+    assert main(["example", name]) == 0
+    text = capsys.readouterr().out
+    assert text == (REPO / "wkvbench" / "examples" / EXAMPLES[name][0]).read_text()
+    path = tmp_path / f"my{name}.py"
+    path.write_text(text)
+    variant = f"{name}.example.numpy"
+    load_file(path)
+    try:
+        v = get(variant)
+        ck = Checker()
+        for dtype in sorted(v.dtypes):
+            res = ck.check(v, Case(name, "model", Shape(2, 9, 2, 16, h0=True), dtype))
+            assert res.status == PASS, (dtype, res.reason)
+        assert name != "gdn" or {"fp32", "fp16"} <= v.dtypes
+    finally:
+        unregister(variant)
+    assert main(["example"]) == 0
+    listing = capsys.readouterr().out
+    assert all(n in listing for n in EXAMPLES)
+    assert main(["example", "nope"]) == 2 and "examples: wkv7, gdn" in capsys.readouterr().err
+
+
+def test_the_earlier_example_path_still_loads():  # commands printed before the example moved name it
+    load_file(REPO / "examples" / "numpy_wkv7_plugin.py")
+    try:
+        assert get("wkv7.example.numpy").operator == "wkv7"
     finally:
         unregister("wkv7.example.numpy")
 

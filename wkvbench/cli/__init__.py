@@ -1,4 +1,4 @@
-"""Command line: ``python -m wkvbench verify|list|case|replay|drift|bench|properties|gpu|report|gate``
+"""Command line: ``python -m wkvbench verify|list|case|replay|drift|bench|properties|gpu|report|gate|example``
 (``wkvbench`` when installed)."""
 
 from __future__ import annotations
@@ -121,6 +121,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="also render the page in headless chromium and save a 1400x2000 PNG here")
     sub.add_parser("gate", add_help=False, help="CI regression gate: baseline vs candidate results "
                    "(gate --help, gate noise --help, gate ab --help)")
+    sub.add_parser("example", add_help=False, help="print a plug-in example to start from: "
+                   "`wkvbench example gdn > mygdn.py` (without a name: the list)")
     sub.add_parser("stability", add_help=False, help="the timing engine vs triton's do_bench over repeated "
                    "rounds of a bench file's rows (stability --help)")
     from .fib import add_parser as _add_fib
@@ -149,6 +151,10 @@ def main(argv: list[str] | None = None) -> int:
         from .gate import main as gate_main
 
         return gate_main(argv[1:])
+    if argv[:1] == ["example"]:  # a plug-in example's source (wkvbench/examples/), no kernel import
+        from ..examples import main as example_main
+
+        return example_main(argv[1:])
     if argv[:1] == ["stability"]:  # the timing engine against triton's do_bench, on a bench file's rows
         from ..perf.stability import main as stability_main
 

@@ -3,7 +3,7 @@
 A plug-in registers variants exactly as the built-in adapters do, either with a full
 ``KernelVariant`` subclass or, most simply, with ``register_function``::
 
-    from wkvbench.run.plugins import register_function
+    from wkvbench import register_function
 
     def my_wkv7(inputs: dict[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
         ...  # canonical inputs in, canonical outputs ("y", "state") out
@@ -26,6 +26,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import sys
+import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ import numpy as np
 from wkvkernels.base import STATE_PRECISIONS, Availability, KernelVariant, dtype_name, register
 from wkvkernels.ops import DTYPES, OPS, round_to
 
+from .._compat import WkvbenchDeprecationWarning
 from ..judge.validate import InvalidInput, validate_inputs
 
 ENTRY_POINT_GROUP = "wkvbench.variants"
@@ -164,7 +166,8 @@ def register_function(name: str, operator: str, fn: Callable[[dict, str], dict],
 
 
 def load_file(path: str | Path) -> None:
-    """Execute a plug-in file; it registers its variants when imported."""
+    """Execute a plug-in file; it registers its variants when imported. A ``WkvbenchDeprecationWarning``
+    it raises (an earlier import path, ``from wkvbench.plugins import ...``) is shown, not filtered."""
     path = Path(path).resolve()
     if not path.is_file():
         raise FileNotFoundError(f"plug-in file not found: {path}")
@@ -175,7 +178,9 @@ def load_file(path: str | Path) -> None:
     module = importlib.util.module_from_spec(spec)
     sys.modules[mod_name] = module
     try:
-        spec.loader.exec_module(module)
+        with warnings.catch_warnings():  # an earlier import path it uses is named to its author (not hidden)
+            warnings.simplefilter("always", WkvbenchDeprecationWarning)
+            spec.loader.exec_module(module)
     except Exception as exc:  # the plug-in's own error, named, instead of a traceback
         sys.modules.pop(mod_name, None)
         raise ImportError(f"plug-in {path} failed to import: {type(exc).__name__}: {exc}") from exc

@@ -1,0 +1,1 @@
+"""A kernel package under test (suites/data/example_repo/README.md)."""
