@@ -35,6 +35,7 @@ from wkvoracle.conventions import solve
 from wkvoracle.inputs import generate
 
 from . import conventions, tolerances
+from .commands import verify_command
 from .metrics import TensorError, tensor_error
 from .validate import InvalidInput, validate_inputs
 
@@ -80,9 +81,10 @@ class CheckResult:
 
     @property
     def reproduce(self) -> str:
-        extra = " --backward" if self.kind.startswith("backward") else ""
-        extra += " --configs" if self.kind.endswith("-configs") else ""
-        return f"nox -s verify -- --variant {self.variant} --case {self.case.id}{extra}"
+        """The command that re-runs this row from the working directory (``commands.verify_command``:
+        ``--plugin`` for a plug-in's variant, nox only in the checkout)."""
+        return verify_command(self.variant, self.case.id, backward=self.kind.startswith("backward"),
+                              configs=self.kind.endswith("-configs"))
 
     def as_dict(self) -> dict:
         return {
