@@ -50,11 +50,22 @@ from ..judge.validate import InvalidInput, validate_inputs
 ENTRY_POINT_GROUP = "wkvbench.variants"
 
 
+class PluginInputs(dict):
+    """What a plug-in function receives: the case's inputs as a kernel of the case dtype sees them
+    (activations rounded to bf16/fp16 on those cases, stored as float32 arrays; decays, gates and the
+    state in fp32), with ``fp32``: the canonical fp32 inputs before that rounding (what a kernel that
+    rounds them itself would start from)."""
+
+    fp32: dict
+
+
 class FunctionVariant(KernelVariant):
     """A variant made from a plain function ``fn(inputs, dtype) -> outputs`` (NumPy in and out).
 
-    ``inputs`` holds the canonical float32 arrays of spec §9 (and ``scale`` where the operator has
-    one); the function casts to ``dtype`` itself, as the kernel it wraps would.
+    ``inputs`` holds the canonical arrays of spec §9 (and ``scale`` where the operator has one) as float32
+    arrays, already rounded as a kernel of ``dtype`` sees them (``PluginInputs``: activations rounded to
+    bf16/fp16 on those cases, the fp32 originals in ``inputs.fp32``), so a function that computes in fp32
+    on them is judged on its arithmetic alone; casting them to ``dtype`` again is exact.
     """
 
     source = "plugin"
@@ -87,8 +98,15 @@ class FunctionVariant(KernelVariant):
         return base
 
     def prepare(self, inputs: dict, case: Any) -> tuple[dict, str]:
+        """The inputs as the oracle sees them (``effective_inputs``: activations rounded to the case
+        dtype, the rest to fp32), as float32 arrays, in a ``PluginInputs`` whose ``fp32`` holds the
+        canonical fp32 inputs before rounding. Rounding again to the case dtype changes nothing."""
         validate_inputs(self.operator, inputs, where=f"inputs to plug-in {self.name}")
-        return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}, case.dtype
+        rounded = self.effective_inputs(inputs, case.dtype)
+        out = PluginInputs({k: (rounded[k].astype(np.float32) if isinstance(v, np.ndarray) and v.dtype.kind == "f"
+                                else v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()})
+        out.fp32 = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
+        return out, case.dtype
 
     def run(self, native: tuple[dict, str]) -> Any:
         return self.fn(*native)
