@@ -81,14 +81,17 @@ def print_report(report: Report, console: Console) -> None:
     for r in report.known:
         console.print(f"[magenta]{r.verdict}[/magenta] {r.variant} {r.case.id}: {r.reason}")
     for r in report.failed:
-        console.print(f"[red]{r.verdict}[/red] {r.variant} {r.case.id}: {r.reason}\n  reproduce: {r.reproduce}")
+        console.print(f"[red]{r.verdict}[/red] {r.variant} {r.case.id}: {r.reason}")
+        # commands on one line each, never wrapped by the console: they are copied and run as printed
+        console.print(f"  reproduce: {r.reproduce}", soft_wrap=True, highlight=False, markup=False)
         if r.hint:
             console.print(f"  hint: {r.hint}", highlight=False)
         if r.stderr_tail:
             tail = r.stderr_tail.splitlines()[-5:]
             console.print("  stderr tail:\n" + "\n".join(f"    {line}" for line in tail), markup=False)
         if r.shrunk and "case" in r.shrunk:
-            console.print(f"  shrunk to {r.shrunk['case']}: {r.shrunk['reproduce']}")
+            console.print(f"  shrunk to {r.shrunk['case']}: {r.shrunk['reproduce']}", soft_wrap=True,
+                          highlight=False, markup=False)
         elif r.shrunk:  # left unshrunk (budget spent, or the shrinker raised): say why
             console.print(f"  {r.shrunk.get('error', 'not shrunk')}", highlight=False)
     console.print(
