@@ -42,8 +42,9 @@ def note_plugin(names: Iterable[str], path: str | Path) -> None:
         PLUGIN_FILES[name] = Path(path).resolve()
 
 
-def is_checkout(root: Path = ROOT) -> bool:
-    """Whether ``root`` (the folder the package is imported from) is this repository's checkout."""
+def is_checkout(root: Path | None = None) -> bool:
+    """Whether ``root`` (default: the folder the package is imported from) is this repository's checkout."""
+    root = ROOT if root is None else root
     return (root / "noxfile.py").is_file() and (root / "wkvbench" / "__init__.py").is_file()
 
 

@@ -102,7 +102,7 @@ def print_report(report: Report, console: Console) -> None:
         f"{counts[SKIP]} skipped, {counts[XFAIL]} known failures in {report.seconds:.1f}s"
     )
     for line in baseline_note(report):
-        console.print(line, highlight=False)
+        console.print(line, highlight=False, markup=False)
 
 
 def baseline_note(report: Report) -> list[str]:
