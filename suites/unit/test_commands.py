@@ -33,13 +33,14 @@ def test_in_the_checkout_the_nox_form_stays_and_carries_the_plugin(monkeypatch, 
         f"nox -s verify -- --variant gla.torch.recurrent --case {CID}"
 
 
-def test_outside_the_checkout_the_program_as_started_and_the_plugin_relative(monkeypatch, tmp_path, plugin_variant):
+def test_outside_the_checkout_the_program_as_started_the_plugin_relative(monkeypatch, tmp_path,
+                                                                          plugin_variant):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "argv", [str(tmp_path / "venv" / "bin" / "wkvbench")])  # the console script ...
     monkeypatch.setattr(commands.shutil, "which", lambda name: None)  # ... of a virtualenv not activated
     cmd = commands.verify_command("gla.mine.k", CID, backward=True)
-    assert cmd == f"{tmp_path / 'venv' / 'bin' / 'wkvbench'} verify --variant gla.mine.k --case {CID} --backward " \
-                  "--plugin mine.py"
+    script = tmp_path / "venv" / "bin" / "wkvbench"
+    assert cmd == f"{script} verify --variant gla.mine.k --case {CID} --backward --plugin mine.py"
     monkeypatch.setattr(commands.shutil, "which", lambda name: sys.argv[0] if name == "wkvbench" else None)
     assert commands.replay_command(tmp_path / "out" / "x.npz", "gla.mine.k") == \
         "wkvbench replay out/x.npz --plugin mine.py"
@@ -55,7 +56,8 @@ def test_python_m_names_the_interpreter_where_python_on_path_is_another(monkeypa
     monkeypatch.setattr(commands.shutil, "which", lambda name: sys.executable if name == "python" else None)
     assert commands.command("verify", "--op", "gla") == "python -m wkvbench verify --op gla"
     monkeypatch.setattr(commands.shutil, "which", lambda name: "/usr/bin/python3")
-    assert commands.command("verify", "--variant", "a b") == f"{sys.executable} -m wkvbench verify --variant 'a b'"
+    want = f"{sys.executable} -m wkvbench verify --variant 'a b'"
+    assert commands.command("verify", "--variant", "a b") == want
 
 
 def test_mutants_carry_their_option(monkeypatch, tmp_path):

@@ -70,7 +70,8 @@ def _verify(args: argparse.Namespace, console: Console) -> int:
 
         release = release_block(args.release)
         sel.variant_globs = sel.variant_globs or (PACKAGES[args.release].variants,)
-        out = out or Path(release_path(default_reports_dir() / "history", {**provenance(), "release": release}))
+        history = default_reports_dir() / "history"
+        out = out or Path(release_path(history, {**provenance(), "release": release}))
     if not sel.variants():
         console.print(f"[red]no registered variant matches {args.variant or args.op}[/red]")
         return 2

@@ -498,9 +498,10 @@ def half_precision_hint(checker: Checker, res: CheckResult, inputs: dict) -> str
             continue
         s = np.asarray(s, np.float64)
         if s.size and np.isfinite(s).all() and np.array_equal(round_to(s, case.dtype), s):
-            hints.append(f"the returned {name} holds only {case.dtype} values and is {err.floor_x:.2g}x the fp32 "
-                         f"floor off: consistent with a state held in {case.dtype} between tokens (the spec keeps "
-                         f"it in fp32; a state in {case.dtype} by design is declared: state_precision)")
+            dt = case.dtype
+            hints.append(f"the returned {name} holds only {dt} values and is {err.floor_x:.2g}x the "
+                         f"fp32 floor off: consistent with a state held in {dt} between tokens (the spec "
+                         f"keeps it in fp32; a state in {dt} by design is declared: state_precision)")
             break
     unrounded = round_inputs(case.op, inputs, "fp32")  # activations not rounded to the case dtype
     ref = checker.oracle(case.op, {**default_state(case.op, unrounded), **unrounded})
@@ -509,10 +510,11 @@ def half_precision_hint(checker: Checker, res: CheckResult, inputs: dict) -> str
     raw = _rel(out[worst], ref[worst]) if worst is not None else float("nan")
     if worst is not None and raw < HINT_UNROUNDED * res.errors[worst].rel:
         n, judged_rel = worst, res.errors[worst].rel
-        hints.append(f"{n} is {judged_rel / max(raw, 1e-300):.2g}x closer to the oracle on the unrounded fp32 "
-                     f"inputs (rel {raw:.2g}) than on the inputs rounded to {case.dtype} (rel {judged_rel:.2g}): "
-                     f"consistent with a kernel that computed on unrounded inputs (round them to {case.dtype} "
-                     "first: wkvkernels.ops.round_inputs; register_function's functions receive them rounded)")
+        dt, x = case.dtype, judged_rel / max(raw, 1e-300)
+        hints.append(f"{n} is {x:.2g}x closer to the oracle on the unrounded fp32 inputs (rel {raw:.2g}) "
+                     f"than on the inputs rounded to {dt} (rel {judged_rel:.2g}): consistent with a kernel "
+                     f"that computed on unrounded inputs (round them to {dt} first: "
+                     "wkvkernels.ops.round_inputs; register_function's functions receive them rounded)")
     return "; ".join(hints)
 
 

@@ -79,7 +79,9 @@ def program() -> str:
     script) or ``python -m wkvbench``, by full path where the name on PATH is another program."""
     argv0 = sys.argv[0] if sys.argv and sys.argv[0] else ""
     if Path(argv0).name == "wkvbench":  # the console script pip installed
-        return "wkvbench" if _same_file(shutil.which("wkvbench"), argv0) else shlex.quote(os.path.abspath(argv0))
+        if _same_file(shutil.which("wkvbench"), argv0):
+            return "wkvbench"
+        return shlex.quote(os.path.abspath(argv0))
     for name in ("python", "python3"):
         if _same_file(shutil.which(name), sys.executable):
             return f"{name} -m wkvbench"

@@ -103,8 +103,12 @@ class FunctionVariant(KernelVariant):
         canonical fp32 inputs before rounding. Rounding again to the case dtype changes nothing."""
         validate_inputs(self.operator, inputs, where=f"inputs to plug-in {self.name}")
         rounded = self.effective_inputs(inputs, case.dtype)
-        out = PluginInputs({k: (rounded[k].astype(np.float32) if isinstance(v, np.ndarray) and v.dtype.kind == "f"
-                                else v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()})
+        def given(k: str, v: Any) -> Any:
+            if isinstance(v, np.ndarray):
+                return rounded[k].astype(np.float32) if v.dtype.kind == "f" else v.copy()
+            return v
+
+        out = PluginInputs({k: given(k, v) for k, v in inputs.items()})
         out.fp32 = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
         return out, case.dtype
 
