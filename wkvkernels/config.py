@@ -37,7 +37,10 @@ VARS: dict[str, Var] = {v.name: v for v in (
         "noxfile.py"),
     Var("WKVBENCH_PROGRESS", "", "force the progress bar when stderr is not a terminal"),
     Var("WKVBENCH_INJECT", "", "fault injection for gate demos (slow:<glob>[:<percent>], drift:...)"),
-    Var("WKVBENCH_RESULTS_DIR", "reports/results", "where results go without --output"),
+    Var("WKVBENCH_RESULTS_DIR", "reports/results", "where results go without --output (default: the "
+        "checkout's reports/results inside it, else ./wkvbench-results in the working directory)"),
+    Var("WKVBENCH_SKIP_ENTRY_POINTS", "", "installed 'wkvbench.variants' entry points not to load: names, "
+        "<package>:<name> or package names, comma or space separated"),
     Var("WKVBENCH_TIMEOUT", "300", "verify's per-case worker time limit, seconds"),
     Var("WKVBENCH_JOBS", "", "verify workers at a time (unset: one per core, at most one per 2 GiB)"),
     Var("WKVBENCH_AUTOTUNE_ROUND", "0", "the configuration round pinned Triton autotuners run in verify"),

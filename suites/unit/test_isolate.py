@@ -67,7 +67,9 @@ def test_a_crashing_variant_is_reported_and_its_other_cases_still_run(crash_run,
         assert w in bad["reason"], bad["reason"]
     assert bad["stderr_tail"] and "misbehaving on purpose" in bad["stderr_tail"], bad["stderr_tail"]
     assert len(bad["stderr_tail"].splitlines()) <= 20
-    assert bad["reproduce"] == f"nox -s verify -- --variant {variant} --case {T1}"
+    # run from the checkout: nox, and the plug-in file that registered the variant, relative to it
+    plugin = f"suites/plugins/crash_{variant.rsplit('.', 1)[1]}.py"
+    assert bad["reproduce"] == f"nox -s verify -- --variant {variant} --case {T1} --plugin {plugin}"
     others = [r for (v, c), r in rows.items() if v == variant and c != T1]
     assert len(others) == 2 and all(r["status"] == PASS for r in others), others  # a fresh worker took them
 

@@ -4,7 +4,7 @@ The search slices the failing case's own inputs (so the failure is the same one,
 draw): one sequence of the batch, one head, then the shortest failing prefix of the sequence
 (binary search over T). The result is saved as an ``.npz`` holding every input array, the meta data
 (variant, original case id, shrunk shape, the failure) and a one-line reproduce command:
-``python -m wkvbench replay FILE.npz``.
+``wkvbench replay FILE.npz`` (with ``--plugin`` for a plug-in's variant: ``judge.commands``).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from wkvkernels.cases import Case, Shape
 from wkvkernels.ops import op_spec
 
 from ..judge.check import ERROR, FAIL, Checker, CheckResult, validate_case_inputs
+from ..judge.commands import replay_command
 from ..judge.validate import InvalidInput
 
 PER_HEAD_FREE = ("u",)  # wkv6's bonus is [H, N]: sliced by head, not by batch
@@ -35,7 +36,7 @@ class Shrunk:
 
     @property
     def reproduce(self) -> str:
-        return f"python -m wkvbench replay {self.path}" if self.path else ""
+        return replay_command(self.path, self.result.variant) if self.path else ""
 
 
 def _fails(checker: Checker, variant: KernelVariant, case: Case, inputs: dict) -> CheckResult | None:

@@ -14,7 +14,7 @@ from wkvkernels.releases import PACKAGES
 
 from ..console import make_console
 from ..judge.case_sets import CASE_SETS
-from .args import REPO, selection_args
+from .args import selection_args
 from .bench import _bench
 from .checks import _drift, _properties, _replay, _show_case
 from .report import _report
@@ -112,8 +112,9 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("case", help="print the inputs of a case id (shapes, ranges) and its oracle outputs")
     c.add_argument("id")
     r = sub.add_parser("report", help="build the static HTML report from the results under --results")
-    r.add_argument("--results", type=Path, default=REPO / "reports",
-                   help="folder searched for verify/bench/drift JSON and asv/results (default reports/)")
+    r.add_argument("--results", type=Path, default=None,
+                   help="folder searched for verify/bench/drift JSON and asv/results (default: reports/ in "
+                        "the checkout, else the results folder, ./wkvbench-results)")
     r.add_argument("--output", type=Path, default=None, help="HTML file (default <results>/html/index.html)")
     r.add_argument("--asv-html", type=Path, default=None,
                    help="the asv site to link (default <results>/asv/html, linked when it exists)")
@@ -141,7 +142,10 @@ def _load_plugins(args: argparse.Namespace, console: Console) -> None:
     for path in args.plugin:
         load_file(path)
     if not args.no_entry_points:
-        for name in load_entry_points():
+        def warn(msg: str) -> None:
+            console.print(f"[yellow]warning:[/yellow] {msg}", highlight=False)
+
+        for name in load_entry_points(warn):
             console.print(f"loaded entry-point plug-in {name}")
 
 

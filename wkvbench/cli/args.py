@@ -7,8 +7,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from wkvkernels import config
 from wkvkernels.ops import DTYPES, OPS
+
+from ..judge.commands import default_results_dir
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -29,5 +30,7 @@ def selection_args(p: argparse.ArgumentParser) -> None:
 
 
 def results_dir() -> Path:
-    """Where results go when no --output is given: WKVBENCH_RESULTS_DIR, else reports/results."""
-    return config.results_dir() or REPO / "reports" / "results"
+    """Where results go when no --output is given: WKVBENCH_RESULTS_DIR, else the checkout's
+    reports/results when run inside it, else ./wkvbench-results (never the installed package's folder:
+    ``judge.commands.default_results_dir``)."""
+    return default_results_dir()

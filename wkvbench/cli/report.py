@@ -9,8 +9,11 @@ from rich.console import Console
 
 
 def _report(args: argparse.Namespace, console: Console) -> int:
+    from ..judge.commands import default_reports_dir
     from ..report import ReportInputError, build
 
+    if args.results is None:  # the checkout's reports/, else the results folder of the working directory
+        args.results = default_reports_dir()
     out = args.output or args.results / "html" / "index.html"
     try:
         s = build(args.results, out, args.asv_html)

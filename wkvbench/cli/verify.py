@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from ..console import make_console
-from .args import REPO, results_dir
+from ..judge.commands import default_reports_dir
+from .args import results_dir
 from .checks import _kill_report
 
 if TYPE_CHECKING:
@@ -69,7 +70,8 @@ def _verify(args: argparse.Namespace, console: Console) -> int:
 
         release = release_block(args.release)
         sel.variant_globs = sel.variant_globs or (PACKAGES[args.release].variants,)
-        out = out or Path(release_path(REPO / "reports" / "history", {**provenance(), "release": release}))
+        history = default_reports_dir() / "history"
+        out = out or Path(release_path(history, {**provenance(), "release": release}))
     if not sel.variants():
         console.print(f"[red]no registered variant matches {args.variant or args.op}[/red]")
         return 2
@@ -118,7 +120,7 @@ def _selection_from(saved: dict, args: argparse.Namespace, console: Console):
     if not saved.get("entry_points", True):
         args.no_entry_points = True
     elif args.no_entry_points:
-        load_entry_points()
+        load_entry_points(lambda msg: console.print(f"[yellow]warning:[/yellow] {msg}", highlight=False))
     return Selection(ops=tuple(saved.get("ops", ())), variant_globs=tuple(saved.get("variants", ())),
                      dtypes=tuple(saved.get("dtypes", ())), domains=tuple(saved.get("domains", ())),
                      case_ids=tuple(saved.get("cases", ())), seed=saved.get("seed"),

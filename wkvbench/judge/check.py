@@ -29,12 +29,13 @@ import numpy as np
 
 from wkvkernels.base import KernelVariant, Unsupported, availability, variants
 from wkvkernels.cases import Case
-from wkvkernels.ops import contract_dtypes, default_state, op_spec, round_to
+from wkvkernels.ops import contract_dtypes, default_state, op_spec, round_inputs, round_to
 from wkvoracle import ORACLES
 from wkvoracle.conventions import solve
 from wkvoracle.inputs import generate
 
 from . import conventions, tolerances
+from .commands import verify_command
 from .metrics import TensorError, tensor_error
 from .validate import InvalidInput, validate_inputs
 
@@ -64,6 +65,14 @@ class CheckResult:
     # declares a half precision by design) and the reason it gave
     state_precision: str = "fp32"
     state_reason: str = ""
+    # the baseline bound (``factor`` x the in-tree baseline's error) could not be applied: why (its
+    # package missing, or the baseline did not pass the case); the limits are then the ceilings alone
+    baseline_missing: str = ""
+    # what the error pattern of a failure is consistent with (a half-precision state, unrounded inputs)
+    hint: str = ""
+    # the canonical outputs, kept by ``Checker._measure`` until ``Checker.check`` has read them for the
+    # hint (then dropped: a run's thousands of rows would hold every output); never written
+    outputs: dict | None = field(default=None, repr=False, compare=False)
     # outputs that came back in another dtype than declared, until ``apply_limits`` adds them to the
     # failures (so the reason also gives the errors); not written: the reason carries them
     dtype_problems: list[str] = field(default_factory=list, repr=False)
@@ -80,9 +89,10 @@ class CheckResult:
 
     @property
     def reproduce(self) -> str:
-        extra = " --backward" if self.kind.startswith("backward") else ""
-        extra += " --configs" if self.kind.endswith("-configs") else ""
-        return f"nox -s verify -- --variant {self.variant} --case {self.case.id}{extra}"
+        """The command that re-runs this row from the working directory (``commands.verify_command``:
+        ``--plugin`` for a plug-in's variant, nox only in the checkout)."""
+        return verify_command(self.variant, self.case.id, backward=self.kind.startswith("backward"),
+                              configs=self.kind.endswith("-configs"))
 
     def as_dict(self) -> dict:
         return {
@@ -96,6 +106,8 @@ class CheckResult:
             **({"gpu": self.gpu} if self.gpu is not None else {}),
             **({"state_precision": self.state_precision, "state_reason": self.state_reason}
                if self.state_precision != "fp32" else {}),
+            **({"baseline_not_applied": self.baseline_missing} if self.baseline_missing else {}),
+            **({"hint": self.hint} if self.hint else {}),
         }
 
     @classmethod
@@ -110,7 +122,8 @@ class CheckResult:
                    dict(d.get("limits") or {}), dict(d.get("baseline_rel") or {}),
                    float(d.get("seconds", 0.0)),
                    d.get("kind", "forward"), d.get("shrunk"), d.get("stderr_tail"), d.get("gpu"),
-                   d.get("state_precision") or "fp32", d.get("state_reason") or "")
+                   d.get("state_precision") or "fp32", d.get("state_reason") or "",
+                   d.get("baseline_not_applied") or "", d.get("hint") or "")
 
 
 def contract_note(state_precision: str | None) -> str:
@@ -315,7 +328,14 @@ class Checker:
             self._baseline.setdefault(case.id, {k: e.rel for k, e in res.errors.items()}
                                       if res.status == PASS and not res.dtype_problems else None)
         base = None if variant.baseline else (lambda run: self.baseline(case, inputs, run))
-        return apply_limits(res, base)
+        res = apply_limits(res, base)
+        if res.status == FAIL and res.outputs is not None:
+            try:
+                res.hint = half_precision_hint(self, res, self.inputs(case) if inputs is None else inputs)
+            except Exception as exc:  # a hint is a convenience: never lose the verdict over it
+                res.hint = f"(no hint: {type(exc).__name__}: {exc})"
+        res.outputs = None
+        return res
 
     @staticmethod
     def _known(res: CheckResult) -> CheckResult:
@@ -349,6 +369,7 @@ class Checker:
         res = compare_outputs(variant.name, case, out, ref, declared_dtypes(variant, case), returned,
                               getattr(variant, "state_precision", "fp32"), inputs)
         res.seconds = time.perf_counter() - t0
+        res.outputs = out
         return res
 
 
@@ -436,10 +457,78 @@ def limit_failures(res: CheckResult, base: Callable[[str], dict[str, float] | No
         if errs is not None and name in errs:
             res.baseline[name] = errs[name]
             limit = min(limit, tol.factor * max(errs[name], err.floor))
+        elif base is not None and not res.baseline_missing:  # said on the row, counted in the summary
+            res.baseline_missing = baseline_missing(res.case)
         res.limits[name] = limit
         if not err.rel <= limit:  # NaN fails too
             failures.append(f"{name}: rel {err.rel:.3g} ({err.floor_x:.3g}x floor) > limit {limit:.3g}")
     return failures
+
+
+HINT_STATE_X = 300.0  # a state this many fp32 floors off: a half-precision-sized error (2^-9 is 6.5e4x)
+HINT_UNROUNDED = 0.25  # the outputs this much closer to the oracle on the unrounded inputs: computed on them
+
+
+def _rel(out: np.ndarray, ref: np.ndarray) -> float:
+    out, ref = np.asarray(out, np.float64), np.asarray(ref, np.float64)
+    if out.shape != ref.shape or not np.isfinite(out).all():
+        return float("nan")
+    norm = float(np.linalg.norm(ref))
+    return float(np.linalg.norm(out - ref)) / norm if norm > 0 else float(np.linalg.norm(out))
+
+
+def half_precision_hint(checker: Checker, res: CheckResult, inputs: dict) -> str:
+    """What the error pattern of a FAIL on a bf16/fp16 case is consistent with, or "":
+
+    * **a state held in bf16/fp16**: the returned state holds only values of the case dtype, and is
+      hundreds of fp32 floors off (one rounding to bf16 is 2^-9 relative, 6.5e4x the fp32 floor);
+    * **unrounded inputs**: the outputs are far closer to the oracle on the case's fp32 inputs before
+      rounding than on the inputs as the case defines them (rounded to its dtype): the kernel computed
+      on unrounded inputs. The oracle is run once more, on failures only.
+
+    Production conventions and declared half-precision states are left alone (their judging differs)."""
+    case, out = res.case, res.outputs or {}
+    if case.dtype == "fp32" or case.shape.in_conventions or res.state_precision != "fp32":
+        return ""
+    spec = op_spec(case.op)
+    hints = []
+    for name in spec.state:
+        s, err = out.get(name), res.errors.get(name)
+        if s is None or err is None or not err.floor_x > HINT_STATE_X:
+            continue
+        s = np.asarray(s, np.float64)
+        if s.size and np.isfinite(s).all() and np.array_equal(round_to(s, case.dtype), s):
+            dt = case.dtype
+            hints.append(f"the returned {name} holds only {dt} values and is {err.floor_x:.2g}x the "
+                         f"fp32 floor off: consistent with a state held in {dt} between tokens (the spec "
+                         f"keeps it in fp32; a state in {dt} by design is declared: state_precision)")
+            break
+    unrounded = round_inputs(case.op, inputs, "fp32")  # activations not rounded to the case dtype
+    ref = checker.oracle(case.op, {**default_state(case.op, unrounded), **unrounded})
+    judged = [n for n in spec.outputs if n in out and n in ref and n in res.errors]
+    worst = max(judged, key=lambda n: res.errors[n].floor_x, default=None)  # the tensor that failed most
+    raw = _rel(out[worst], ref[worst]) if worst is not None else float("nan")
+    if worst is not None and raw < HINT_UNROUNDED * res.errors[worst].rel:
+        n, judged_rel = worst, res.errors[worst].rel
+        dt, x = case.dtype, judged_rel / max(raw, 1e-300)
+        hints.append(f"{n} is {x:.2g}x closer to the oracle on the unrounded fp32 inputs (rel {raw:.2g}) "
+                     f"than on the inputs rounded to {dt} (rel {judged_rel:.2g}): consistent with a kernel "
+                     f"that computed on unrounded inputs (round them to {dt} first: "
+                     "wkvkernels.ops.round_inputs; register_function's functions receive them rounded)")
+    return "; ".join(hints)
+
+
+def baseline_missing(case: Case) -> str:
+    """Why the in-tree baseline's bound could not be applied on ``case``: the row then says so, and its
+    limits are the tolerance table's ceilings alone (looser than the bound where the baseline runs)."""
+    base = [v for v in variants(case.op) if v.baseline]
+    if not base:
+        return f"no in-tree baseline for {case.op}; limits are the ceilings alone"
+    av = availability(base[0].name)
+    if not av:
+        return (f"{base[0].name} cannot run ({av.reason}); limits are the ceilings alone "
+                "(install wkvbench[torch] for the baseline bound)")
+    return f"{base[0].name} did not pass the case; limits are the ceilings alone"
 
 
 def upstream_gradients(case: Case, ref_outputs: dict) -> dict:

@@ -33,6 +33,7 @@ from wkvkernels.base import KernelVariant, availability, variants
 from wkvkernels.cases import Case
 
 from ..judge.check import PASS, Checker
+from ..judge.commands import command
 from ..results.provenance import Machine, provenance, release_named
 from ..results.schemas import BENCH, append_partial, atomic_write, partial_rows
 from ..results.verify_file import REWRITE_S
@@ -340,9 +341,10 @@ class Bench:
         """``row`` into the partial file at once, into ``F.json`` at most every ``REWRITE_S``."""
         size = row.get("at_size")
         if size and size["status"] not in ("PASS", "SKIP"):
-            size["reproduce"] = (f"nox -s bench -- --variant {row['variant']} --set {row['shape_set']} "
-                                 f"--dtype {row['dtype']}" + ("" if row.get("clock") != "mlx-sync" else
-                                                              " --device cpu"))
+            size["reproduce"] = command("bench", "--variant", row["variant"], "--set", row["shape_set"],
+                                        "--dtype", row["dtype"],
+                                        *(["--device", "cpu"] if row.get("clock") == "mlx-sync" else []),
+                                        variants=[row["variant"]])
         self.rows.append(row)
         sink.write(json.dumps(row) + "\n")
         sink.flush()

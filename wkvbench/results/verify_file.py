@@ -146,5 +146,7 @@ def write_json(report: Report, path: Path, selection: Selection, prov: dict | No
         doc["unit_seconds"] = dict(sorted(report.unit_seconds.items()))
     if report.unit_cpu_s:
         doc["unit_cpu_s"] = dict(sorted(report.unit_cpu_s.items()))
+    if missing := report.baseline_not_applied():  # rows whose limits are the ceilings alone, by why
+        doc["baseline_not_applied"] = missing
     doc["results"] = [r.as_dict() for r in report.results]
     atomic_write(path, json.dumps(doc, indent=1))

@@ -51,7 +51,7 @@ def _load_registry(job: dict) -> list[str]:
             errors.append(str(exc))
             print(f"wkvbench worker: {exc}", file=sys.stderr, flush=True)
     if job.get("entry_points", True):
-        load_entry_points()
+        load_entry_points(lambda msg: None)  # the parent loaded them first and printed the warnings
     if job.get("mutants"):
         from ..checks.mutants import register_mutants
 

@@ -33,20 +33,41 @@ from typing import Any
 
 import numpy as np
 
-from wkvkernels.base import STATE_PRECISIONS, Availability, KernelVariant, dtype_name, register
+from wkvkernels import config
+from wkvkernels.base import (
+    STATE_PRECISIONS,
+    Availability,
+    KernelVariant,
+    dtype_name,
+    register,
+    unregister,
+    variants,
+)
 from wkvkernels.ops import DTYPES, OPS, round_to
 
 from .._compat import WkvbenchDeprecationWarning
+from ..judge.commands import note_plugin
 from ..judge.validate import InvalidInput, validate_inputs
 
 ENTRY_POINT_GROUP = "wkvbench.variants"
 
 
+class PluginInputs(dict):
+    """What a plug-in function receives: the case's inputs as a kernel of the case dtype sees them
+    (activations rounded to bf16/fp16 on those cases, stored as float32 arrays; decays, gates and the
+    state in fp32), with ``fp32``: the canonical fp32 inputs before that rounding (what a kernel that
+    rounds them itself would start from)."""
+
+    fp32: dict
+
+
 class FunctionVariant(KernelVariant):
     """A variant made from a plain function ``fn(inputs, dtype) -> outputs`` (NumPy in and out).
 
-    ``inputs`` holds the canonical float32 arrays of spec §9 (and ``scale`` where the operator has
-    one); the function casts to ``dtype`` itself, as the kernel it wraps would.
+    ``inputs`` holds the canonical arrays of spec §9 (and ``scale`` where the operator has one) as float32
+    arrays, already rounded as a kernel of ``dtype`` sees them (``PluginInputs``: activations rounded to
+    bf16/fp16 on those cases, the fp32 originals in ``inputs.fp32``), so a function that computes in fp32
+    on them is judged on its arithmetic alone; casting them to ``dtype`` again is exact.
     """
 
     source = "plugin"
@@ -79,8 +100,19 @@ class FunctionVariant(KernelVariant):
         return base
 
     def prepare(self, inputs: dict, case: Any) -> tuple[dict, str]:
+        """The inputs as the oracle sees them (``effective_inputs``: activations rounded to the case
+        dtype, the rest to fp32), as float32 arrays, in a ``PluginInputs`` whose ``fp32`` holds the
+        canonical fp32 inputs before rounding. Rounding again to the case dtype changes nothing."""
         validate_inputs(self.operator, inputs, where=f"inputs to plug-in {self.name}")
-        return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}, case.dtype
+        rounded = self.effective_inputs(inputs, case.dtype)
+        def given(k: str, v: Any) -> Any:
+            if isinstance(v, np.ndarray):
+                return rounded[k].astype(np.float32) if v.dtype.kind == "f" else v.copy()
+            return v
+
+        out = PluginInputs({k: given(k, v) for k, v in inputs.items()})
+        out.fp32 = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
+        return out, case.dtype
 
     def run(self, native: tuple[dict, str]) -> Any:
         return self.fn(*native)
@@ -177,6 +209,7 @@ def load_file(path: str | Path) -> None:
         raise ImportError(f"cannot load plug-in {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[mod_name] = module
+    before = {v.name for v in variants()}
     try:
         with warnings.catch_warnings():  # an earlier import path it uses is named to its author (not hidden)
             warnings.simplefilter("always", WkvbenchDeprecationWarning)
@@ -184,23 +217,63 @@ def load_file(path: str | Path) -> None:
     except Exception as exc:  # the plug-in's own error, named, instead of a traceback
         sys.modules.pop(mod_name, None)
         raise ImportError(f"plug-in {path} failed to import: {type(exc).__name__}: {exc}") from exc
+    # the printed commands of its variants carry --plugin PATH (judge.commands)
+    note_plugin({v.name for v in variants()} - before, path)
 
 
-def load_entry_points() -> list[str]:
-    """Load every installed ``wkvbench.variants`` entry point; returns the names loaded."""
+def _distribution(ep: importlib.metadata.EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    if dist is None:
+        return "an unknown package"
+    try:
+        return f"{dist.metadata['Name']} {dist.version}"
+    except Exception:  # metadata without a name: still a message, never a second error
+        return "an unknown package"
+
+
+def skipped_entry_points() -> set[str]:
+    """The entry points ``WKVBENCH_SKIP_ENTRY_POINTS`` names (comma or space separated: an entry point's
+    name, or ``<package>:<name>``, or a package's name for all of its entry points)."""
+    return {w for w in (config.raw("WKVBENCH_SKIP_ENTRY_POINTS") or "").replace(",", " ").split() if w}
+
+
+def load_entry_points(warn: Callable[[str], None] | None = None) -> list[str]:
+    """Load every installed ``wkvbench.variants`` entry point; returns the names loaded.
+
+    One that fails (its import raises, it is neither a KernelVariant nor a callable, registering it
+    raises) is skipped with a warning naming the package, the entry point, the error and the way to
+    skip it (``warn``, default ``warnings.warn``): an unrelated broken package never stops a run, nor
+    ``list``. The variants it registered before failing are left out too."""
+    if warn is None:
+        import warnings
+
+        def warn(msg: str) -> None:
+            warnings.warn(msg, RuntimeWarning, stacklevel=3)
+
+    skip = skipped_entry_points()
     loaded = []
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        dist = getattr(getattr(ep, "dist", None), "name", None) or ""
+        if skip & {ep.name, f"{dist}:{ep.name}", dist}:
+            continue
+        before = {v.name for v in variants()}
         try:
             obj = ep.load()
+            if isinstance(obj, type) and issubclass(obj, KernelVariant):
+                register(obj)
+            elif isinstance(obj, KernelVariant):
+                register(obj)
+            elif callable(obj):
+                obj()
+            else:
+                raise TypeError(f"{type(obj).__name__} object is neither a KernelVariant nor a callable")
         except Exception as exc:
-            raise ImportError(f"entry point {ep.name} = {ep.value} failed to load: {type(exc).__name__}: {exc}") from exc
-        if isinstance(obj, type) and issubclass(obj, KernelVariant):
-            register(obj)
-        elif isinstance(obj, KernelVariant):
-            register(obj)
-        elif callable(obj):
-            obj()
-        else:
-            raise TypeError(f"entry point {ep.name} = {ep.value} is neither a KernelVariant nor a callable")
+            for name in {v.name for v in variants()} - before:  # half-registered: none of it
+                unregister(name)
+            warn(f"entry point {ep.name} = {ep.value} (group {ENTRY_POINT_GROUP}) of {_distribution(ep)} "
+                 f"failed to load, skipped: {type(exc).__name__}: {exc}. To skip it without this warning: "
+                 f"WKVBENCH_SKIP_ENTRY_POINTS={dist + ':' if dist else ''}{ep.name} (or --no-entry-points "
+                 "for all installed entry points)")
+            continue
         loaded.append(ep.name)
     return loaded

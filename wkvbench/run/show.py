@@ -58,6 +58,8 @@ def summary_table(report: Report) -> Table:
         if n[SKIP]:
             reasons = collections.Counter(r.reason for r in rs if r.status == SKIP)
             notes.append("; ".join(f"{n[SKIP] if len(reasons) == 1 else c} skipped: {why}" for why, c in reasons.items()))
+        if unbounded := sum(1 for r in rs if r.baseline_missing):
+            notes.append(f"baseline bound not applied on {unbounded}")
         first_bad = next((r for r in rs if r.status in (*BAD, XFAIL)), None)
         if first_bad:
             notes.insert(0, first_bad.reason)
@@ -79,12 +81,17 @@ def print_report(report: Report, console: Console) -> None:
     for r in report.known:
         console.print(f"[magenta]{r.verdict}[/magenta] {r.variant} {r.case.id}: {r.reason}")
     for r in report.failed:
-        console.print(f"[red]{r.verdict}[/red] {r.variant} {r.case.id}: {r.reason}\n  reproduce: {r.reproduce}")
+        console.print(f"[red]{r.verdict}[/red] {r.variant} {r.case.id}: {r.reason}")
+        # commands on one line each, never wrapped by the console: they are copied and run as printed
+        console.print(f"  reproduce: {r.reproduce}", soft_wrap=True, highlight=False, markup=False)
+        if r.hint:
+            console.print(f"  hint: {r.hint}", highlight=False)
         if r.stderr_tail:
             tail = r.stderr_tail.splitlines()[-5:]
             console.print("  stderr tail:\n" + "\n".join(f"    {line}" for line in tail), markup=False)
         if r.shrunk and "case" in r.shrunk:
-            console.print(f"  shrunk to {r.shrunk['case']}: {r.shrunk['reproduce']}")
+            console.print(f"  shrunk to {r.shrunk['case']}: {r.shrunk['reproduce']}", soft_wrap=True,
+                          highlight=False, markup=False)
         elif r.shrunk:  # left unshrunk (budget spent, or the shrinker raised): say why
             console.print(f"  {r.shrunk.get('error', 'not shrunk')}", highlight=False)
     console.print(
@@ -94,6 +101,15 @@ def print_report(report: Report, console: Console) -> None:
         + ", "
         f"{counts[SKIP]} skipped, {counts[XFAIL]} known failures in {report.seconds:.1f}s"
     )
+    for line in baseline_note(report):
+        console.print(line, highlight=False, markup=False)
+
+
+def baseline_note(report: Report) -> list[str]:
+    """The summary's word on rows judged without the in-tree baseline's bound (their limits are the
+    tolerance table's ceilings alone, looser than where the baseline runs): one line per reason."""
+    return [f"note: the baseline bound was not applied to {n} row{'s' if n != 1 else ''}: {why}"
+            for why, n in report.baseline_not_applied().items()]
 
 
 def list_variants(console: Console, selection: Selection) -> None:

@@ -121,6 +121,12 @@ class Report:
     def skips_by_reason(self) -> dict[str, int]:
         return dict(collections.Counter(r.reason for r in self.results if r.status == SKIP).most_common())
 
+    def baseline_not_applied(self) -> dict[str, int]:
+        """The rows judged without the in-tree baseline's bound, counted by why (``CheckResult.
+        baseline_missing``): their limits are the ceilings alone, so the summary says so."""
+        return dict(collections.Counter(r.baseline_missing for r in self.results if r.baseline_missing)
+                    .most_common())
+
     @property
     def failed(self) -> list[CheckResult]:
         return [r for r in self.results if r.status in BAD]
