@@ -169,7 +169,7 @@ def test_a_kernel_that_raises_exits_3_and_reads_error_in_a_narrow_pipe(tmp_path)
                         "--no-entry-points"], cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
     assert p.returncode == 3, p.stdout + p.stderr
     lines = p.stdout.splitlines()
-    assert lines[-1].startswith("ERROR: 0 passed, 0 failed, 3 errors"), p.stdout
+    assert lines[-1].startswith("ERROR: 0 passed, 0 failed, 3 errors") and len(lines[-1]) <= 80, p.stdout
     assert "FAIL" not in p.stdout, p.stdout
     assert any(ln.startswith("ERROR gla.mylab.raises gla/model/") and "RuntimeError: this" in ln for ln in lines)
     wide = [ln for ln in lines if len(ln) > 80 and not ln.startswith(CMD_PREFIXES)]

@@ -264,7 +264,8 @@ def print_report(report: Report, console: Console, *, details: bool = False, res
 
 def list_variants(console: Console, selection: Selection) -> None:
     t = Table(title="registered variants")
-    for col in ("variant", "operator", "source", "backend", "device", "dtypes", "state", "available"):
+    t.add_column("variant", no_wrap=True)  # a name is never broken (a narrow COLUMNS folds the others)
+    for col in ("operator", "source", "backend", "device", "dtypes", "state", "available"):
         t.add_column(col, overflow="fold")
     for v in selection.variants():
         a = availability(v.name)
