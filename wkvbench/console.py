@@ -1,15 +1,16 @@
 """One console policy for every command (``verify``, ``bench``, ``report``, ...).
 
 On a terminal: rich colour, rich tables sized to the window, and a live progress bar. When the
-output is not a terminal (CI logs, pipes, files): no ANSI escapes, tables 160 columns wide, and the
-live bar is replaced by one plain line at every 10% of the work, so a log shows progress without
-being flooded. ``FORCE_COLOR``/``NO_COLOR`` keep their usual meaning for colour; the live bar only
+output is not a terminal (CI logs, pipes, files): no ANSI escapes, 160 columns wide (``COLUMNS`` when
+set), and the live bar is replaced by one plain line at every 10% of the work, so a log shows progress
+without being flooded. ``FORCE_COLOR``/``NO_COLOR`` keep their usual meaning for colour; the live bar only
 ever draws on a real terminal (or with ``WKVBENCH_PROGRESS=1``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -26,7 +27,16 @@ def make_console(stderr: bool = False) -> Console:
     """A console on stdout (or stderr) that is plain text when that stream is not a terminal."""
     stream = sys.stderr if stderr else sys.stdout
     tty = _isatty(stream)
-    return Console(stderr=stderr, width=None if tty else PLAIN_WIDTH, soft_wrap=False)
+    return Console(stderr=stderr, width=None if tty else plain_width(), soft_wrap=False)
+
+
+def plain_width() -> int:
+    """The width off a terminal: ``COLUMNS`` when set (as on a terminal), else ``PLAIN_WIDTH``."""
+    try:
+        cols = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        return PLAIN_WIDTH
+    return cols if cols >= 40 else PLAIN_WIDTH
 
 
 def _isatty(stream: object) -> bool:

@@ -373,12 +373,13 @@ def test_local_output_folders_are_not_part_of_the_report(tmp_path):
 
 def test_a_crashed_or_hung_case_colours_its_cell_as_a_failure():
     """CRASH and TIMEOUT rows (a worker that died or hung) are failures in the matrix, never a SKIP
-    cell (the 2026-11-22 ggml CUDA run of 10 CRASH rows first read as SKIP)."""
+    cell (the 2026-11-22 ggml CUDA run of 10 CRASH rows first read as SKIP), and named as themselves, never
+    as FAIL."""
     from wkvbench.report.matrix import cell
 
     for status in ("CRASH", "TIMEOUT"):
         c = cell([{"variant": "gla.ggml.cuda", "case": "c", "status": status, "reason": "signal 6"}])
-        assert c.cls == "fail" and c.head == "FAIL 1/1" and status in c.tip
+        assert c.cls == "fail" and c.head == f"{status} 1/1" and status in c.tip
 
 
 def test_a_run_of_a_few_variants_supersedes_no_run_of_every_variant():

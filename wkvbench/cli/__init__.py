@@ -33,6 +33,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="named case set: 'default' (sized for a 2-core CPU) or 'gpu' (adds head size 128)")
     v.add_argument("--mutants", action="store_true",
                    help="run the mutant panel (deliberately wrong variants) instead; exit 0 only if every one is killed")
+    v.add_argument("--details", "-v", action="store_true",
+                   help="print every variant x dtype with its worst error per tensor, every skip reason, every "
+                        "known failure and every failure (default: one line per variant family, reasons "
+                        "folded, the failures and the summary last)")
     v.add_argument("--backward", action="store_true",
                    help="check gradients (variants with a backward) against the float64 backward oracle")
     v.add_argument("--extra-case", action="append", default=[], metavar="ID",

@@ -96,13 +96,14 @@ def _kill_report(report, console: Console, out: Path) -> int:
 
 def _replay(args: argparse.Namespace, console: Console) -> int:
     from ..checks.shrink import load, replay
+    from ..judge.check import exit_status
 
     meta, case, _ = load(args.npz)
     res = replay(args.npz, args.variant)
     console.print(f"{res.verdict} {res.variant} {case.id} (shrunk from {meta['original_case']}): {res.reason}")
     for name, e in res.errors.items():
         console.print(f"  {name}: rel {e.rel:.3g} = {e.floor_x:.3g}x floor, max abs {e.max_abs:.3g}")
-    return 1 if res.status in ("FAIL", "ERROR", "XPASS") else 0
+    return exit_status({res.status: 1})  # 1 FAIL/XPASS, 3 ERROR/CRASH/TIMEOUT (docs/console.md)
 
 
 def _show_case(case_id: str, console: Console) -> int:

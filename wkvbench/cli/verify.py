@@ -40,6 +40,7 @@ def _list(args: argparse.Namespace, console: Console) -> int:
 
 
 def _verify(args: argparse.Namespace, console: Console) -> int:
+    from ..judge.check import exit_status
     from ..run.show import print_report
     from ..run.verify import run
 
@@ -103,9 +104,8 @@ def _verify(args: argparse.Namespace, console: Console) -> int:
     writer.finish(report)  # first: nothing printed below can lose the results
     if args.mutants:
         return _kill_report(report, console, out)
-    print_report(report, console)
-    console.print(f"results: {out}")
-    return 1 if report.failed else 0
+    print_report(report, console, details=args.details, results=out)
+    return exit_status(report.counts())
 
 
 def _selection_from(saved: dict, args: argparse.Namespace, console: Console):

@@ -1,6 +1,6 @@
 """The CI regression gate: baseline results vs candidate results, three decisions.
 
-* **correctness**: any FAIL / ERROR / XPASS in the candidate's verify results, or a bench row that
+* **correctness**: any FAIL / ERROR / CRASH / TIMEOUT / XPASS in the candidate's verify results, or a bench row that
   failed its correctness check (UNVERIFIED) or raised (ERROR); a row left untimed by a known
   failure (verify XFAIL) is reported XFAIL, as verify reports it, and is no failure;
 * **accuracy**: per (variant, case, tensor), the candidate's relative error grew by more than
@@ -158,7 +158,7 @@ def _correctness(base: Side, cand: Side, out: GateReport) -> None:
     n = 0
     for (variant, case, kind), row in sorted(cand.verify.items()):
         n += 1
-        if row["status"] in ("FAIL", "ERROR", "XPASS"):
+        if row["status"] in ("FAIL", "ERROR", "CRASH", "TIMEOUT", "XPASS"):  # a crash or hang fails too
             was = base.verify.get((variant, case, kind), {}).get("status", "absent")
             out.decisions.append(Decision("correctness", variant, case, FAIL_, kind,
                                           {"status": row["status"], "baseline_status": was},

@@ -103,7 +103,7 @@ def verify_end(run, started: tuple | None) -> tuple[bool, str]:
     side.join()
     rc = run.procs.wait(p)
     run.state.add_cpu("verify", p.cpu_s)
-    if rc not in (0, 1) or not complete(part):
+    if rc not in (0, 1, 3) or not complete(part):  # 1/3: rows failed or raised (in the file)
         return False, f"verify exited with {rc}: " + tail(run.procs.logs / "verify-ggml.log", 3)
     run._variant_times(part)
     if run.verify.is_file():

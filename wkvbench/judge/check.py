@@ -139,6 +139,37 @@ def verdict_label(status: str, state_precision: str | None = None) -> str:
     return f"{status} ({note})" if note else status
 
 
+def group_status(counts: dict[str, int]) -> tuple[str, str]:
+    """(worst status, label) of a group of rows from their counts by status, every bad status named as
+    itself: ``("ERROR", "ERROR 10/10")``, ``("FAIL", "FAIL 2/10, CRASH 1/10")``, ``("XFAIL", "XFAIL
+    3/10")``, ``("PASS", "PASS 6/6")``, ``("SKIP", "SKIP")``; the denominator is the rows judged (not
+    skipped). A kernel that raised, died or hung is never counted as a FAIL (a wrong result)."""
+    judged = sum(counts.values()) - counts.get(SKIP, 0)
+    bad = [s for s in BAD if counts.get(s)]
+    if bad:
+        return bad[0], ", ".join(f"{s} {counts[s]}/{judged}" for s in bad)
+    for s in (XFAIL, PASS):
+        if counts.get(s):
+            return s, f"{s} {counts[s]}/{judged}"
+    return SKIP, SKIP
+
+
+# exit status of ``verify`` and ``replay`` (docs/console.md): a wrong result outranks a kernel that could
+# not be judged; 2 is a usage error / bad input (argparse's and the CLI's)
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_NOT_JUDGED = 0, 1, 2, 3
+
+
+def exit_status(counts: dict[str, int]) -> int:
+    """0: nothing failed (PASS, XFAIL, SKIP only); 1: a FAIL or XPASS (a wrong result, or a listed known
+    failure that now passes); 3: no FAIL/XPASS, but an ERROR, CRASH or TIMEOUT (a kernel that raised,
+    died or hung, so it was not judged)."""
+    if counts.get(FAIL) or counts.get(XPASS):
+        return EXIT_FAIL
+    if any(counts.get(s) for s in (ERROR, CRASH, TIMEOUT)):
+        return EXIT_NOT_JUDGED
+    return EXIT_OK
+
+
 def declared_dtypes(variant, case: Case) -> dict[str, str]:
     """The dtype each output of ``variant`` is declared to come back in on ``case`` (its
     ``output_dtypes``; the operator's contract for a stand-in without one)."""

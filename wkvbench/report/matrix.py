@@ -15,7 +15,7 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..judge.check import contract_note, verdict_label
+from ..judge.check import contract_note, group_status, verdict_label
 from ..results.committed import VerifyRun
 from .charts import Chart, Charts, Trace
 
@@ -161,16 +161,8 @@ class Matrix:
 def cell(rows: list[dict], dtype: str = "") -> Cell:
     """One variant x dtype: the worst status, its counts, the worst error of y and the hover text."""
     n = collections.Counter(r["status"] for r in rows)
-    judged = len(rows) - n["SKIP"]
-    bad = sum(n[s] for s in BAD)
-    if bad:
-        cls, head = "fail", f"FAIL {bad}/{judged}"
-    elif n["XFAIL"]:
-        cls, head = "xfail", f"XFAIL {n['XFAIL']}/{judged}"
-    elif n["PASS"]:
-        cls, head = "pass", f"PASS {n['PASS']}/{judged}"
-    else:
-        cls, head = "skip", "SKIP"
+    top, head = group_status(n)  # every bad status as itself: "ERROR 10/10", "FAIL 2/10, CRASH 1/10"
+    cls = {"XFAIL": "xfail", "PASS": "pass", "SKIP": "skip"}.get(top, "fail")
     if contract := next((contract_note(r.get("state_precision")) for r in rows if r.get("state_precision")), ""):
         head += f" ({contract})"  # the declared contract beside the verdict: "PASS 6/6 (bf16 state, declared)"
     worst = _worst(rows)

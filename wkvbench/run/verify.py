@@ -353,7 +353,7 @@ def _shrink_failures(report: Report, checker: Checker, out_dir: Path, console: C
                 continue
             if console is not None:
                 console.print(f"verify: shrinking failure {i + 1}/{len(todo)}: {r.variant} {r.case.id}",
-                              highlight=False)
+                              highlight=False, no_wrap=True, overflow="ellipsis")
             try:
                 found = shrink(checker, get(r.variant), r.case, out_dir)
             except Exception as exc:  # shrinking is a convenience: never lose the report over it
