@@ -108,3 +108,57 @@ def test_the_committed_landing_page_answers_the_questions(committed_page):
     assert all(c[7].startswith("nox -s verify -- --variant") for c in fails if c[7] != "-")
     state = [c for c in fails if c[0] == "FAIL" and c[4] == "state"]
     assert state and all(float(c[5]) > 1 for c in state)
+
+
+def _browser_missing() -> str | None:
+    from wkvbench.report.browser import unavailable
+
+    return unavailable()
+
+
+def test_the_landing_page_in_chromium(committed_page):
+    """In chromium, every network request refused: the committed landing page is interactive within 2 s
+    (navigation timing), the filters narrow it to the H100's WKV-7 prefill bf16 row, whose fastest verified
+    implementation is FLA's chunk kernel, and the failures' reasons are on screen without hovering.
+    Screenshots for the docs go to reports/out/ (docs/img/ holds the committed copies)."""
+    import pytest
+
+    why = _browser_missing()
+    if why:
+        pytest.skip(why)
+    from suites.unit.report_pages import REPO
+    from wkvbench.report.browser import open_page
+
+    details, _, _ = committed_page
+    page = details.parent / "index.html"
+    out = REPO / "reports" / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    requests: list[str] = []
+    with open_page(page, 1400, 900) as tab:
+        tab.route("**/*", lambda route: (requests.append(route.request.url), route.abort())
+                  if not route.request.url.startswith("file:") else route.continue_())
+        tab.reload(wait_until="load")
+        timing = tab.evaluate("""() => { const n = performance.getEntriesByType('navigation')[0];
+            return {interactive: n.domInteractive, loaded: n.loadEventEnd}; }""")
+        assert timing["interactive"] < 2000 and timing["loaded"] < 2000, timing
+        assert tab.get_attribute("body", "data-ready") == "1"
+        tab.screenshot(path=str(out / "report-landing.png"))
+        tab.select_option("#f-machine", "NVIDIA H100 80GB HBM3")
+        tab.select_option("#f-dtype", "bf16")
+        tab.select_option("#f-set", "prefill")
+        shown = tab.evaluate("""() => Array.from(document.querySelectorAll('table.best tbody tr'))
+            .filter(e => e.offsetParent !== null)
+            .map(e => [e.dataset.m, e.cells[3].textContent, e.cells[4].textContent])""")
+        wkv7 = [s for s in shown if s[1].startswith("wkv7.")]  # one row per machine, dtype, set and shape
+        assert wkv7 and all(m == "NVIDIA H100 80GB HBM3" for m, _, _ in shown)
+        assert wkv7[0][1:] == ["wkv7.fla.chunk", "3.766"], wkv7
+        tab.evaluate("document.getElementById('op-wkv7').scrollIntoView()")
+        tab.screenshot(path=str(out / "report-landing-wkv7-h100-prefill-bf16.png"))
+        tab.select_option("#f-dtype", "")
+        tab.select_option("#f-set", "")
+        tab.evaluate("document.getElementById('failures').scrollIntoView()")
+        reasons = tab.evaluate("""() => Array.from(document.querySelectorAll('table.fails tbody tr'))
+            .filter(e => e.offsetParent !== null).slice(0, 20).map(e => e.cells[6].innerText)""")
+        assert len(reasons) == 20 and all(r and r != "-" for r in reasons)
+        tab.screenshot(path=str(out / "report-landing-failures.png"))
+    assert requests == []
