@@ -137,10 +137,13 @@ def test_the_landing_page_in_chromium(committed_page):
     with open_page(page, 1400, 900) as tab:
         tab.route("**/*", lambda route: (requests.append(route.request.url), route.abort())
                   if not route.request.url.startswith("file:") else route.continue_())
-        tab.reload(wait_until="load")
-        timing = tab.evaluate("""() => { const n = performance.getEntriesByType('navigation')[0];
-            return {interactive: n.domInteractive, loaded: n.loadEventEnd}; }""")
-        assert timing["interactive"] < 2000 and timing["loaded"] < 2000, timing
+        timings = []
+        for _ in range(3):  # the median of three loads: one load of a 2-core machine busy elsewhere is noise
+            tab.reload(wait_until="load")
+            timings.append(tab.evaluate("""() => { const n = performance.getEntriesByType('navigation')[0];
+                return [n.domInteractive, n.loadEventEnd]; }"""))
+        interactive, loaded = sorted(timings)[1]
+        assert interactive < 2000 and loaded < 2000, timings
         assert tab.get_attribute("body", "data-ready") == "1"
         tab.screenshot(path=str(out / "report-landing.png"))
         tab.select_option("#f-machine", "NVIDIA H100 80GB HBM3")
