@@ -9,6 +9,7 @@
     nox -s gpu      # the whole GPU evidence of a box: verify (all dtypes, backward, properties), bench, asv, report
     nox -s bench    # GPU benchmarks (device time, roofline, asv history) and CPU timings
     nox -s report   # the static HTML report from the committed results (reports/html/index.html)
+    nox -s site     # the same, as the static site GitHub Pages publishes (site/; docs/report.md)
     nox -s gate -- --baseline B.json --candidate C.json   # the CI regression gate (README)
     nox -s history  # verify each listed release of the kernel packages, one virtualenv each (docs/history.md)
     nox -s candidate -- fla "fla-core @ git+https://...@SHA"   # a build gated against its last release
@@ -320,6 +321,10 @@ def report(session: nox.Session) -> None:
     without arguments, where the system's chromium is installed (a system dependency: nothing here installs
     a browser), it also adds playwright (from the ``test`` group) and saves ``reports/html/screenshot.png``.
     """
+    _report(session, list(session.posargs))
+
+
+def _report(session: nox.Session, args: list[str]) -> None:
     session.install(*_offline(), *GROUPS["report"])
     results = os.path.join("reports", "asv", "results")
     if os.path.isdir(results) and any(f.endswith(".json") and f != "machine.json"
@@ -332,7 +337,6 @@ def report(session: nox.Session) -> None:
         session.log(f"no asv results under {results}: no asv site to publish")
     import shutil
 
-    args = list(session.posargs)
     if not args and any(shutil.which(b) for b in ("chromium", "chromium-browser")):
         try:  # a wheelhouse (nox -s wheelhouse without --cpu) has no playwright: then no screenshot
             session.install(*_offline(), *(r for r in GROUPS["test"] if r.startswith("playwright")))
@@ -340,6 +344,29 @@ def report(session: nox.Session) -> None:
         except nox.command.CommandFailed:
             session.warn("playwright could not be installed: the report is built without its screenshot")
     session.run("python", "-m", "wkvbench", "report", *args)
+
+
+@nox.session(default=False)
+def site(session: nox.Session) -> None:
+    """The published report as one static folder (``nox -s site -- DIR``, default ``site/``): what the
+    GitHub Pages workflow (.github/workflows/report.yml) publishes, and the same anywhere else. Runs the
+    ``report`` session, then copies ``reports/html`` to ``DIR/html`` and the asv site (when built) to
+    ``DIR/asv/html``, so that the report's relative links hold, and writes ``DIR/index.html``, which opens
+    the landing page."""
+    import shutil
+
+    dest = session.posargs[0] if session.posargs else "site"
+    _report(session, [])
+    if os.path.exists(dest):
+        shutil.rmtree(dest)
+    shutil.copytree(os.path.join("reports", "html"), os.path.join(dest, "html"))
+    asv_site = os.path.join("reports", "asv", "html")
+    if os.path.isdir(asv_site):
+        shutil.copytree(asv_site, os.path.join(dest, "asv", "html"))
+    with open(os.path.join(dest, "index.html"), "w", encoding="utf-8") as f:
+        f.write('<!DOCTYPE html><meta charset="utf-8"><meta http-equiv="refresh" content="0; url=html/index.html">'
+                '<title>wkvbench report</title><a href="html/index.html">wkvbench report</a>\n')
+    session.log(f"site: {dest}/ (open {dest}/index.html)")
 
 
 @nox.session(default=False)

@@ -7,7 +7,7 @@ import json
 from html.parser import HTMLParser
 from pathlib import Path
 
-from wkvbench.report import build
+from wkvbench.report import DETAILS, build
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "suites" / "data" / "report" / "results"
@@ -95,6 +95,16 @@ def _chart_data(text: str) -> dict:
 
 
 def build_page(results: Path, out: Path) -> tuple[Path, str, _Tree]:
+    """The details page (``details.html``) of the site built into ``out``'s folder; the landing page is
+    ``landing_page``'s."""
     build(results, out)
-    text = out.read_text()
-    return out, text, _parse(text)
+    details = out.parent / DETAILS
+    text = details.read_text()
+    return details, text, _parse(text)
+
+
+def landing_page(details: Path) -> tuple[Path, str, _Tree]:
+    """The landing page (``index.html``) of the site whose details page is ``details``."""
+    page = details.parent / "index.html"
+    text = page.read_text()
+    return page, text, _parse(text)

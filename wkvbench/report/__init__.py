@@ -1,13 +1,20 @@
-"""The static HTML report: ``python -m wkvbench report [--results DIR] [--output FILE.html]``.
+"""The static HTML report: ``python -m wkvbench report [--results DIR] [--output DIR/index.html]``.
 
-One self-contained file built from the committed results under ``--results``: the correctness matrix per
+A static site in the folder of ``--output``, built from the committed results under ``--results``:
+
+* ``index.html``, the landing page (``landing.py``): the fastest verified implementation of each operator,
+  machine, dtype and shape, every other one beside it, and the failures of the current verify runs. No
+  chart and no library: it loads at once.
+* ``details.html``: the correctness matrix per
 machine, error plots (vs dtype, vs token position), performance tables and plots from ``wkvbench.bench/1``
 files, benchmark history from asv results (``<results>/asv/results``), provenance and the reproduce command
 of every results file, and every result row. The newest run of each machine and case set comes first;
 older runs it covers are folded under "earlier runs" (``current.py``).
+* ``plotly.min.js``: plotly.js from the installed plotly package, written once and loaded by the pages
+  with charts (never from a CDN).
 
-The page is rendered from jinja2 templates (``templates/*.j2``, autoescaped); its charts are plotly figures
-drawn in the browser by plotly.js, inlined once (no network); filter controls (machine, operator, dtype)
+The pages are rendered from jinja2 templates (``templates/*.j2``, autoescaped); charts are plotly figures
+drawn in the browser by the site's one copy of plotly.js (no network); filter controls (machine, operator, dtype)
 narrow every table and chart client-side. The same inputs always give the same bytes (sorted inputs, no
 build timestamp), so two builds can be compared.
 """
@@ -24,7 +31,8 @@ from pathlib import Path
 from ..results.committed import DriftSet, ReportInputError, Sources, VerifyRun, load
 from .asv import History, history
 from .charts import Chart, Charts, Trace, plotly_js
-from .current import VerifyGroup, bench_files, verify_groups
+from .current import VerifyGroup, bench_files, current_bench_rows, verify_groups
+from .landing import RULE, VERIFY_RULE, best_tables, failures
 from .matrix import (
     counts,
     dtype_key,
@@ -41,7 +49,10 @@ from .releases import MOVED, release_tables, release_timings
 from .runs import check_views, run_views
 from .templating import render
 
-__all__ = ["ReportInputError", "Summary", "build", "reproduce"]
+__all__ = ["DETAILS", "PLOTLY", "ReportInputError", "Summary", "build", "reproduce"]
+
+DETAILS = "details.html"  # beside the landing page
+PLOTLY = "plotly.min.js"
 
 
 @dataclass
@@ -55,7 +66,9 @@ class Summary:
     asv_series: int
     asv_site: Path | None
     charts: int
-    bytes: int = 0
+    bytes: int = 0  # the landing page's
+    details: Path | None = None
+    details_bytes: int = 0
 
 
 def reproduce(doc: dict, path: str) -> str:
@@ -220,7 +233,9 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
                 errors.append({"title": g.title, "machine": g.machine, "charts": cs})
     drift = [_drift(charts, d) for d in src.drift]
     bfiles = bench_files([b for b in src.bench])
-    bench = {"current": [bench_view(charts, f) for f in bfiles if f.current],
+    cur = current_bench_rows(bfiles)
+    cur_ids = {id(c.row) for c in cur}
+    bench = {"current": [bench_view(charts, f, cur_ids) for f in bfiles if f.current],
              "earlier": [bench_view(None, f) for f in bfiles if not f.current]}
     history_charts = _history_charts(charts, hist)
     releases = release_tables(charts, src.releases)
@@ -289,12 +304,33 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
         rows=rows,
         not_read=src.not_read,
         chart_data=charts.payload(),
-        plotly_js=plotly_js(),
+        plotly_src=PLOTLY,
+        landing=output.name,
+    )
+    tables = best_tables(cur)
+    fails = failures(groups)
+    landing = render(
+        "landing.j2",
+        results=_shown(results),
+        n={"comparisons": sum(len(t.rows) for t in tables), "bench_rows": len(cur),
+           "bench_files": sum(f.current for f in bfiles), "bench_all": len(bfiles),
+           "failures": sum(len(g.rows) for g in fails)},
+        tables=tables,
+        fails=fails,
+        rule=RULE,
+        verify_rule=VERIFY_RULE,
+        options={"machine": sorted({b.machine for t in tables for b in t.rows}),
+                 "dtype": sorted({b.dtype for t in tables for b in t.rows}, key=dtype_key),
+                 "shape_set": sorted({b.shape_set for t in tables for b in t.rows})},
+        details=DETAILS,
+        charts_page=None,
+        site_link=_relative_link(site, output) if site.exists() else None,
     )
     output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_suffix(".tmp")
-    tmp.write_text(page, encoding="utf-8")
-    tmp.replace(output)
+    details = output.parent / DETAILS
+    _write(output.parent / PLOTLY, plotly_js())
+    _write(details, page)
+    _write(output, landing)
     return Summary(
         output,
         len(src.verify),
@@ -305,5 +341,14 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
         len(hist),
         site if site.exists() else None,
         len(charts.charts),
+        len(landing.encode()),
+        details,
         len(page.encode()),
     )
+
+
+def _write(path: Path, text: str) -> None:
+    """Write ``text`` whole or not at all (a crash leaves the previous file)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)

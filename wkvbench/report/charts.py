@@ -129,7 +129,7 @@ class Charts:
 
 
 def plotly_js() -> str:
-    """plotly.js, minified, from the installed plotly package (inlined once per page)."""
+    """plotly.js, minified, from the installed plotly package (written once per site, ``plotly.min.js``)."""
     from plotly.offline import get_plotlyjs
 
     js = get_plotlyjs()

@@ -6,8 +6,12 @@ it covers is marked superseded (shown under "earlier runs", never as current).
   (mutant panel or not) whose passes (forward, backward) include all of its own. The case set is the
   selection's ``case_set``, else the ``--set`` of the recorded command line (merged files record no
   selection), else ``default``. Partial streams (runs cut short, no provenance) are never current.
-* **Bench files** are superseded by a newer file of the same machine (the GPU of the identity) that
-  measured every (shape set, dtype) pair the older one did.
+* **Bench rows** are chosen one by one, never file by file: for each machine (the GPU of the identity),
+  shape set, dtype, implementation (variant) and shape, the current row is the one of the newest file
+  that has it (``current_bench_rows``). Current rows of one comparison may so come from several files
+  (each row names its file and date); two files never give two answers for one implementation. A row
+  that was not run (``SKIP``) does not replace an older row that was. A bench file is current while at
+  least one of its rows is; it is superseded once every row of it has a newer one.
 
 "Newer" compares the provenance timestamps; a run without one is older than any run with one.
 """
@@ -118,6 +122,40 @@ def bench_machine(run: BenchRun) -> str:
     return "CPU: " + gpu[5:] if gpu.startswith("cpu: ") else gpu
 
 
+def bench_key(machine: str, r: dict) -> tuple[str, str, str, str, str]:
+    """What one current bench row stands for: machine, shape set, dtype, variant and shape."""
+    return (machine, str(r.get("shape_set", "-")), str(r.get("dtype", "-")), str(r.get("variant")),
+            str(r.get("shape", "-")))
+
+
+@dataclass
+class CurrentRow:
+    row: dict
+    file: BenchFile
+
+
+def _choose(files: list[BenchFile]) -> dict[tuple, CurrentRow]:
+    """``files`` newest first: the current row of every key (the rule in the module's docstring)."""
+    chosen: dict[tuple, CurrentRow] = {}
+    for f in files:
+        for r in f.run.rows:
+            k = bench_key(f.machine, r)
+            have = chosen.get(k)
+            # a newer SKIP (not run there) leaves the older row that was run current
+            if have is None or (have.row.get("status") == "SKIP" and r.get("status") != "SKIP"):
+                chosen[k] = CurrentRow(r, f)
+    return chosen
+
+
+def current_bench_rows(files: list[BenchFile]) -> list[CurrentRow]:
+    """The current row of every (machine, shape set, dtype, variant, shape), from ``bench_files``'s
+    result; in file order (newest first), then row order."""
+    ordered = sorted(files, key=lambda f: (*_newest_first(f.date), f.run.path))
+    chosen = _choose(ordered)
+    ids = {id(c.row) for c in chosen.values()}
+    return [CurrentRow(r, f) for f in ordered for r in f.run.rows if id(r) in ids]
+
+
 def bench_files(runs: list[BenchRun]) -> list[BenchFile]:
     """Every bench file, current ones first (newest first), then the superseded ones (newest first)."""
     files = []
@@ -129,13 +167,15 @@ def bench_files(runs: list[BenchRun]) -> list[BenchFile]:
         variants = frozenset(str(r.get("variant")) for r in b.rows)
         files.append(BenchFile(b, bench_machine(b), timestamp(b.doc), frozenset(pairs), variants))
     ordered = sorted(files, key=lambda f: (*_newest_first(f.date), f.run.path))
-    for i, f in enumerate(ordered):
-        for newer in ordered[:i]:
-            if (newer.date is not None and (f.date is None or newer.date > f.date)
-                    and newer.machine == f.machine and f.pairs <= newer.pairs
-                    # a run of a few variants (``--variant '*.ggml.*'``) leaves the run of every variant
-                    # current
-                    and (f.variants <= newer.variants or len(newer.variants) >= len(f.variants))):
-                f.superseded_by = newer.run.path
-                break
+    chosen = _choose(ordered)
+    for f in ordered:
+        if not f.run.rows:  # nothing measured: superseded by a newer file of the machine that covers its pairs
+            newer = next((n for n in ordered if n is not f and n.machine == f.machine and n.date is not None
+                          and (f.date is None or n.date > f.date) and f.pairs <= n.pairs), None)
+            f.superseded_by = newer.run.path if newer else None
+            continue
+        winners = [chosen[bench_key(f.machine, r)].file for r in f.run.rows]
+        if all(w is not f for w in winners):
+            by = sorted({w.run.path for w in winners})
+            f.superseded_by = by[0] + (f" and {len(by) - 1} more" if len(by) > 1 else "")
     return sorted(ordered, key=lambda f: (not f.current, *_newest_first(f.date), f.run.path))

@@ -1,6 +1,7 @@
 """The performance part of the report, from ``wkvbench.bench/1`` files: a table per shape set
-(median, IQR, GB/s, TFLOP/s, % of the roofline floor), time against T per variant, and % of the
-roofline floor per variant (data for the templates; no HTML here)."""
+(median, IQR, GB/s, TFLOP/s, % of the roofline), time against T per variant, and % of the roofline
+per variant (data for the templates; no HTML here). Words: "roofline" is the time bound of the machine's
+measured ceilings; "floor" is only ever the rounding floor of an error (the two never share a word)."""
 
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ class PerfRow:
     shape: str
     dtype: str
     status: str
-    cells: list[str]  # median ms, IQR ms, n, GB/s, TFLOP/s, % of floor, x floor, verify (status OK)
+    cells: list[str]  # median ms, IQR ms, n, GB/s, TFLOP/s, % of roofline, x roofline time, verify (status OK)
     reason: str  # status not OK
     tip: str
 
@@ -80,6 +81,7 @@ class BenchView:
     current: bool
     superseded_by: str | None
     shape_sets: list[ShapeSet]
+    replaced: int = 0  # rows of the file with a newer result in another file (not shown)
 
 
 def shape_set_rows(rows: list[dict]) -> list[PerfRow]:
@@ -89,15 +91,15 @@ def shape_set_rows(rows: list[dict]) -> list[PerfRow]:
         ver = r.get("verify") or {}
         fx = ver.get("floor_x") or {}
         vtxt = verdict_label(str(ver.get("status", "-")), ver.get("state_precision")) + (
-            f" y {fmt(fx.get('y'))}x" if "y" in fx else "")
+            f" y {fmt(fx.get('y'))}x floor" if "y" in fx else "")
         size = r.get("at_size") or {}
         if size:  # the outputs at this very shape against the float64 oracle (wkvbench.perf.at_size)
             sx = size.get("floor_x") or {}
-            vtxt += f"; at size {size.get('status', '-')}" + (f" y {fmt(sx.get('y'))}x" if "y" in sx else "")
+            vtxt += f"; at size {size.get('status', '-')}" + (f" y {fmt(sx.get('y'))}x floor" if "y" in sx else "")
         tip = (
             f"q1 {_cellnum(r, 'q1_ms')} ms, q3 {_cellnum(r, 'q3_ms')} ms, sem {_cellnum(r, 'sem_ms')} ms, "
             f"outliers {r.get('outliers', '-')}, compile {_cellnum(r, 'compile_s')} s, "
-            f"bytes {r.get('bytes', '-')}, flops {r.get('flops', '-')}, floor {_cellnum(r, 'floor_ms')} ms, "
+            f"bytes {r.get('bytes', '-')}, flops {r.get('flops', '-')}, roofline time {_cellnum(r, 'floor_ms')} ms, "
             f"timed as {r.get('mode', '-')}, clock {r.get('clock_mhz', '-')} MHz, "
             f"temp {r.get('temp_c', '-')} C, throttled {r.get('throttled', '-')}"
         )
@@ -119,13 +121,13 @@ def side_by_side_views(rows: list[dict]) -> list[SideBySide]:
     out = []
     for c in side_by_side(rows):
         best = c.fastest
-        head = ("#", "implementation", "median ms", "IQR ms", "% of roofline floor", "x fastest verified",
-                "verdict (where judged; worst tensor in rounding-floor multiples)")
+        head = ("#", "implementation", "median ms", "IQR ms", "% of roofline", "x fastest verified",
+                "verdict (where judged; worst tensor, x its rounding floor)")
         body = []
         for i, e in enumerate(c.entries, 1):
             if e.timed:
                 ratio = c.ratio(e)
-                worst = f" {e.worst_tensor} {e.worst_floor_x:.3g}x" if e.worst_floor_x is not None else ""
+                worst = f" {e.worst_tensor} {e.worst_floor_x:.3g}x floor" if e.worst_floor_x is not None else ""
                 body.append((str(i), e.variant, f"{e.median_ms:.4g}", f"{e.iqr_ms:.3g}" if e.iqr_ms is not None else "-",
                              f"{e.pct_of_floor:.3g}" if e.pct_of_floor is not None else "-",
                              f"{ratio:.2f}" if ratio is not None else "-",
@@ -177,28 +179,32 @@ def roofline_chart(charts: Charts, machine: str, shape_set: str, rows: list[dict
             per[(str(r.get("variant")), _op(r), str(r.get("dtype")))].append(float(r["pct_of_floor"]))
     if not per:
         return None
-    bars = Trace("% of roofline floor")
+    bars = Trace("% of roofline")
     for (variant, op, dtype), v in sorted(per.items()):
         med = statistics.median(v)
         bars.add(f"{variant} {dtype}", med,
                  f"median {med:.3g}% over {len(v)} shapes (min {min(v):.3g}%, max {max(v):.3g}%)",
                  charts.key(machine, op, dtype))
-    return charts.bars(f"{shape_set}: % of the roofline floor (median over shapes; 100 = at the floor)",
-                       bars, "% of roofline floor", ref=100.0)
+    return charts.bars(f"{shape_set}: % of the roofline (median over shapes; 100 = at the roofline)",
+                       bars, "% of roofline", ref=100.0)
 
 
-def bench_view(charts: Charts | None, f: BenchFile) -> BenchView:
-    """A bench file's tables, and its charts where ``charts`` is given (current files only)."""
+def bench_view(charts: Charts | None, f: BenchFile, current: set[int] | None = None) -> BenchView:
+    """A bench file's tables, and its charts where ``charts`` is given (current files only). With
+    ``current`` (the ids of the current rows, ``current.current_bench_rows``), only those of the file's
+    rows are shown: a row with a newer result elsewhere is named in ``replaced``, so that two current
+    files never give two answers."""
     doc = f.run.doc
     ceil = doc.get("ceilings") or {}
     sett = doc.get("settings") or {}
-    ceilings = (f"ceilings: copy {ceil.get('copy_gbps', '-')} GB/s, bf16 matmul "
-                f"{ceil.get('matmul_bf16_tflops', '-')} TFLOP/s, fp32 matmul "
-                f"{ceil.get('matmul_fp32_tflops', '-')} "
+    ceilings = (f"roofline ceilings: copy {_cellnum(ceil, 'copy_gbps', '.4g')} GB/s, bf16 matmul "
+                f"{_cellnum(ceil, 'matmul_bf16_tflops', '.4g')} TFLOP/s, fp32 matmul "
+                f"{_cellnum(ceil, 'matmul_fp32_tflops', '.4g')} "
                 f"TFLOP/s (measured {ceil.get('measured_at', '-')}); L2 {sett.get('l2', '-')}, "
                 f"CUDA graph {sett.get('graph', '-')}")
     by: dict[str, list[dict]] = collections.defaultdict(list)
-    for r in f.run.rows:
+    kept = [r for r in f.run.rows if current is None or id(r) in current]
+    for r in kept:
         by[str(r.get("shape_set", "-"))].append(r)
     sets = []
     for ss in sorted(by):
@@ -209,4 +215,4 @@ def bench_view(charts: Charts | None, f: BenchFile) -> BenchView:
             cs += [bar] if bar else []
         sets.append(ShapeSet(ss, shape_set_rows(by[ss]), cs, side_by_side_views(by[ss])))
     return BenchView(f.run.path, f.machine, str((doc.get("provenance") or {}).get("identity", "-")), ceilings,
-                     f.current, f.superseded_by, sets)
+                     f.current, f.superseded_by, sets, len(f.run.rows) - len(kept))
