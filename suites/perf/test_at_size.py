@@ -142,7 +142,7 @@ def test_the_report_shows_the_verdict_at_size_beside_the_gate_s():
            "median_ms": 1.0, "verify": {"status": "PASS", "floor_x": {"y": 1.2}},
            "at_size": {"status": "FAIL", "floor_x": {"y": 5400.0}}}
     (cells,) = [r.cells for r in shape_set_rows([row])]
-    assert cells[-1] == "PASS y 1.2x; at size FAIL y 5.4e+03x", cells[-1]
+    assert cells[-1] == "PASS y 1.2x floor; at size FAIL y 5.4e+03x floor", cells[-1]
 
 
 def test_the_terminal_table_shows_the_verdict_at_size():

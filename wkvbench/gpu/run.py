@@ -369,7 +369,7 @@ class GpuRun:
             p = self.procs.start(f"verify-{pkg}", self._verify_cmd(part, variants=[glob]), env)
             rc = self.procs.wait(p)
             self.state.add_cpu("verify", p.cpu_s)
-            if rc not in (0, 1) or not complete(part):
+            if rc not in (0, 1, 3) or not complete(part):
                 return False, f"verify exited with {rc}: " + tail(self.procs.logs / f"verify-{pkg}.log", 3)
         if "side" in self.opt.phases:  # its properties, as the side tasks do for the main environment's
             props = self.work / f"props-env-{pkg}.json"
