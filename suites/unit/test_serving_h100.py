@@ -24,12 +24,13 @@ CHECKER = Checker()
 # bf16-state limits) stay as they were recorded: verify-kda-flashinfer*.json.gz is the rerun
 EXPECTED = {
     "verify-rwkvfla": ({"PASS": 256, "XFAIL": 174, "ERROR": 48}, {}),
-    "verify-serving": ({"PASS": 241, "FAIL": 79, "XFAIL": 45, "CRASH": 6}, {
+    # SGLang's chunked GDN (stress) and chunk_kda rows: known failures since the nox -s gpu run confirmed them
+    "verify-serving": ({"PASS": 241, "FAIL": 23, "XFAIL": 101, "CRASH": 6}, {
         "gdn.flashinfer.decode": 9, "gdn.flashinfer.decode_bf16state": 4, "gdn.flashinfer.decode_vlast": 3,
-        "gdn.flashinfer.mtp": 4, "gdn.sglang.chunk": 8, "gdn.sglang.cutedsl_decode": 3, "kda.sglang.chunk": 48}),
-    "verify-serving-n128": ({"PASS": 35, "FAIL": 22, "XFAIL": 25, "CRASH": 2}, {
+        "gdn.flashinfer.mtp": 4, "gdn.sglang.cutedsl_decode": 3}),
+    "verify-serving-n128": ({"PASS": 35, "FAIL": 13, "XFAIL": 34, "CRASH": 2}, {
         "gdn.fla.fused_recurrent": 3, "gdn.flashinfer.decode": 4, "gdn.flashinfer.mtp": 5,
-        "gdn.sglang.cutedsl_decode": 1, "kda.sglang.chunk": 9}),
+        "gdn.sglang.cutedsl_decode": 1}),
     "verify-kda-flashinfer": ({"PASS": 6}, {}),
     "verify-kda-flashinfer-n128": ({"PASS": 2}, {}),
 }

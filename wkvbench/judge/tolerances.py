@@ -316,6 +316,9 @@ VARIANT_TOLERANCES: dict[tuple[str, str, str, str], Tol] = {
            # case-dtype matrix products), H100, 2026-11-27 (reports/gpu/h100-2026-11-27-serving/)
            ("gdn.sglang.chunk", "gdn", "bf16", "0.00298 (1.19e5x) at gdn/model/B2-T64-H1-N64/bf16/s0"),
            ("gdn.sglang.chunk", "gdn", "fp16", "0.000379 (1.51e4x) at gdn/model/B2-T64-H1-N64/fp16/s0"),
+           # vLLM 0.33.0's fork, H100, 2026-11-27 (reports/gpu/h100-2026-11-27-nox-gpu/, nox -s gpu)
+           ("gdn.vllm.chunk", "gdn", "bf16", "0.00314 (1.24e5x) at gdn/model/B1-T128-H2-N64/bf16/s0"),
+           ("gdn.vllm.chunk", "gdn", "fp16", "0.000374 (1.48e4x) at gdn/model/B1-T128-H2-N128/fp16/s0"),
            ("gdn.flashinfer.chunk", "gdn", "bf16",
             "0.00357 (1.41e5x) at gdn/uniform/B3-T200-H2-HV4-N128-varlen-raw-qkn-h0/bf16/s0"),
            ("gdn.flashinfer.chunk", "gdn", "fp16",
