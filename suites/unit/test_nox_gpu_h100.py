@@ -7,7 +7,6 @@ vLLM's fp32 softplus formula gives 0.4-0.6 of the kernel's state error on the sa
 
 from __future__ import annotations
 
-import collections
 import gzip
 import json
 from pathlib import Path
@@ -15,8 +14,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wkvbench.judge import tolerances
-from wkvbench.judge.check import Checker
 from wkvbench.judge.metrics import tensor_error
 from wkvkernels.cases import Case
 from wkvkernels.ops import round_inputs
@@ -24,8 +21,9 @@ from wkvoracle import ORACLES
 from wkvoracle.conventions import solve
 from wkvoracle.inputs import generate
 
+from .test_serving_h100 import rejudged
+
 REPORTS = Path(__file__).resolve().parents[2] / "reports/gpu"
-CHECKER = Checker()
 # (set, {status: count}, {variant: FAIL count}) after re-judging (ERROR rows stay: rwkv-fla's
 # fused_recurrent_rwkv7(log_w) raises, FINDINGS.md)
 EXPECTED = {
@@ -40,36 +38,9 @@ def _rows(name: str) -> list[dict]:
         return [r for r in json.load(f)["results"] if r["status"] != "SKIP"]
 
 
-def _rejudge(r: dict) -> str:
-    """The row's status under today's tolerance table and known failures (a ``-configs`` row as its kind)."""
-    case = Case.parse(r["case"])
-    kind = r["kind"].removesuffix("-configs")
-    failed = False
-    for name, e in r["errors"].items():
-        tol = tolerances.lookup(r["variant"], case.op, case.dtype, name, r.get("state_precision") or "fp32")
-        limit = tol.ceiling * e["floor"]
-        if e["rel"] <= limit and kind == "forward":
-            base = (CHECKER.baseline(case, run=tol.baseline) or {}).get(name)
-            if base is not None:
-                limit = min(limit, tol.factor * max(base, e["floor"]))
-        elif kind == "backward":
-            limit = r["limits"].get(name, float("inf"))
-        failed |= not e["rel"] <= limit
-    why = tolerances.known_failure(r["variant"], r["case"] if kind == "forward" else f"backward:{r['case']}")
-    return ("XFAIL" if why else "FAIL") if failed else ("XPASS" if why else "PASS")
-
-
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_every_row_is_classified(name):
-    counts, fails = collections.Counter(), collections.Counter()
-    for r in _rows(name):
-        status = _rejudge(r) if r["status"] in ("PASS", "FAIL", "XFAIL", "XPASS") else r["status"]
-        counts[status] += 1
-        if status == "FAIL":
-            fails[r["variant"]] += 1
-    want_counts, want_fails = EXPECTED[name]
-    assert dict(counts) == want_counts
-    assert dict(fails) == want_fails
+    assert rejudged(_rows(name)) == EXPECTED[name]
 
 
 def test_the_new_packages_ran_where_the_note_says():
