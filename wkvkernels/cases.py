@@ -32,6 +32,16 @@ BOUNDARY_DOMAINS: tuple[str, ...] = ("ggmlend", "hmix", "safegate")
 OP_DOMAINS: dict[str, tuple[str, ...]] = {"wkv6": ("const",)}
 CONST_DOMAINS: tuple[str, ...] = ("const",)
 ALL_DOMAINS: tuple[str, ...] = DOMAINS + CONST_DOMAINS + EDGE_DOMAINS + BOUNDARY_DOMAINS
+# Cases of an outside case source: a flashinfer-bench workload (wkvbench/run/fibench.py) is the domain
+# ``fib-<definition>-<workload uuid prefix>``. Such an id parses anywhere (a results file reads without the
+# workloads); its inputs come from the source registered for it (``wkvoracle.inputs.CASE_SOURCES``): the
+# model domain's draws, with the tensors the workload gives in their place.
+SOURCE_DOMAIN = re.compile(r"fib-[A-Za-z0-9_.]+-[A-Za-z0-9]{1,32}")
+
+
+def is_source_domain(domain: str) -> bool:
+    """Whether ``domain`` names a case of an outside case source (``SOURCE_DOMAIN``)."""
+    return SOURCE_DOMAIN.fullmatch(domain) is not None
 
 # The edge domains that apply to each operator: the decays at their limits and (gdn, gdn_wy, wkv7, kda)
 # beta / iclr at 0 and 1 (the edge set, wkvbench/judge/case_sets.py).
@@ -151,8 +161,9 @@ class Case:
     def __post_init__(self) -> None:
         if self.op not in OPS:
             raise ValueError(f"unknown operator {self.op!r}; known: {', '.join(OPS)}")
-        if self.domain not in ALL_DOMAINS:
-            raise ValueError(f"unknown domain {self.domain!r}; known: {', '.join(ALL_DOMAINS)}")
+        if self.domain not in ALL_DOMAINS and not is_source_domain(self.domain):
+            raise ValueError(f"unknown domain {self.domain!r}; known: {', '.join(ALL_DOMAINS)}, and "
+                             "fib-<definition>-<workload> (a flashinfer-bench workload)")
         if self.domain in EDGE_DOMAINS + BOUNDARY_DOMAINS and self.domain not in EDGE_OP_DOMAINS[self.op]:
             raise ValueError(f"domain {self.domain!r} does not apply to {self.op} "
                              f"(its edge domains: {', '.join(EDGE_OP_DOMAINS[self.op]) or 'none'})")
@@ -188,7 +199,7 @@ class Case:
                 raise ValueError(f"-pad{s.pad} leaves no real row of B{s.B}")
             if s.P < s.B - s.pad:
                 raise ValueError(f"a pool of {s.P} slots cannot hold {s.B - s.pad} sequences")
-        if s.raw and self.domain not in DOMAINS:
+        if s.raw and self.domain not in DOMAINS and not is_source_domain(self.domain):
             raise ValueError(f"raw gates are drawn in the domains {', '.join(DOMAINS)} only, not {self.domain!r}")
         if s.varlen and s.T < s.B:
             raise ValueError(f"-varlen packs B{s.B} sequences of at least one token into T{s.T} tokens: T < B")

@@ -28,6 +28,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -482,9 +483,20 @@ def _with_conventions(op: str, rng, domain: str, s) -> dict:
     return out
 
 
+# domain -> the inputs of its cases: outside case sources (a flashinfer-bench workload's domain
+# ``fib-<definition>-<uuid prefix>``, registered by wkvbench/run/fibench.py for the workloads it loaded)
+CASE_SOURCES: dict[str, Callable[[Any], dict]] = {}
+
+
 def generate(case) -> dict:
     """Canonical inputs of ``case`` (float32 arrays; ``scale`` a float where the operator has one; the
-    integer ``cu_seqlens`` (int64) and ``state_indices`` (int32) of production conventions)."""
+    integer ``cu_seqlens`` (int64) and ``state_indices`` (int32) of production conventions). A case of an
+    outside source (``CASE_SOURCES``) gets its source's inputs."""
+    if case.domain in CASE_SOURCES:
+        return CASE_SOURCES[case.domain](case)
+    if case.domain.startswith("fib-"):
+        raise ValueError(f"case {case.id} is a flashinfer-bench workload: its inputs need its definition and "
+                         "workloads loaded (verify --fib-definition D --fib-workloads W; docs/flashinfer-bench.md)")
     if case.shape.in_conventions:
         raw = _with_conventions(case.op, _rng(case), case.domain, case.shape)
     else:

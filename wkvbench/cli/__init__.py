@@ -69,6 +69,15 @@ def _parser() -> argparse.ArgumentParser:
                    help="continue the run that wrote F.json (or F.partial.jsonl): keep its rows, run only "
                         "the missing (variant, case, kind) rows, write one complete file (F.json unless "
                         "--output)")
+    v.add_argument("--fib-definition", action="append", default=[], metavar="PATH",
+                   help="a flashinfer-bench GDN Definition JSON or folder (repeatable): with --fib-workloads, "
+                        "its workloads are the cases (docs/flashinfer-bench.md)")
+    v.add_argument("--fib-workloads", action="append", default=[], metavar="PATH",
+                   help="flashinfer-bench workloads JSONL or folder (repeatable; needs --fib-definition)")
+    v.add_argument("--fib-solution", action="append", default=[], metavar="PATH",
+                   help="a flashinfer-bench Solution JSON, registered as variant gdn.fib.<name> (repeatable)")
+    v.add_argument("--fib-dataset-root", default=None, metavar="DIR",
+                   help="where the workloads' safetensors paths start (default: above their 'workloads' folder)")
     lst = sub.add_parser("list", help="list registered variants and why unavailable ones cannot run")
     selection_args(lst)
     lst.add_argument("--names", action="store_true", help="print only the matching names, one per line (scripts)")

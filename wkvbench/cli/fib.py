@@ -20,27 +20,26 @@ def add_parser(sub) -> None:
                    help="a Solution JSON (python/triton sources): registered as gdn.fib.<name> (repeatable)")
     p.add_argument("--variant", action="append", default=[], metavar="GLOB",
                    help="variants to judge (default: gdn.fib.* and gdn.torch.recurrent)")
-    p.add_argument("--trials", type=int, default=3, 
+    p.add_argument("--trials", type=int, default=3,
                    help="seeds per workload, as its 3 trials of fresh inputs")
+    p.add_argument("--dataset-root", default=None, metavar="DIR",
+                   help="where the workloads' safetensors paths start (default: the folder above the "
+                        "JSONL's 'workloads' folder, else the JSONL's folder)")
 
 
 def _fib(args: argparse.Namespace, console: Console) -> int:
-    from wkvkernels.base import variants
+    from wkvkernels.base import get, variants
 
     from ..run import fibench
 
     if args.trials < 1:
         raise ValueError(f"--trials must be >= 1, got {args.trials}")
-    defs = fibench.load_definitions(args.definition)
-    fcases = fibench.fib_cases(defs, args.workloads)
-    if not fcases:
-        console.print("[red]no workload of a loaded definition[/red]")
-        return 2
-    made = fibench.register_fib(defs, args.solution)
+    src = fibench.FibSource.of(args.definition, args.workloads, args.solution, args.dataset_root)
+    fcases = src.install()
     chosen = fibench.select(args.variant or ["gdn.fib.*", "gdn.torch.recurrent"], variants("gdn"))
     for fc in fcases:
         console.print(f"{fc.label}: {fc.case.id} ({fc.mapping})")
-    rows = fibench.compare(chosen, fcases, made[0], trials=args.trials)
+    rows = fibench.compare(chosen, fcases, get("gdn.fib.reference"), trials=args.trials)
     for r in rows:
         ours = "/".join(x.status for x in r.ours)
         theirs = "/".join("pass" if v.passed else "FAIL" for v in r.theirs) or "-"

@@ -48,6 +48,7 @@ def _verify(args: argparse.Namespace, console: Console) -> int:
     sel.domains, sel.case_ids, sel.seed = tuple(args.domain), tuple(args.case), args.seed
     sel.case_set, sel.backward, sel.with_backward = args.case_set, args.backward, args.with_backward
     sel.extra_cases, sel.configs = tuple(args.extra_case), args.configs
+    sel.fib = _fib_source(args)
     prior, out = [], args.output
     if args.resume is not None:
         from ..results.verify_file import load_previous
@@ -63,6 +64,9 @@ def _verify(args: argparse.Namespace, console: Console) -> int:
 
         register_mutants()
         sel.variant_globs = sel.variant_globs or ("*.mutant.*",)
+    if sel.fib is not None:
+        fcases = sel.fib.install(sel.seed or 0)
+        console.print(f"flashinfer-bench: {len(fcases)} workloads as cases", highlight=False)
     release = None
     if getattr(args, "release", None):
         from wkvkernels.releases import PACKAGES
@@ -91,6 +95,8 @@ def _verify(args: argparse.Namespace, console: Console) -> int:
     extra = {"plugins": plugins, "entry_points": not args.no_entry_points, "mutants": bool(args.mutants)}
     if release is not None:
         extra["release"] = args.release
+    if sel.fib is not None:
+        extra["fib"] = sel.fib.as_dict()
     writer = ResultsWriter(out, sel, extra, prior)
     if release is not None:
         writer.prov["release"] = release
@@ -98,7 +104,8 @@ def _verify(args: argparse.Namespace, console: Console) -> int:
                       f"{release['version']}")
     isolate = None if args.in_process else WorkerConfig(
         plugins=plugins, entry_points=not args.no_entry_points, mutants=bool(args.mutants),
-        backward=sel.backward, timeout=timeout, jobs=jobs, gpus=args.gpus)
+        backward=sel.backward, timeout=timeout, jobs=jobs, gpus=args.gpus,
+        fib=sel.fib.as_dict() if sel.fib is not None else None)
     report = run(sel, make_console(stderr=True), shrink_dir=None if args.mutants else out.parent / "shrunk",
                  writer=writer, isolate=isolate, prior=prior)
     writer.finish(report)  # first: nothing printed below can lose the results
@@ -106,6 +113,17 @@ def _verify(args: argparse.Namespace, console: Console) -> int:
         return _kill_report(report, console, out)
     print_report(report, console, details=args.details, results=out)
     return exit_status(report.counts())
+
+
+def _fib_source(args: argparse.Namespace):
+    """The flashinfer-bench case source of ``--fib-*`` (None without them)."""
+    if not (args.fib_definition or args.fib_workloads or args.fib_solution or args.fib_dataset_root):
+        return None
+    if not (args.fib_definition and args.fib_workloads):
+        raise ValueError("--fib-definition and --fib-workloads go together (docs/flashinfer-bench.md)")
+    from ..run.fibench import FibSource
+
+    return FibSource.of(args.fib_definition, args.fib_workloads, args.fib_solution, args.fib_dataset_root)
 
 
 def _selection_from(saved: dict, args: argparse.Namespace, console: Console):
@@ -121,7 +139,12 @@ def _selection_from(saved: dict, args: argparse.Namespace, console: Console):
         args.no_entry_points = True
     elif args.no_entry_points:
         load_entry_points(lambda msg: console.print(f"[yellow]warning:[/yellow] {msg}", highlight=False))
-    return Selection(ops=tuple(saved.get("ops", ())), variant_globs=tuple(saved.get("variants", ())),
+    fib = None
+    if saved.get("fib"):
+        from ..run.fibench import FibSource
+
+        fib = FibSource.from_dict(saved["fib"])
+    return Selection(fib=fib, ops=tuple(saved.get("ops", ())), variant_globs=tuple(saved.get("variants", ())),
                      dtypes=tuple(saved.get("dtypes", ())), domains=tuple(saved.get("domains", ())),
                      case_ids=tuple(saved.get("cases", ())), seed=saved.get("seed"),
                      case_set=saved.get("case_set", "default"), devices=tuple(saved.get("devices", ())),

@@ -34,6 +34,9 @@ RESULTS_FOLDER = "wkvbench-results"  # outside the checkout: results under the w
 
 # variant name -> the plug-in file that registered it (``wkvbench.run.plugins.load_file`` notes it)
 PLUGIN_FILES: dict[str, Path] = {}
+# case domain of an outside case source -> the options that load it again (``--fib-definition D
+# --fib-workloads W ...``, noted by ``wkvbench.run.fibench``): its rows' commands carry them
+CASE_OPTIONS: dict[str, list[str]] = {}
 
 
 def note_plugin(names: Iterable[str], path: str | Path) -> None:
@@ -122,7 +125,8 @@ def command(sub: str, *args: str, variants: Iterable[str] = ()) -> str:
 def verify_command(variant: str, case_id: str, *, backward: bool = False, configs: bool = False) -> str:
     """The command that re-runs one (variant, case) row."""
     extra = (["--backward"] if backward else []) + (["--configs"] if configs else [])
-    return command("verify", "--variant", variant, "--case", case_id, *extra, variants=[variant])
+    source = CASE_OPTIONS.get(case_id.split("/")[1] if case_id.count("/") == 4 else "", [])
+    return command("verify", "--variant", variant, "--case", case_id, *extra, *source, variants=[variant])
 
 
 def replay_command(npz: str | Path, variant: str) -> str:
@@ -130,6 +134,6 @@ def replay_command(npz: str | Path, variant: str) -> str:
     return command("replay", shown_path(npz), variants=[variant])
 
 
-__all__ = ["PLUGIN_FILES", "RESULTS_FOLDER", "command", "default_reports_dir", "default_results_dir",
+__all__ = ["CASE_OPTIONS", "PLUGIN_FILES", "RESULTS_FOLDER", "command", "default_reports_dir", "default_results_dir",
            "in_checkout", "is_checkout", "note_plugin", "program", "replay_command", "shown_path",
            "variant_options", "verify_command"]

@@ -56,6 +56,10 @@ def _load_registry(job: dict) -> list[str]:
         from ..checks.mutants import register_mutants
 
         register_mutants()
+    if job.get("fib"):  # flashinfer-bench workloads as cases, its reference and solutions as variants
+        from .fibench import FibSource
+
+        FibSource.from_dict(job["fib"]).install()
     return errors
 
 

@@ -21,10 +21,11 @@ What maps to what (a GDN definition, ``op_type`` "gdn"):
   prefill (``cu_seqlens``): ``num_seqs`` sequences packed into ``total_seq_len`` tokens (``-varlen``);
   MTP (``initial_state_indices``): ``batch_size`` rows of ``seq_len`` tokens from a pool of
   ``pool_size`` slots (``-P``). An optional ``state`` the workload gives makes ``-h0``;
-* inputs are ours, drawn from the case id (``wkvoracle.inputs.generate``, the ``model`` domain), never the
-  workload's ``random`` (torch.randn) draws; a ``safetensors`` input (real cu_seqlens, pool indices) is
-  not read: the sequence lengths and pool indices are drawn from the seed too. :class:`FibCase` records
-  this (``mapping``);
+* a workload is the case domain ``fib-<definition>-<uuid prefix>`` (``wkvkernels.cases.SOURCE_DOMAIN``),
+  registered as a case source (``wkvoracle.inputs.CASE_SOURCES``): the inputs are the model domain's draws
+  of the shape and seed, never the workload's ``random`` (torch.randn) ones, except the tensors the workload
+  gives in ``safetensors`` files (recorded cu_seqlens, pool indices, ...), which replace ours;
+  :class:`FibCase` records this (``mapping``);
 * the state is K-last ``[N, HV, V, K]`` (our orientation) or, in a ``v_last`` definition, transposed.
 """
 
@@ -194,18 +195,127 @@ def load_definitions(paths: Iterable[str | Path]) -> list[Definition]:
     return out
 
 
+def fib_domain(definition: str, uuid: str) -> str:
+    """The case domain of one workload: ``fib-<definition>-<first 8 letters/digits of its uuid>``
+    (``wkvkernels.cases.SOURCE_DOMAIN``): readable, and stable as long as the workload is."""
+    return "fib-" + re.sub(r"[^A-Za-z0-9_.]", "_", definition) + "-" + re.sub(r"[^A-Za-z0-9]", "", uuid)[:8]
+
+
 @dataclass(frozen=True)
 class FibCase:
-    """One workload of a definition as our case; ``label`` names both, ``mapping`` what was not kept."""
+    """One workload of a definition as our case (domain ``fib-<definition>-<uuid prefix>``); ``label``
+    names both, ``mapping`` what was not kept; ``tensors``: the inputs the workload gives (safetensors), in
+    our names and form, which replace our draws (:meth:`inputs`)."""
 
     definition: str
     workload: str  # its uuid
     case: Case
     mapping: str = ""
+    tensors: dict = field(default_factory=dict, repr=False, hash=False, compare=False)
 
     @property
     def label(self) -> str:
         return f"fib/{self.definition}/{self.workload[:8]}"
+
+    def inputs(self, case: Case) -> dict:
+        """The inputs of ``case`` (this workload at any seed and dtype): the model domain's draws of its
+        shape and seed (``wkvoracle.inputs.generate``), with the workload's own tensors in their place."""
+        from dataclasses import replace
+
+        from wkvoracle.inputs import generate
+
+        out = generate(replace(case, domain="model"))
+        for name, x in self.tensors.items():
+            if tuple(out[name].shape) != tuple(x.shape):
+                raise ValueError(f"{self.label}: {name} from its safetensors has shape {list(x.shape)}, the case "
+                                 f"{case.id} needs {list(out[name].shape)}")
+            out[name] = x.astype(out[name].dtype)
+        return out
+
+
+def dataset_root(workloads_file: Path) -> Path:
+    """A TraceSet's root, where a workload's safetensors paths start (flashinfer-bench's ``trace_set_root``):
+    the folder above the nearest ``workloads`` folder of the JSONL file (``<root>/workloads/gdn/x.jsonl``),
+    else the JSONL's own folder."""
+    f = workloads_file.resolve()
+    for parent in f.parents:
+        if parent.name == "workloads":
+            return parent.parent
+    return f.parent
+
+
+def read_safetensors(path: Path, key: str) -> np.ndarray:
+    """One tensor of a safetensors file as NumPy (bf16 as float32, exactly). The ``safetensors`` library's
+    NumPy API reads every dtype NumPy has; a bf16 tensor (NumPy has none) is read through its torch API."""
+    try:
+        from safetensors import safe_open
+    except ImportError as exc:
+        raise ImportError("reading a workload's safetensors inputs needs the safetensors package "
+                          "(pip install safetensors)") from exc
+    if not path.is_file():
+        raise FileNotFoundError(f"safetensors file {path} not found")
+    with safe_open(str(path), framework="numpy") as f:
+        if key not in f.keys():
+            raise KeyError(f"no tensor {key!r} in {path} (it has: {', '.join(sorted(f.keys())) or 'none'})")
+        try:
+            return f.get_tensor(key)
+        except (TypeError, ValueError):  # a dtype NumPy lacks (bf16)
+            pass
+    with safe_open(str(path), framework="pt") as f:
+        t = f.get_tensor(key)
+    return t.float().numpy() if t.is_floating_point() else t.numpy()
+
+
+def _their_tensors(d: Definition, w: dict, root: Path, where: str) -> dict[str, np.ndarray]:
+    """The workload's ``safetensors`` inputs (``{"type": "safetensors", "path", "tensor_key"}``, the path
+    relative to the dataset root unless absolute), checked against the definition's dtype, by their names."""
+    out = {}
+    for name, spec in w.get("inputs", {}).items():
+        if spec.get("type") != "safetensors":
+            continue
+        if name not in d.inputs:
+            raise ValueError(f"{where}: input {name!r} is not one of {d.name}'s")
+        path = Path(spec["path"])
+        path = path if path.is_absolute() else root / path
+        try:
+            x = read_safetensors(path, spec["tensor_key"])
+        except (FileNotFoundError, KeyError) as exc:
+            raise ValueError(f"{where}: input {name}: {exc.args[0]} (dataset root {root}: --dataset-root / "
+                             "--fib-dataset-root names another)") from None
+        want = d.inputs[name]["dtype"]
+        kind = {"int64": "i", "int32": "i"}.get(want, "f")
+        if x.dtype.kind not in (kind, "u" if kind == "i" else kind):
+            raise ValueError(f"{where}: input {name} is {x.dtype} in {path}, the definition says {want}")
+        out[name] = x
+    return out
+
+
+def _ours(d: Definition, name: str, x: np.ndarray) -> tuple[str, np.ndarray]:
+    """Their input ``name`` as our canonical one (name and form; shapes are checked against our draws)."""
+    if d.kind == "mtp" and name == "initial_state":
+        ours = "state_pool"
+    else:
+        ours = _OUR_NAME.get(name, name)
+    if name in ("state", "initial_state") and not d.k_last:
+        x = np.swapaxes(x, -1, -2)
+    if d.kind == "prefill" and name in _ACTIVATIONS:
+        x = x[None]  # their [T, ...] is our packed row [1, T, ...]
+    return ours, np.ascontiguousarray(x)
+
+
+def _check_structure(d: Definition, case: Case, given: dict, where: str) -> None:
+    s = case.shape
+    if "cu_seqlens" in given:
+        cu = given["cu_seqlens"]
+        if cu.ndim != 1 or len(cu) != s.B + 1 or cu[0] != 0 or cu[-1] != s.T or (np.diff(cu) < 1).any():
+            raise ValueError(f"{where}: cu_seqlens {cu.tolist()} must rise from 0 to total_seq_len {s.T} in "
+                             f"{s.B} steps of at least 1 token")
+    if "state_indices" in given:
+        idx = given["state_indices"]
+        real = idx[idx >= 0]
+        if idx.shape != (s.B,) or (idx < -1).any() or (real >= s.P).any() or len(set(real.tolist())) < len(real):
+            raise ValueError(f"{where}: initial_state_indices {idx.tolist()} must be {s.B} distinct slots of the "
+                             f"pool of {s.P} (or -1, padding)")
 
 
 def _workload_lines(path: Path) -> list[tuple[str | None, dict]]:
@@ -224,29 +334,124 @@ def _workload_lines(path: Path) -> list[tuple[str | None, dict]]:
 
 
 def fib_cases(definitions: list[Definition], workloads: Iterable[str | Path], seed: int = 0,
-              dtype: str = "bf16") -> list[FibCase]:
+              dtype: str = "bf16", root: str | Path | None = None) -> list[FibCase]:
     """Our cases of the workloads (JSONL files or folders of ``*.jsonl``). A line names its definition
     (a trace line), or the file is named after it (``<definition>.jsonl``); workloads of definitions not
-    loaded are left out."""
+    loaded are left out. A ``safetensors`` input is read from ``root`` (default: :func:`dataset_root` of
+    each JSONL file) and replaces our draw of it."""
+    from dataclasses import replace
+
     by_name = {d.name: d for d in definitions}
     out: list[FibCase] = []
     for p in map(Path, workloads):
         for f in (sorted(p.rglob("*.jsonl")) if p.is_dir() else [p]):
+            base = Path(root) if root is not None else dataset_root(f)
             for name, w in _workload_lines(f):
                 d = by_name.get(name or f.stem)
                 if d is None:
                     continue
+                where = f"{f}: workload {w['uuid']}"
                 kinds = {k: v.get("type") for k, v in w.get("inputs", {}).items()}
-                given = {_OUR_NAME.get(k, k) for k, t in kinds.items() if t in ("random", "safetensors")}
-                case = Case("gdn", "model", d.shape(w["axes"], given), dtype, seed)
+                given_names = {_OUR_NAME.get(k, k) for k, t in kinds.items() if t in ("random", "safetensors")}
+                shape = d.shape(w["axes"], given_names)
+                given = dict(_ours(d, k, x) for k, x in _their_tensors(d, w, base, where).items())
+                if "state_indices" in given and shape.P:  # padding rows (-1) as the workload has them
+                    shape = replace(shape, pad=int((given["state_indices"] < 0).sum()))
+                case = Case("gdn", fib_domain(d.name, w["uuid"]), shape, dtype, seed)
+                _check_structure(d, case, given, where)
                 notes = ["inputs drawn from the case id (model domain), not torch.randn"]
-                notes += [f"{k}: safetensors not read, drawn from the seed" for k, t in kinds.items()
-                          if t == "safetensors"]
+                if given:
+                    notes.append(f"{', '.join(sorted(k for k, t in kinds.items() if t == 'safetensors'))} "
+                                 f"from the workload's safetensors")
                 scale = w.get("inputs", {}).get("scale", {})
                 if scale.get("type") == "scalar" and not math.isclose(scale["value"], case.shape.N ** -0.5):
                     notes.append(f"scale {scale['value']} replaced by ours, N**-0.5")
-                out.append(FibCase(d.name, w["uuid"], case, "; ".join(notes)))
+                fc = FibCase(d.name, w["uuid"], case, "; ".join(notes), given)
+                fc.inputs(case)  # the workload's tensors fit the case (else a clear error now)
+                if any(o.case.domain == case.domain for o in out):
+                    raise ValueError(f"{where}: two workloads of {d.name} share the uuid prefix of the case "
+                                     f"domain {case.domain}")
+                out.append(fc)
     return out
+
+
+def install_cases(fcases: list[FibCase], options: list[str] | None = None) -> None:
+    """Register each workload as the case source of its domain (``wkvoracle.inputs.CASE_SOURCES``), and the
+    options that load it again for the reproduce commands of its rows (``judge.commands.CASE_OPTIONS``)."""
+    from wkvoracle.inputs import CASE_SOURCES
+
+    from ..judge.commands import CASE_OPTIONS
+
+    for fc in fcases:
+        CASE_SOURCES[fc.case.domain] = fc.inputs
+        if options is not None:
+            CASE_OPTIONS[fc.case.domain] = list(options)
+
+
+@dataclass(frozen=True)
+class FibSource:
+    """What ``verify --fib-definition D --fib-workloads W [--fib-solution S] [--fib-dataset-root R]`` loads:
+    the paths, absolute (a worker process loads the same), as the results file records them."""
+
+    definitions: tuple[str, ...]
+    workloads: tuple[str, ...]
+    solutions: tuple[str, ...] = ()
+    dataset_root: str | None = None
+
+    @classmethod
+    def of(cls, definitions, workloads, solutions=(), dataset_root=None) -> FibSource:
+        absolute = lambda ps: tuple(str(Path(p).resolve()) for p in ps)  # noqa: E731
+        return cls(absolute(definitions), absolute(workloads), absolute(solutions),
+                   str(Path(dataset_root).resolve()) if dataset_root else None)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> FibSource:
+        return cls(tuple(d["definitions"]), tuple(d["workloads"]), tuple(d.get("solutions", ())),
+                   d.get("dataset_root"))
+
+    def as_dict(self) -> dict:
+        return {"definitions": list(self.definitions), "workloads": list(self.workloads),
+                "solutions": list(self.solutions), "dataset_root": self.dataset_root}
+
+    def options(self) -> list[str]:
+        """The command-line options that load this source (paths as seen from the working directory)."""
+        import shlex
+
+        from ..judge.commands import shown_path
+
+        out: list[str] = []
+        for flag, paths in (("--fib-definition", self.definitions), ("--fib-workloads", self.workloads),
+                            ("--fib-solution", self.solutions)):
+            for p in paths:
+                out += [flag, shlex.quote(shown_path(p))]
+        if self.dataset_root:
+            out += ["--fib-dataset-root", shlex.quote(shown_path(self.dataset_root))]
+        return out
+
+    def install(self, seed: int = 0) -> list[FibCase]:
+        """Load the definitions, register ``gdn.fib.reference`` and the solutions' variants, and register
+        the workloads as cases; returns them (at ``seed``)."""
+        defs = load_definitions(self.definitions)
+        if not defs:
+            raise ValueError(f"no GDN definition in {', '.join(self.definitions)}")
+        fcases = fib_cases(defs, self.workloads, seed=seed, root=self.dataset_root)
+        if not fcases:
+            raise ValueError(f"no workload of a loaded definition in {', '.join(self.workloads)}")
+        register_fib(defs, self.solutions)
+        install_cases(fcases, self.options())
+        _INSTALLED[self] = fcases
+        return fcases
+
+
+_INSTALLED: dict[FibSource, list[FibCase]] = {}
+
+
+def installed_cases(src: FibSource, seed: int = 0) -> list[Case]:
+    """The cases of ``src``'s workloads at ``seed`` (installed first where it is not yet)."""
+    from dataclasses import replace
+
+    fcases = _INSTALLED.get(src) or src.install(seed)
+    return [replace(fc.case, seed=seed) for fc in fcases]
 
 
 # --- variants -----------------------------------------------------------------------------------------------

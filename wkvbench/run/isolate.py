@@ -81,6 +81,7 @@ class WorkerConfig:
     plugins: list[str] = field(default_factory=list)
     entry_points: bool = True
     mutants: bool = False
+    fib: dict | None = None  # flashinfer-bench case source (``fibench.FibSource.as_dict``) the workers load
     backward: bool = False  # the kind run_variant checks when it is given none
     timeout: float = DEFAULT_TIMEOUT
     jobs: int = field(default_factory=lambda: default_jobs())  # workers at a time
@@ -229,7 +230,7 @@ class _Worker:
 
     def send(self, cases: list[Case], cfg: WorkerConfig, kind: str) -> None:
         job = {"variant": self.variant, "cases": [c.id for c in cases], "plugins": cfg.plugins,
-               "entry_points": cfg.entry_points, "mutants": cfg.mutants, "kind": kind,
+               "entry_points": cfg.entry_points, "mutants": cfg.mutants, "fib": cfg.fib, "kind": kind,
                "baselines": cfg.baselines_now(), "oracle_dir": cfg.oracle_dir}
         assert self.proc.stdin is not None
         self.jobs += 1

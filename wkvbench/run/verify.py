@@ -19,6 +19,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -45,6 +46,9 @@ from ..judge.check import (
 from ..results.verify_file import ResultsWriter, row_key
 from .isolate import WorkerConfig, run_variant
 from .units import Unit, chains, cost_rank, mark_compiled
+
+if TYPE_CHECKING:
+    from .fibench import FibSource
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -83,6 +87,7 @@ class Selection:
     with_backward: bool = False  # check the forward and the gradients, in one run
     extra_cases: tuple[str, ...] = ()  # case ids checked besides the set (the benchmark gates of `gpu`)
     configs: bool = False  # also check every autotune configuration of each Triton variant once (autotune.sweep)
+    fib: FibSource | None = None  # flashinfer-bench workloads as the cases (``fibench.FibSource.install`` first)
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -96,6 +101,10 @@ class Selection:
     def cases(self) -> list[Case]:
         if self.case_ids:
             cases = [Case.parse(c) for c in self.case_ids]
+        elif self.fib is not None:
+            from .fibench import installed_cases
+
+            cases = installed_cases(self.fib, self.seed or 0)
         else:
             cases = default_cases(self.ops or None, self.dtypes or None, self.seed, self.case_set)
         cases = [c for c in cases if (not self.dtypes or c.dtype in self.dtypes)
