@@ -24,10 +24,16 @@ BY_KIND = {d.kind: d for d in DEFS}
 
 @pytest.fixture
 def fib_variants():
+    """The fixtures' variants registered and their workloads installed as case sources (removed after)."""
+    from wkvoracle.inputs import CASE_SOURCES
+
     made = F.register_fib(DEFS, sorted((DATA / "solutions").glob("*.json")))
+    F.install_cases(F.fib_cases(DEFS, [DATA / "workloads"]))
     yield {v.name: v for v in made}
     for v in made:
         unregister(v.name)
+    for d in [d for d in CASE_SOURCES if d.startswith("fib-")]:
+        CASE_SOURCES.pop(d)
 
 
 def test_definitions_read_from_the_repository_json():
@@ -40,19 +46,95 @@ def test_definitions_read_from_the_repository_json():
 def test_workloads_become_cases_with_readable_labels_and_the_mapping_recorded():
     got = {(fc.label, fc.case.id) for fc in F.fib_cases(DEFS, [DATA / "workloads"])}
     assert got == {
-        ("fib/gdn_decode_qk4_v8_d128_k_last/3f0c2a51", "gdn/model/B1-T1-H4-HV8-N128-raw-h0/bf16/s0"),
-        ("fib/gdn_decode_qk4_v8_d128_k_last/7d41b8e6", "gdn/model/B4-T1-H4-HV8-N128-raw-h0/bf16/s0"),
-        ("fib/gdn_prefill_qk4_v8_d128_k_last/9a1d7e02", "gdn/model/B2-T40-H4-HV8-N128-varlen-raw-h0/bf16/s0"),
-        ("fib/gdn_mtp_qk4_v8_d128_k_last/5c7e9b13", "gdn/model/B2-T4-H4-HV8-N128-P4-raw/bf16/s0")}
+        ("fib/gdn_decode_qk4_v8_d128_k_last/3f0c2a51",
+         "gdn/fib-gdn_decode_qk4_v8_d128_k_last-3f0c2a51/B1-T1-H4-HV8-N128-raw-h0/bf16/s0"),
+        ("fib/gdn_decode_qk4_v8_d128_k_last/7d41b8e6",
+         "gdn/fib-gdn_decode_qk4_v8_d128_k_last-7d41b8e6/B4-T1-H4-HV8-N128-raw-h0/bf16/s0"),
+        ("fib/gdn_prefill_qk4_v8_d128_k_last/9a1d7e02",
+         "gdn/fib-gdn_prefill_qk4_v8_d128_k_last-9a1d7e02/B2-T40-H4-HV8-N128-varlen-raw-h0/bf16/s0"),
+        ("fib/gdn_mtp_qk4_v8_d128_k_last/5c7e9b13",
+         "gdn/fib-gdn_mtp_qk4_v8_d128_k_last-5c7e9b13/B2-T4-H4-HV8-N128-P4-raw/bf16/s0")}
     prefill = next(fc for fc in F.fib_cases(DEFS, [DATA / "workloads"]) if "prefill" in fc.label)
-    assert "cu_seqlens: safetensors not read" in prefill.mapping
+    assert "a, cu_seqlens from the workload's safetensors" in prefill.mapping
+    for _, cid in got:  # the ids parse anywhere (a results file reads without the workloads)
+        assert Case.parse(cid).id == cid
+
+
+def test_a_case_built_from_safetensors_carries_exactly_those_tensors_and_is_judged(fib_variants):
+    """The prefill workload's cu_seqlens (int64) and gate logits a (bf16), and the MTP workload's pool
+    indices (int32), come from the committed safetensors blobs; every other input is the model domain's draw."""
+    from safetensors.numpy import load_file
+    from safetensors.torch import load_file as load_torch
+
+    from wkvbench.judge.check import Checker
+    from wkvkernels.base import get
+
+    blob = DATA / "blob" / "workloads" / "gdn"
+    fcases = {fc.definition.split("_")[1]: fc for fc in F.fib_cases(DEFS, [DATA / "workloads"])}
+    F.install_cases(list(fcases.values()))
+    pre, mtp = fcases["prefill"], fcases["mtp"]
+    saved = load_torch(blob / "gdn_prefill_qk4_v8_d128_k_last" / "w40.safetensors")
+    assert saved["cu_seqlens"].tolist() == [0, 17, 40] and saved["a"].dtype == torch.bfloat16
+    checker = Checker()
+    x = checker.inputs(pre.case)  # through the registered case source, as a worker gets them
+    assert x["cu_seqlens"].dtype == np.int64 and x["cu_seqlens"].tolist() == [0, 17, 40]
+    assert np.array_equal(x["a"][0], saved["a"].float().numpy())  # bit for bit
+    drawn = generate(Case("gdn", "model", pre.case.shape, "bf16", 0))
+    assert not np.array_equal(drawn["cu_seqlens"], x["cu_seqlens"])  # the seed's own lengths differ
+    assert all(np.array_equal(x[k], drawn[k]) for k in ("q", "k", "v", "b", "A_log", "dt_bias", "state"))
+    idx = load_file(blob / "gdn_mtp_qk4_v8_d128_k_last" / "b2.safetensors")["initial_state_indices"]
+    got = checker.inputs(mtp.case)["state_indices"]
+    assert got.dtype == np.int32 and got.tolist() == idx.tolist() == [3, 1]
+    # judged: the reference and ours on the recorded structure (the MTP reference is the known failure)
+    assert checker.check(get("gdn.fib.reference"), pre.case).status == "PASS"
+    assert checker.check(get("gdn.torch.recurrent"), pre.case).status == "PASS"
+    assert checker.check(get("gdn.torch.recurrent"), mtp.case).status == "PASS"
+    assert checker.check(get("gdn.fib.reference"), mtp.case).status == "XFAIL"
+
+
+def _one_workload(tmp_path, inputs_patch: dict) -> Path:
+    line = json.loads((DATA / "workloads" / "gdn_prefill_qk4_v8_d128_k_last.jsonl").read_text())
+    line["workload"]["inputs"].update(inputs_patch)
+    f = tmp_path / "workloads" / "gdn" / "w.jsonl"
+    f.parent.mkdir(parents=True)
+    f.write_text(json.dumps(line) + "\n")
+    return f
+
+
+def test_a_missing_safetensors_file_or_key_is_a_clear_error(tmp_path):
+    f = _one_workload(tmp_path, {})
+    with pytest.raises(ValueError, match=r"input a: safetensors file .*w40.safetensors not found .*dataset root"):
+        F.fib_cases(DEFS, [f])  # the dataset root is tmp_path (above 'workloads'): no blob there
+    (fc,) = [c for c in F.fib_cases(DEFS, [f], root=DATA) if "prefill" in c.label]  # --dataset-root
+    assert fc.tensors["cu_seqlens"].tolist() == [0, 17, 40]
+    spec = {"type": "safetensors", "path": "./blob/workloads/gdn/gdn_prefill_qk4_v8_d128_k_last/w40.safetensors"}
+    f2 = _one_workload(tmp_path / "k", {"cu_seqlens": {**spec, "tensor_key": "lengths"}})
+    with pytest.raises(ValueError, match=r"no tensor 'lengths' in .* \(it has: a, cu_seqlens\)"):
+        F.fib_cases(DEFS, [f2], root=DATA)
+
+
+def test_a_recorded_structure_that_does_not_fit_the_axes_is_a_clear_error(tmp_path):
+    from safetensors.numpy import save_file
+
+    save_file({"cu": np.array([0, 30, 20, 40], np.int64)}, str(tmp_path / "bad.safetensors"))
+    f = _one_workload(tmp_path / "w", {"a": {"type": "random"}, "cu_seqlens": {
+        "type": "safetensors", "path": str(tmp_path / "bad.safetensors"), "tensor_key": "cu"}})
+    with pytest.raises(ValueError, match="cu_seqlens .* must rise from 0 to total_seq_len 40 in 2 steps"):
+        F.fib_cases(DEFS, [f])
+
+
+def test_a_fib_case_without_its_workloads_loaded_says_what_to_give():
+    cid = "gdn/fib-gdn_decode_qk4_v8_d128_k_last-00000000/B1-T1-H4-HV8-N128-raw-h0/bf16/s0"
+    with pytest.raises(ValueError, match="--fib-definition D --fib-workloads W"):
+        generate(Case.parse(cid))
 
 
 def test_a_bare_workload_file_is_read_by_its_definition_name(tmp_path):
     line = {"uuid": "abcdef12-0", "axes": {"batch_size": 3}, "inputs": {"q": {"type": "random"}}}
     (tmp_path / "gdn_decode_qk4_v8_d128_k_last.jsonl").write_text(json.dumps(line) + "\n")
     (fc,) = F.fib_cases(DEFS, [tmp_path])
-    assert fc.case.id == "gdn/model/B3-T1-H4-HV8-N128-raw/bf16/s0"  # no state given: no -h0
+    # no state given: no -h0
+    assert fc.case.id == "gdn/fib-gdn_decode_qk4_v8_d128_k_last-abcdef12/B3-T1-H4-HV8-N128-raw/bf16/s0"
 
 
 @pytest.mark.parametrize("kind, case_id", [
@@ -165,3 +247,50 @@ def test_cli_fib_runs_and_summarises(tmp_path, capsys):
     assert rc == 0
     assert "theirs passes / ours fails: 1; ours passes / theirs fails: 0" in out
     assert "theirs passes, ours fails: gdn.fib.bf16_state" in out
+
+
+def test_verify_with_the_workloads_as_cases_in_workers(tmp_path, capsys):
+    """``verify --fib-*``: the workloads are the matrix's cases, each row in an isolated worker and the
+    results file; a right solution passes, a wrong one FAILs by our verdict, with a reproduce command that
+    carries the --fib options and runs as printed."""
+    import shlex
+
+    from wkvbench.cli import main
+    from wkvbench.judge.commands import CASE_OPTIONS
+    from wkvoracle.inputs import CASE_SOURCES
+
+    sols = [DATA / "solutions" / f"gdn_decode_{n}.json" for n in ("vectorised", "decay_twice")]
+    fib = ["--fib-definition", str(DATA / "definitions"), "--fib-workloads", str(DATA / "workloads")]
+    for s in sols:
+        fib += ["--fib-solution", str(s)]
+    out = tmp_path / "v.json"
+    try:
+        rc = main(["verify", *fib, "--variant", "gdn.fib.*", "--variant", "gdn.torch.recurrent",
+                   "--no-entry-points", "--jobs", "2", "--output", str(out)])
+        doc = json.loads(out.read_text())
+        rows = {(r["variant"], r["case"].split("/")[1]): r for r in doc["results"]}
+        assert rc == 1
+        dec = "fib-gdn_decode_qk4_v8_d128_k_last-3f0c2a51"
+        assert rows[("gdn.fib.reference", dec)]["status"] == "PASS"
+        assert rows[("gdn.fib.vectorised", dec)]["status"] == "PASS"
+        assert rows[("gdn.fib.decay_twice", dec)]["status"] == "FAIL"
+        assert rows[("gdn.torch.recurrent", "fib-gdn_prefill_qk4_v8_d128_k_last-9a1d7e02")]["status"] == "PASS"
+        assert rows[("gdn.fib.reference", "fib-gdn_mtp_qk4_v8_d128_k_last-5c7e9b13")]["status"] == "XFAIL"
+        assert doc["selection"]["fib"]["solutions"] == [str(s) for s in sols]
+        assert not any(r["status"] in ("ERROR", "CRASH", "TIMEOUT") for r in doc["results"])
+        printed = capsys.readouterr().out
+        line = next(ln for ln in printed.splitlines() if "reproduce:" in ln and "decay_twice" in ln and dec in ln)
+        words = shlex.split(line.split("reproduce:", 1)[1])
+        argv = words[words.index("--") + 1:] if "--" in words else words[words.index("verify") + 1:]
+        assert "--fib-solution" in argv and "--fib-workloads" in argv
+        if argv[0] != "verify":
+            argv = ["verify", *argv]
+        assert main([*argv, "--in-process", "--no-entry-points", "--output", str(tmp_path / "r.json")]) == 1
+        (row,) = json.loads((tmp_path / "r.json").read_text())["results"]
+        assert (row["variant"], row["status"]) == ("gdn.fib.decay_twice", "FAIL")
+    finally:
+        for n in ("gdn.fib.reference", "gdn.fib.vectorised", "gdn.fib.decay_twice"):
+            unregister(n)
+        for d in [d for d in CASE_SOURCES if d.startswith("fib-")]:
+            CASE_SOURCES.pop(d)
+            CASE_OPTIONS.pop(d, None)
