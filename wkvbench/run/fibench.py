@@ -258,9 +258,11 @@ def read_safetensors(path: Path, key: str) -> np.ndarray:
         if key not in f.keys():
             raise KeyError(f"no tensor {key!r} in {path} (it has: {', '.join(sorted(f.keys())) or 'none'})")
         try:
-            return f.get_tensor(key)
+            x = f.get_tensor(key)
         except (TypeError, ValueError):  # a dtype NumPy lacks (bf16)
             pass
+        else:  # once ml_dtypes is imported, safetensors returns its bfloat16 (kind "V"): as float32, exactly
+            return x if x.dtype.kind in "fiub" else x.astype(np.float32)
     with safe_open(str(path), framework="pt") as f:
         t = f.get_tensor(key)
     return t.float().numpy() if t.is_floating_point() else t.numpy()
