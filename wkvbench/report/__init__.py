@@ -30,6 +30,7 @@ from pathlib import Path
 
 from ..results.committed import DriftSet, ReportInputError, Sources, VerifyRun, load
 from .asv import History, history
+from .chartpages import error_sections, history_sections, perf_sections
 from .charts import Chart, Charts, Trace, plotly_js
 from .current import VerifyGroup, bench_files, current_bench_rows, verify_groups
 from .landing import RULE, VERIFY_RULE, best_tables, failures
@@ -49,10 +50,12 @@ from .releases import MOVED, release_tables, release_timings
 from .runs import check_views, run_views
 from .templating import render
 
-__all__ = ["DETAILS", "PLOTLY", "ReportInputError", "Summary", "build", "reproduce"]
+__all__ = ["CHARTS", "DETAILS", "HISTORY", "PLOTLY", "ReportInputError", "Summary", "build", "reproduce"]
 
 DETAILS = "details.html"  # beside the landing page
 PLOTLY = "plotly.min.js"
+CHARTS = "charts.html"  # time against tokens, % of the roofline, error in rounding-floor multiples
+HISTORY = "history.html"  # the asv history drawn by the report (offline; asv's own site needs CDNs)
 
 
 @dataclass
@@ -323,13 +326,36 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
                  "dtype": sorted({b.dtype for t in tables for b in t.rows}, key=dtype_key),
                  "shape_set": sorted({b.shape_set for t in tables for b in t.rows})},
         details=DETAILS,
-        charts_page=None,
+        charts_page=CHARTS,
+        history_page=HISTORY,
         site_link=_relative_link(site, output) if site.exists() else None,
     )
+    pc = Charts()
+    chart_page = render(
+        "chartpage.j2", title="time, roofline and error charts", results=_shown(results),
+        intro="Per operator, machine and dtype: median device time against tokens and % of the roofline for "
+              "every implementation (current bench rows), then per verify run the worst error of every "
+              "implementation in rounding-floor multiples. Roofline: the machine's time bound from its "
+              "measured copy bandwidth and matmul throughput; rounding floor: the error of rounding alone.",
+        sections=[*perf_sections(pc, cur), *error_sections(pc, groups)],
+        empty="No bench or verify results.", chart_data=pc.payload(), plotly_src=PLOTLY,
+        landing=output.name, details=DETAILS, others=[("asv history", HISTORY)])
+    hc = Charts()
+    history_page = render(
+        "chartpage.j2", title="benchmark history (asv)", results=_shown(asv_results),
+        intro="The asv results drawn by the report itself (nothing loaded from a CDN): one chart per shape "
+              "set, operator, dtype and GPU, one line per implementation (a kernel release's environment is a "
+              "line of its own), x: the commit date.",
+        sections=history_sections(hc, hist), empty=f"No asv results under {_shown(asv_results)}.",
+        chart_data=hc.payload(), plotly_src=PLOTLY, landing=output.name, details=DETAILS,
+        others=[("charts", CHARTS)] + ([("asv's own site (loads jQuery, flot and bootstrap from CDNs)",
+                                          _relative_link(site, output))] if site.exists() else []))
     output.parent.mkdir(parents=True, exist_ok=True)
     details = output.parent / DETAILS
     _write(output.parent / PLOTLY, plotly_js())
     _write(details, page)
+    _write(output.parent / CHARTS, chart_page)
+    _write(output.parent / HISTORY, history_page)
     _write(output, landing)
     return Summary(
         output,
