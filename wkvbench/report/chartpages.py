@@ -158,19 +158,16 @@ def error_sections(charts: Charts, groups: list[VerifyGroup]) -> list[Section]:
         for r in g.rows:
             by_op[row_op(r)].append(r)
         for op in sorted(by_op, key=op_key):
-            worst: dict[tuple[str, str], tuple[float, str, str, collections.Counter]] = {}
+            worst: dict[tuple[str, str], tuple[float, str, str, collections.Counter]] = {}  # worst first
             for r in by_op[op]:
                 w = _worst_x(r)
                 k = (str(r.get("variant")), row_dtype(r))
-                cur = worst.get(k)
-                stc = cur[3] if cur else collections.Counter()
-                stc[str(r.get("status"))] += 1
-                if w and (cur is None or w[0] > cur[0]):
-                    worst[k] = (w[0], w[1], str(r.get("case")), stc)
-                elif cur:
-                    worst[k] = (*cur[:3], stc)
-                elif w is None:
-                    worst[k] = (float("nan"), "-", "-", stc)
+                prev = worst.get(k) or (float("nan"), "-", "-", collections.Counter())
+                prev[3][str(r.get("status"))] += 1
+                if w and not prev[0] >= w[0]:  # NaN (nothing yet) is beaten by any number
+                    worst[k] = (w[0], w[1], str(r.get("case")), prev[3])
+                else:
+                    worst[k] = prev
             variants = sorted({k[0] for k, v in worst.items() if v[0] == v[0]})
             if not variants:
                 continue
