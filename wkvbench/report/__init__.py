@@ -30,7 +30,7 @@ from pathlib import Path
 
 from ..results.committed import DriftSet, ReportInputError, Sources, VerifyRun, load
 from .asv import History, history
-from .chartpages import error_sections, history_sections, perf_sections
+from .chartpages import error_sections, history_sections, perf_sections, release_sections
 from .charts import Chart, Charts, Trace, plotly_js
 from .current import VerifyGroup, bench_files, current_bench_rows, verify_groups
 from .landing import RULE, VERIFY_RULE, best_tables, failures
@@ -50,12 +50,13 @@ from .releases import MOVED, release_tables, release_timings
 from .runs import check_views, run_views
 from .templating import render
 
-__all__ = ["CHARTS", "DETAILS", "HISTORY", "PLOTLY", "ReportInputError", "Summary", "build", "reproduce"]
+__all__ = ["CHARTS", "DETAILS", "HISTORY", "PLOTLY", "RELEASES", "ReportInputError", "Summary", "build", "reproduce"]
 
 DETAILS = "details.html"  # beside the landing page
 PLOTLY = "plotly.min.js"
 CHARTS = "charts.html"  # time against tokens, % of the roofline, error in rounding-floor multiples
 HISTORY = "history.html"  # the asv history drawn by the report (offline; asv's own site needs CDNs)
+RELEASES = "releases.html"  # verdict and time per kernel release
 
 
 @dataclass
@@ -309,6 +310,8 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
         chart_data=charts.payload(),
         plotly_src=PLOTLY,
         landing=output.name,
+        history_page=HISTORY,
+        charts_page=CHARTS,
     )
     tables = best_tables(cur)
     fails = failures(groups)
@@ -328,6 +331,7 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
         details=DETAILS,
         charts_page=CHARTS,
         history_page=HISTORY,
+        releases_page=RELEASES,
         site_link=_relative_link(site, output) if site.exists() else None,
     )
     pc = Charts()
@@ -350,12 +354,23 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
         chart_data=hc.payload(), plotly_src=PLOTLY, landing=output.name, details=DETAILS,
         others=[("charts", CHARTS)] + ([("asv's own site (loads jQuery, flot and bootstrap from CDNs)",
                                           _relative_link(site, output))] if site.exists() else []))
+    rc = Charts()
+    releases_page = render(
+        "chartpage.j2", title="kernel releases: verdict and time per release", results=_shown(results),
+        intro="Per kernel package and machine: each variant's verdict and worst error (x its rounding floor) in "
+              "each release, the verdict changes between releases, and where releases were timed on a GPU, the "
+              "median device time per release.",
+        sections=release_sections(rc, release_tables(rc, src.releases), release_timings(rc, src.release_bench)),
+        empty="No release-history results (nox -s history writes them under reports/history/).",
+        chart_data=rc.payload(), plotly_src=PLOTLY, landing=output.name, details=DETAILS,
+        others=[("charts", CHARTS), ("history", HISTORY)])
     output.parent.mkdir(parents=True, exist_ok=True)
     details = output.parent / DETAILS
     _write(output.parent / PLOTLY, plotly_js())
     _write(details, page)
     _write(output.parent / CHARTS, chart_page)
     _write(output.parent / HISTORY, history_page)
+    _write(output.parent / RELEASES, releases_page)
     _write(output, landing)
     return Summary(
         output,

@@ -41,11 +41,23 @@ def tokens(shape: str) -> int | None:
 
 
 @dataclass
+class Block:
+    """A table (``head``, ``rows``) with notes and charts under its own heading (the releases page)."""
+
+    title: str
+    head: list[str]
+    rows: list[list[str]]
+    notes: list[str] = field(default_factory=list)
+    charts: list[Chart] = field(default_factory=list)
+
+
+@dataclass
 class Section:
     id: str
     title: str
     note: str = ""
     charts: list[Chart] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
 
 
 def _wide(chart: Chart, n_traces: int) -> Chart:
@@ -238,3 +250,32 @@ def history_sections(charts: Charts, hist: list[History]) -> list[Section]:
                              f"median time ({unit})" if unit else "value", x_type="date")
             sec.charts.append(_wide(ch, len(part)))
     return list(secs.values())
+
+
+def release_sections(charts: Charts, tables: list, timings: list) -> list[Section]:
+    """The kernel releases (``releases.release_tables`` and ``release_timings``, built with ``charts``):
+    per package and machine, the verdict and worst rounding-floor multiple of each variant per release, the
+    verdict changes, and where releases were timed, the median per release and the rows that moved."""
+    out = []
+    if tables:
+        sec = Section("verdicts", "Verdict per release",
+                      "Each kernel package verified release by release, each release in its own virtualenv "
+                      "(nox -s history, docs/history.md). A cell: the statuses of that variant's rows in that "
+                      "release, and its worst error as a multiple of the rounding floor.")
+        for t in tables:
+            if t.chart:
+                _wide(t.chart, len(t.chart.figure["data"]))
+            sec.blocks.append(Block(f"{t.package} · {t.machine}", t.head, t.rows,
+                                    [f"verdict change: {c}" for c in t.changes], [t.chart] if t.chart else []))
+        out.append(sec)
+    if timings:
+        sec = Section("timings", "Time per release",
+                      "Each release's rows timed on one GPU box, one release after another (median device time, "
+                      "ms, and the configuration each autotuned kernel ran).")
+        for t in timings:
+            if t.chart:
+                _wide(t.chart, len(t.chart.figure["data"]))
+            sec.blocks.append(Block(f"{t.package} · {t.machine}", t.head, t.rows,
+                                    [f"moved: {m}" for m in t.moved], [t.chart] if t.chart else []))
+        out.append(sec)
+    return out
