@@ -185,8 +185,13 @@ def roofline_chart(charts: Charts, machine: str, shape_set: str, rows: list[dict
         bars.add(f"{variant} {dtype}", med,
                  f"median {med:.3g}% over {len(v)} shapes (min {min(v):.3g}%, max {max(v):.3g}%)",
                  charts.key(machine, op, dtype))
-    return charts.bars(f"{shape_set}: % of the roofline (median over shapes; 100 = at the roofline)",
-                       bars, "% of roofline", ref=100.0)
+    chart = charts.bars(f"{shape_set}: % of the roofline (median over shapes; 100 = at the roofline; log axis)",
+                        bars, "% of roofline (log)", ref=100.0)
+    from .chartpages import _log_range  # a log axis whose range comes from the data, not 0-100
+
+    xa = chart.figure["layout"]["xaxis"]
+    xa["type"], xa["range"] = "log", _log_range([float(v) for v in bars.y])
+    return chart
 
 
 def bench_view(charts: Charts | None, f: BenchFile, current: set[int] | None = None) -> BenchView:
