@@ -64,8 +64,11 @@ def test_time_and_roofline_against_tokens_per_implementation(committed_page):
     names = [d["name"] for d in t["data"]]
     assert len(names) == len(set(names)) >= 5 and "wkv7.fla.chunk" in names
     chunk = next(d for d in t["data"] if d["name"] == "wkv7.fla.chunk")
-    at = [(y, s) for x, y, s in zip(chunk["x"], chunk["y"], chunk["text"], strict=True)
-          if x == 32768 and s.startswith("prefill ")]
+    at = [
+        (y, s)
+        for x, y, s in zip(chunk["x"], chunk["y"], chunk["text"], strict=True)
+        if x == 32768 and s.startswith("prefill ")
+    ]
     assert len(at) == 1 and at[0][0] == pytest.approx(3.766, rel=1e-3) and "3.766 ms" in at[0][1]
     assert all(s.endswith("verified") or "unverified" in s or s == "" for s in chunk["text"])
     r = charts[f"wkv7 · {H100} · bf16: % of the roofline (100 % = at the bound; log axis)"]
@@ -73,13 +76,20 @@ def test_time_and_roofline_against_tokens_per_implementation(committed_page):
     assert ya["type"] == "log"
     ys = [y for d in r["data"] for y in d["y"] if y is not None]
     lo, hi = ya["range"]
-    assert 10 ** lo <= min(ys) and max(ys) <= 10 ** hi and 10 ** hi < 5 * max(ys)  # from the data, not 0-100
+    assert 10**lo <= min(ys) and max(ys) <= 10**hi and 10**hi < 5 * max(ys)  # from the data, not 0-100
     chunk = next(d for d in r["data"] if d["name"] == "wkv7.fla.chunk")
-    (s,) = [s for x, s in zip(chunk["x"], chunk["text"], strict=True) if x == 32768 and s.startswith("prefill ")]
+    (s,) = [
+        s for x, s in zip(chunk["x"], chunk["text"], strict=True) if x == 32768 and s.startswith("prefill ")
+    ]
     assert "9.47 % of the roofline" in s
     for c in data["charts"]:  # one word, one meaning: no chart speaks of the roofline and a floor at once
-        words = " ".join([c["layout"]["title"]["text"], json.dumps(c["layout"].get("xaxis", {})),
-                          json.dumps(c["layout"].get("yaxis", {}))])
+        words = " ".join(
+            [
+                c["layout"]["title"]["text"],
+                json.dumps(c["layout"].get("xaxis", {})),
+                json.dumps(c["layout"].get("yaxis", {})),
+            ]
+        )
         assert not ("roofline" in words and "floor" in words), c["layout"]["title"]["text"]
 
 
@@ -89,11 +99,19 @@ def test_worst_error_in_rounding_floor_multiples(committed_page):
     details, _, _ = committed_page
     _, _, data = _page(details, CHARTS)
     src = load(REPO / "reports")
-    g = next(g for g in verify_groups(src.verify) if g.current and not g.mutants and g.machine == H100
-             and any(str(r.get("variant", "")).startswith("wkv7.fla.chunk") for r in g.rows))
+    g = next(
+        g
+        for g in verify_groups(src.verify)
+        if g.current
+        and not g.mutants
+        and g.machine == H100
+        and any(str(r.get("variant", "")).startswith("wkv7.fla.chunk") for r in g.rows)
+    )
     c = _by_title(data)[f"wkv7 · {g.title}: worst error per implementation, x its rounding floor"]
     assert c["layout"]["xaxis"]["type"] == "log" and "rounding floor" in c["layout"]["xaxis"]["title"]["text"]
-    bars = {(d["name"], v): (x, s) for d in c["data"] for v, x, s in zip(d["y"], d["x"], d["text"], strict=True)}
+    bars = {
+        (d["name"], v): (x, s) for d in c["data"] for v, x, s in zip(d["y"], d["x"], d["text"], strict=True)
+    }
     want = {}
     for r in g.rows:
         for e in (r.get("errors") or {}).values():
@@ -112,10 +130,14 @@ def test_the_history_is_drawn_by_the_report(committed_page):
     details, _, _ = committed_page
     _, _, data = _page(details, HISTORY)
     hist = history(REPO / "reports" / "asv" / "results")
-    assert sum(len(p) for h in hist for p in h.machines.values()) == sum(len(d["x"]) for c in data["charts"]
-                                                                         for d in c["data"])
+    assert sum(len(p) for h in hist for p in h.machines.values()) == sum(
+        len(d["x"]) for c in data["charts"] for d in c["data"]
+    )
     for c in data["charts"]:
-        assert c["layout"]["xaxis"]["type"] == "date" and c["layout"]["yaxis"]["title"]["text"] == "median time (ms)"
+        assert (
+            c["layout"]["xaxis"]["type"] == "date"
+            and c["layout"]["yaxis"]["title"]["text"] == "median time (ms)"
+        )
         names = [d["name"] for d in c["data"]]
         assert len(names) == len(set(names))
         assert all(s.endswith(" ms") for d in c["data"] for s in d["text"])
@@ -173,8 +195,14 @@ def test_the_chart_pages_in_chromium(committed_page, name):
     out.mkdir(parents=True, exist_ok=True)
     requests: list[str] = []
     with open_page(details.parent / name, 1600, 1000) as tab:
-        tab.route("**/*", lambda route: (requests.append(route.request.url), route.abort())
-                  if not route.request.url.startswith("file:") else route.continue_())
+        tab.route(
+            "**/*",
+            lambda route: (
+                (requests.append(route.request.url), route.abort())
+                if not route.request.url.startswith("file:")
+                else route.continue_()
+            ),
+        )
         tab.reload(wait_until="load")
         n = int(tab.get_attribute("body", "data-charts"))
         tab.evaluate("""async () => { for (const el of document.querySelectorAll('div.chart')) {
