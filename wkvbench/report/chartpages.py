@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from .asv import History
-from .charts import Chart, Charts, Trace
+from .charts import Chart, Charts, Trace, log_range
 from .current import CurrentRow, VerifyGroup
 from .matrix import dtype_key, fmt, op_key, row_dtype, row_op
 from .perf import seq_len
@@ -82,16 +82,6 @@ def _wide(chart: Chart, n_traces: int) -> Chart:
 
 def _chunks(traces: list[Trace]) -> list[list[Trace]]:
     return [traces[i : i + MAX_TRACES] for i in range(0, len(traces), MAX_TRACES)] or [[]]
-
-
-def _log_range(values: list[float]) -> list[float] | None:
-    """A log axis range from the data (a little margin each side), not a fixed 0-100."""
-    v = [x for x in values if isinstance(x, (int, float)) and x > 0 and math.isfinite(x)]
-    if not v:
-        return None
-    lo, hi = math.log10(min(v)), math.log10(max(v))
-    pad = max(0.08, (hi - lo) * 0.08)
-    return [lo - pad, hi + pad]
 
 
 def perf_sections(charts: Charts, cur: list[CurrentRow]) -> list[Section]:
@@ -168,7 +158,7 @@ def perf_sections(charts: Charts, cur: list[CurrentRow]) -> list[Section]:
             )
             sec.charts.append(_wide(ch, len(part)))
         pt = [pcts[k] for k in sorted(pcts)]
-        rng = _log_range(allp)
+        rng = log_range(allp)
         for i, part in enumerate(_chunks(pt) if pt else []):
             more = f" ({i + 1}/{len(_chunks(pt))})" if len(pt) > MAX_TRACES else ""
             ch = charts.line(
@@ -262,7 +252,7 @@ def error_sections(charts: Charts, groups: list[VerifyGroup]) -> list[Section]:
                         )
                     )
             fig.update_xaxes(
-                title_text="worst error, x its rounding floor (log)", type="log", range=_log_range(vals)
+                title_text="worst error, x its rounding floor (log)", type="log", range=log_range(vals)
             )
             fig.update_yaxes(
                 automargin=True,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ..judge.check import verdict_label
 from ..results.model import SYNC_MODES
-from .charts import Chart, Charts, Trace
+from .charts import Chart, Charts, Trace, log_range
 from .current import BenchFile
 from .matrix import dtype_key, fmt, op_key
 from .runs import Table
@@ -187,10 +187,8 @@ def roofline_chart(charts: Charts, machine: str, shape_set: str, rows: list[dict
                  charts.key(machine, op, dtype))
     chart = charts.bars(f"{shape_set}: % of the roofline (median over shapes; 100 = at the roofline; log axis)",
                         bars, "% of roofline (log)", ref=100.0)
-    from .chartpages import _log_range  # a log axis whose range comes from the data, not 0-100
-
-    xa = chart.figure["layout"]["xaxis"]
-    xa["type"], xa["range"] = "log", _log_range([float(v) for v in bars.y])
+    xa = chart.figure["layout"]["xaxis"]  # a log axis whose range comes from the data, not 0-100
+    xa["type"], xa["range"] = "log", log_range([float(v) for v in bars.y])
     return chart
 
 
