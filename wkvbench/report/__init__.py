@@ -30,6 +30,7 @@ from pathlib import Path
 
 from ..results.committed import DriftSet, ReportInputError, Sources, VerifyRun, load
 from .asv import History, history
+from .chartpages import error_sections, history_sections, perf_sections, release_sections
 from .charts import Chart, Charts, Trace, plotly_js
 from .current import VerifyGroup, bench_files, current_bench_rows, verify_groups
 from .landing import RULE, VERIFY_RULE, best_tables, failures
@@ -49,10 +50,13 @@ from .releases import MOVED, release_tables, release_timings
 from .runs import check_views, run_views
 from .templating import render
 
-__all__ = ["DETAILS", "PLOTLY", "ReportInputError", "Summary", "build", "reproduce"]
+__all__ = ["CHARTS", "DETAILS", "HISTORY", "PLOTLY", "RELEASES", "ReportInputError", "Summary", "build", "reproduce"]
 
 DETAILS = "details.html"  # beside the landing page
 PLOTLY = "plotly.min.js"
+CHARTS = "charts.html"  # time against tokens, % of the roofline, error in rounding-floor multiples
+HISTORY = "history.html"  # the asv history drawn by the report (offline; asv's own site needs CDNs)
+RELEASES = "releases.html"  # verdict and time per kernel release
 
 
 @dataclass
@@ -306,6 +310,8 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
         chart_data=charts.payload(),
         plotly_src=PLOTLY,
         landing=output.name,
+        history_page=HISTORY,
+        charts_page=CHARTS,
     )
     tables = best_tables(cur)
     fails = failures(groups)
@@ -323,13 +329,48 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
                  "dtype": sorted({b.dtype for t in tables for b in t.rows}, key=dtype_key),
                  "shape_set": sorted({b.shape_set for t in tables for b in t.rows})},
         details=DETAILS,
-        charts_page=None,
+        charts_page=CHARTS,
+        history_page=HISTORY,
+        releases_page=RELEASES,
         site_link=_relative_link(site, output) if site.exists() else None,
     )
+    pc = Charts()
+    chart_page = render(
+        "chartpage.j2", title="time, roofline and error charts", results=_shown(results),
+        intro="Per operator, machine and dtype: median device time against tokens and % of the roofline for "
+              "every implementation (current bench rows), then per verify run the worst error of every "
+              "implementation in rounding-floor multiples. Roofline: the machine's time bound from its "
+              "measured copy bandwidth and matmul throughput; rounding floor: the error of rounding alone.",
+        sections=[*perf_sections(pc, cur), *error_sections(pc, groups)],
+        empty="No bench or verify results.", chart_data=pc.payload(), plotly_src=PLOTLY,
+        landing=output.name, details=DETAILS, others=[("asv history", HISTORY)])
+    hc = Charts()
+    history_page = render(
+        "chartpage.j2", title="benchmark history (asv)", results=_shown(asv_results),
+        intro="The asv results drawn by the report itself (nothing loaded from a CDN): one chart per shape "
+              "set, operator, dtype and GPU, one line per implementation (a kernel release's environment is a "
+              "line of its own), x: the commit date.",
+        sections=history_sections(hc, hist), empty=f"No asv results under {_shown(asv_results)}.",
+        chart_data=hc.payload(), plotly_src=PLOTLY, landing=output.name, details=DETAILS,
+        others=[("charts", CHARTS)] + ([("asv's own site (loads jQuery, flot and bootstrap from CDNs)",
+                                          _relative_link(site, output))] if site.exists() else []))
+    rc = Charts()
+    releases_page = render(
+        "chartpage.j2", title="kernel releases: verdict and time per release", results=_shown(results),
+        intro="Per kernel package and machine: each variant's verdict and worst error (x its rounding floor) in "
+              "each release, the verdict changes between releases, and where releases were timed on a GPU, the "
+              "median device time per release.",
+        sections=release_sections(rc, release_tables(rc, src.releases), release_timings(rc, src.release_bench)),
+        empty="No release-history results (nox -s history writes them under reports/history/).",
+        chart_data=rc.payload(), plotly_src=PLOTLY, landing=output.name, details=DETAILS,
+        others=[("charts", CHARTS), ("history", HISTORY)])
     output.parent.mkdir(parents=True, exist_ok=True)
     details = output.parent / DETAILS
     _write(output.parent / PLOTLY, plotly_js())
     _write(details, page)
+    _write(output.parent / CHARTS, chart_page)
+    _write(output.parent / HISTORY, history_page)
+    _write(output.parent / RELEASES, releases_page)
     _write(output, landing)
     return Summary(
         output,

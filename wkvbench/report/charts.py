@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from dataclasses import dataclass, field
 
 MACHINE_NOT_RECORDED = "machine not recorded"  # as matrix.hardware names it
@@ -126,6 +127,16 @@ class Charts:
         text = to_json_plotly(doc)
         json.loads(text)  # well-formed (a bad figure fails the build, not the reader's browser)
         return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def log_range(values: list[float]) -> list[float] | None:
+    """A log axis range from the data (a little margin each side), not a fixed 0-100."""
+    v = [x for x in values if isinstance(x, (int, float)) and x > 0 and math.isfinite(x)]
+    if not v:
+        return None
+    lo, hi = math.log10(min(v)), math.log10(max(v))
+    pad = max(0.08, (hi - lo) * 0.08)
+    return [lo - pad, hi + pad]
 
 
 def plotly_js() -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ..judge.check import verdict_label
 from ..results.model import SYNC_MODES
-from .charts import Chart, Charts, Trace
+from .charts import Chart, Charts, Trace, log_range
 from .current import BenchFile
 from .matrix import dtype_key, fmt, op_key
 from .runs import Table
@@ -185,8 +185,11 @@ def roofline_chart(charts: Charts, machine: str, shape_set: str, rows: list[dict
         bars.add(f"{variant} {dtype}", med,
                  f"median {med:.3g}% over {len(v)} shapes (min {min(v):.3g}%, max {max(v):.3g}%)",
                  charts.key(machine, op, dtype))
-    return charts.bars(f"{shape_set}: % of the roofline (median over shapes; 100 = at the roofline)",
-                       bars, "% of roofline", ref=100.0)
+    chart = charts.bars(f"{shape_set}: % of the roofline (median over shapes; 100 = at the roofline; log axis)",
+                        bars, "% of roofline (log)", ref=100.0)
+    xa = chart.figure["layout"]["xaxis"]  # a log axis whose range comes from the data, not 0-100
+    xa["type"], xa["range"] = "log", log_range([float(v) for v in bars.y])
+    return chart
 
 
 def bench_view(charts: Charts | None, f: BenchFile, current: set[int] | None = None) -> BenchView:

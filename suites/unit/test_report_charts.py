@@ -1,0 +1,221 @@
+"""The chart pages (``charts.html``, ``history.html``; ``wkvbench/report/chartpages.py``, issue 46 items 2
+and 4): time and % of the roofline against tokens per implementation, the worst error in rounding-floor
+multiples per implementation, and the asv history drawn by the report itself, every chart full width with
+its legend below the plot, nothing loaded from the network."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from suites.unit.report_pages import REPO, _chart_data, _parse, landing_page
+from wkvbench.report import CHARTS, HISTORY, PLOTLY, RELEASES
+from wkvbench.report.asv import history
+from wkvbench.report.chartpages import MAX_TRACES, tokens
+from wkvbench.report.current import verify_groups
+from wkvbench.results.committed import load
+
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def _page(details: Path, name: str):
+    text = (details.parent / name).read_text()
+    return text, _parse(text), _chart_data(text)
+
+
+def _by_title(data: dict) -> dict[str, dict]:
+    return {c["layout"]["title"]["text"]: c for c in data["charts"]}
+
+
+def test_tokens_of_a_shape():
+    assert tokens("B8-T4096-H32-N64") == 32768
+    assert tokens("B256-T1-H32-N64-h0") == 256
+    assert tokens("T100-H2") == 100
+    assert tokens("B2-H4-N64") is None
+
+
+def test_every_chart_is_full_width_with_a_legend_below_it(committed_page):
+    details, _, _ = committed_page
+    for name, least in ((CHARTS, 100), (HISTORY, 100), (RELEASES, 5)):
+        text, tree, data = _page(details, name)
+        assert not tree.errors, tree.errors[:3]
+        assert tree.charts == [c["id"] for c in data["charts"]] and len(tree.charts) >= least, name
+        assert [s.get("src") for s in tree.scripts if s.get("src")] == [PLOTLY]  # the site's one copy
+        assert not re.search(r"https?://", text.replace("http://www.w3.org", "")), name  # no CDN, no address
+        assert ".chart{" in text and "width:100%" in text
+        for c in data["charts"]:
+            lay = c["layout"]
+            assert "width" not in lay and lay["autosize"] is True, c["id"]
+            assert lay["legend"]["orientation"] == "h" and lay["showlegend"] is True
+            assert 1 <= len(c["data"]) <= MAX_TRACES, (c["id"], len(c["data"]))
+
+
+def test_time_and_roofline_against_tokens_per_implementation(committed_page):
+    """The H100's WKV-7 bf16 charts: one line per implementation, log axes, and the prefill point of FLA's
+    chunk kernel is the landing page's answer (3.766 ms, 9.47 % of the roofline)."""
+    details, _, _ = committed_page
+    _, _, data = _page(details, CHARTS)
+    charts = _by_title(data)
+    t = charts[f"wkv7 · {H100} · bf16: median device time against tokens"]
+    assert t["layout"]["xaxis"]["type"] == "log" and t["layout"]["yaxis"]["type"] == "log"
+    names = [d["name"] for d in t["data"]]
+    assert len(names) == len(set(names)) >= 5 and "wkv7.fla.chunk" in names
+    chunk = next(d for d in t["data"] if d["name"] == "wkv7.fla.chunk")
+    at = [
+        (y, s)
+        for x, y, s in zip(chunk["x"], chunk["y"], chunk["text"], strict=True)
+        if x == 32768 and s.startswith("prefill ")
+    ]
+    assert len(at) == 1 and at[0][0] == pytest.approx(3.766, rel=1e-3) and "3.766 ms" in at[0][1]
+    assert all(s.endswith("verified") or "unverified" in s or s == "" for s in chunk["text"])
+    r = charts[f"wkv7 · {H100} · bf16: % of the roofline (100 % = at the bound; log axis)"]
+    ya = r["layout"]["yaxis"]
+    assert ya["type"] == "log"
+    ys = [y for d in r["data"] for y in d["y"] if y is not None]
+    lo, hi = ya["range"]
+    assert 10**lo <= min(ys) and max(ys) <= 10**hi and 10**hi < 5 * max(ys)  # from the data, not 0-100
+    chunk = next(d for d in r["data"] if d["name"] == "wkv7.fla.chunk")
+    (s,) = [
+        s for x, s in zip(chunk["x"], chunk["text"], strict=True) if x == 32768 and s.startswith("prefill ")
+    ]
+    assert "9.47 % of the roofline" in s
+    for c in data["charts"]:  # one word, one meaning: no chart speaks of the roofline and a floor at once
+        words = " ".join(
+            [
+                c["layout"]["title"]["text"],
+                json.dumps(c["layout"].get("xaxis", {})),
+                json.dumps(c["layout"].get("yaxis", {})),
+            ]
+        )
+        assert not ("roofline" in words and "floor" in words), c["layout"]["title"]["text"]
+
+
+def test_worst_error_in_rounding_floor_multiples(committed_page):
+    """Each bar is the largest floor multiple of any tensor over the run's rows of that implementation and
+    dtype, recomputed here from the rows."""
+    details, _, _ = committed_page
+    _, _, data = _page(details, CHARTS)
+    src = load(REPO / "reports")
+    g = next(
+        g
+        for g in verify_groups(src.verify)
+        if g.current
+        and not g.mutants
+        and g.machine == H100
+        and any(str(r.get("variant", "")).startswith("wkv7.fla.chunk") for r in g.rows)
+    )
+    c = _by_title(data)[f"wkv7 · {g.title}: worst error per implementation, x its rounding floor"]
+    assert c["layout"]["xaxis"]["type"] == "log" and "rounding floor" in c["layout"]["xaxis"]["title"]["text"]
+    bars = {
+        (d["name"], v): (x, s) for d in c["data"] for v, x, s in zip(d["y"], d["x"], d["text"], strict=True)
+    }
+    want = {}
+    for r in g.rows:
+        for e in (r.get("errors") or {}).values():
+            if r.get("op") == "wkv7" and isinstance(e, dict) and isinstance(e.get("floor_x"), (int, float)):
+                k = (r["dtype"], r["variant"])
+                want[k] = max(want.get(k, 0.0), float(e["floor_x"]))
+    assert want and set(want) == set(bars)
+    for k, x in want.items():
+        assert bars[k][0] == pytest.approx(x), k
+        assert "x its rounding floor" in bars[k][1]
+
+
+def test_the_history_is_drawn_by_the_report(committed_page):
+    """history.html: every asv point of the committed results, one chart per shape set, operator, dtype and
+    GPU, one line per implementation (a kernel release's environment a line of its own), times in ms."""
+    details, _, _ = committed_page
+    _, _, data = _page(details, HISTORY)
+    hist = history(REPO / "reports" / "asv" / "results")
+    assert sum(len(p) for h in hist for p in h.machines.values()) == sum(
+        len(d["x"]) for c in data["charts"] for d in c["data"]
+    )
+    for c in data["charts"]:
+        assert (
+            c["layout"]["xaxis"]["type"] == "date"
+            and c["layout"]["yaxis"]["title"]["text"] == "median time (ms)"
+        )
+        names = [d["name"] for d in c["data"]]
+        assert len(names) == len(set(names))
+        assert all(s.endswith(" ms") for d in c["data"] for s in d["text"])
+    titles = [c["layout"]["title"]["text"] for c in data["charts"]]
+    assert len(titles) == len(set(titles))
+    assert any(t.startswith(f"wkv7 · bf16 · {H100}: shape_set=prefill") for t in titles)
+
+
+def test_the_landing_page_links_the_chart_pages(committed_page):
+    details, _, _ = committed_page
+    _, text, _ = landing_page(details)
+    for href in (CHARTS, HISTORY, RELEASES):
+        assert f'href="{href}"' in text
+        assert (details.parent / href).is_file()
+
+
+def test_the_releases_page_has_verdict_and_time_per_release(committed_page):
+    """releases.html: per package and machine a table whose columns are the releases (verdict and worst
+    rounding-floor multiple per variant), and for the releases timed on the H100 a table of medians."""
+    from wkvbench.report.releases import release_tables, release_timings
+
+    details, _, _ = committed_page
+    _, tree, data = _page(details, RELEASES)
+    src = load(REPO / "reports")
+    tables, timings = release_tables(None, src.releases), release_timings(None, src.release_bench)
+    assert tables and timings
+    assert tree.h3 == [f"{t.package} · {t.machine}" for t in [*tables, *timings]]
+    cells = [c for _, c in tree.rows]
+    for t in [*tables, *timings]:
+        for row in t.rows:
+            assert [str(c).strip() for c in row] in cells
+    assert any("PASS" in c and "x" in c for row in cells for c in row[1:])  # verdict and floor multiple
+    assert any(c.endswith("(graph)") or "us (" in c for row in cells for c in row[1:])  # a median per release
+    titles = [c["layout"]["title"]["text"] for c in data["charts"]]
+    assert all(any(t.package in x for x in titles) for t in timings)  # a time-per-release chart per package
+
+
+def _browser_missing() -> str | None:
+    from wkvbench.report.browser import unavailable
+
+    return unavailable()
+
+
+@pytest.mark.parametrize("name", [CHARTS, HISTORY, RELEASES])
+def test_the_chart_pages_in_chromium(committed_page, name):
+    """In chromium with every network request refused: scrolled to its end, every chart of the page is drawn
+    by the site's plotly.min.js, as wide as the page's column, its legend no wider than its plot."""
+    why = _browser_missing()
+    if why:
+        pytest.skip(why)
+    from wkvbench.report.browser import open_page
+
+    details, _, _ = committed_page
+    out = REPO / "reports" / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    requests: list[str] = []
+    with open_page(details.parent / name, 1600, 1000) as tab:
+        tab.route(
+            "**/*",
+            lambda route: (
+                (requests.append(route.request.url), route.abort())
+                if not route.request.url.startswith("file:")
+                else route.continue_()
+            ),
+        )
+        tab.reload(wait_until="load")
+        n = int(tab.get_attribute("body", "data-charts"))
+        tab.evaluate("""async () => { for (const el of document.querySelectorAll('div.chart')) {
+            el.scrollIntoView(); await new Promise(r => setTimeout(r, 20)); } }""")
+        tab.wait_for_function(f"document.body.dataset.drawn === '{n}'", timeout=60000)
+        sizes = tab.evaluate("""() => Array.from(document.querySelectorAll('div.chart')).map(el => [
+            el._fullLayout.width, el.clientWidth, document.body.clientWidth,
+            el.querySelector('g.legend') ? el.querySelector('g.legend').getBBox().width : -1,
+            el.querySelectorAll('g.trace, g.points path').length])""")
+        assert len(sizes) == n >= 5
+        for w, cw, body, legend, marks in sizes:
+            assert abs(w - cw) <= 2 and cw >= 0.9 * body, (w, cw, body)
+            assert 0 < legend <= w and marks > 0
+        tab.evaluate("document.querySelectorAll('div.chart')[0].scrollIntoView()")
+        tab.screenshot(path=str(out / f"report-{name.removesuffix('.html')}.png"))
+    assert requests == []

@@ -1,0 +1,365 @@
+"""The report's chart pages (issue 46, items 2 and 4), each loading the site's one ``plotly.min.js``:
+
+* ``charts.html``: per machine, operator and dtype, the **time against tokens** of every implementation (the
+  current bench rows, one point per shape set, x = B x T tokens, log axes), the **% of the roofline** of
+  the same points (log axis, so that 2 % and 9 % are far apart), and per verify run and operator, the
+  **worst error in rounding-floor multiples** of every implementation (log axis, one bar per dtype).
+* ``history.html``: the asv history drawn by the report itself (no asv site, no jQuery, flot or bootstrap
+  from a CDN): one chart per shape set, operator, dtype and GPU, one line per implementation (and kernel
+  release environment), x = the commit date.
+
+Every chart is full width, its legend sits below the plot (never wider than it), and every hover value
+carries its unit. A chart holds at most ``MAX_TRACES`` lines; more are split over several charts.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime as _dt
+import html
+import math
+import re
+from dataclasses import dataclass, field
+
+from .asv import History
+from .charts import Chart, Charts, Trace, log_range
+from .current import CurrentRow, VerifyGroup
+from .matrix import dtype_key, fmt, op_key, row_dtype, row_op
+from .perf import seq_len
+
+MAX_TRACES = 16  # lines per chart: a legend of more cannot be read; more are split over charts
+
+_B = re.compile(r"(^|-)B(\d+)(?=-|$)")
+
+
+def tokens(shape: str) -> int | None:
+    """B x T of a shape name (``B8-T4096-H32-N64`` -> 32768); None without a T."""
+    t = seq_len(shape)
+    if t is None:
+        return None
+    m = _B.search(shape)
+    return t * (int(m.group(2)) if m else 1)
+
+
+@dataclass
+class Block:
+    """A table (``head``, ``rows``) with notes and charts under its own heading (the releases page)."""
+
+    title: str
+    head: list[str]
+    rows: list[list[str]]
+    notes: list[str] = field(default_factory=list)
+    charts: list[Chart] = field(default_factory=list)
+
+
+@dataclass
+class Section:
+    id: str
+    title: str
+    note: str = ""
+    charts: list[Chart] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
+
+
+def _wide(chart: Chart, n_traces: int) -> Chart:
+    """Full width; the legend horizontal below the plot, so it never takes the plot's width."""
+    lay = chart.figure["layout"]
+    rows = math.ceil(n_traces / 3)
+    lay["height"] = 440 + 22 * rows
+    lay["legend"] = {
+        "orientation": "h",
+        "x": 0,
+        "xanchor": "left",
+        "y": -0.18,
+        "yanchor": "top",
+        "font": {"size": 11},
+    }
+    lay["margin"] = {"l": 70, "r": 20, "t": 40, "b": 80 + 22 * rows}
+    lay["autosize"] = True
+    lay["showlegend"] = True  # plotly hides the legend of a single line; the reader still needs its name
+    return chart
+
+
+def _chunks(traces: list[Trace]) -> list[list[Trace]]:
+    return [traces[i : i + MAX_TRACES] for i in range(0, len(traces), MAX_TRACES)] or [[]]
+
+
+def perf_sections(charts: Charts, cur: list[CurrentRow]) -> list[Section]:
+    """Time against tokens and % of the roofline, per machine, operator and dtype (current rows, timed)."""
+    by: dict[tuple, list[CurrentRow]] = collections.defaultdict(list)
+    for c in cur:
+        r = c.row
+        if (
+            r.get("status") in ("OK", "UNVERIFIED")
+            and isinstance(r.get("median_ms"), (int, float))
+            and tokens(str(r.get("shape", "")))
+        ):
+            by[(row_op(r), c.file.machine, str(r.get("dtype")))].append(c)
+    out: dict[str, Section] = {}
+    for op, machine, dtype in sorted(by, key=lambda k: (op_key(k[0]), k[1], dtype_key(k[2]))):
+        rows = by[(op, machine, dtype)]
+        sec = out.setdefault(
+            op,
+            Section(
+                f"perf-{op}",
+                f"{op}: time and % of the roofline",
+                "Current bench rows (the landing page's rule), one point per shape set; "
+                "x: tokens per call (B x T, log). Each implementation has two lines: its "
+                "decode steps (T = 1, B tokens) and its sequences (T > 1); the shape sets "
+                "differ in head count too (hover: shape set, shape, time, verdict).",
+            ),
+        )
+        times: dict[str, Trace] = {}
+        pcts: dict[str, Trace] = {}
+        allp: list[float] = []
+        key = charts.key(machine, op, dtype)
+        last: dict[str, bool] = {}
+        for c in sorted(
+            rows,
+            key=lambda c: (
+                seq_len(str(c.row["shape"])) != 1,
+                tokens(str(c.row["shape"])),
+                str(c.row.get("shape_set")),
+            ),
+        ):
+            r = c.row
+            v, n = str(r.get("variant")), tokens(str(r["shape"]))
+            step = (
+                seq_len(str(r["shape"])) == 1
+            )  # decode steps (T = 1, x = the batch) and sequences: two lines
+            if last.get(v, step) != step:  # a gap (null) between them, so no line joins a step to a sequence
+                for tr in (times, pcts):
+                    if v in tr:
+                        tr[v].add(None, None, "", key)
+            last[v] = step
+            ver = "unverified at its gate case" if r.get("status") == "UNVERIFIED" else "verified"
+            head = f"{r.get('shape_set')} {r['shape']} ({n} tokens)"
+            times.setdefault(v, Trace(v)).add(
+                n, float(r["median_ms"]), f"{head}: median {float(r['median_ms']):.4g} ms, {ver}", key
+            )
+            p = r.get("pct_of_floor")
+            if isinstance(p, (int, float)) and p > 0:
+                allp.append(float(p))
+                pcts.setdefault(v, Trace(v)).add(
+                    n,
+                    float(p),
+                    f"{head}: {float(p):.3g} % of the roofline, {float(r['median_ms']):.4g} ms",
+                    key,
+                )
+        tt = [times[k] for k in sorted(times)]
+        for i, part in enumerate(_chunks(tt)):
+            more = f" ({i + 1}/{len(_chunks(tt))})" if len(tt) > MAX_TRACES else ""
+            ch = charts.line(
+                f"{op} · {machine} · {dtype}: median device time against tokens{more}",
+                part,
+                "tokens per call (B x T)",
+                "median device time (ms)",
+                x_type="log",
+            )
+            sec.charts.append(_wide(ch, len(part)))
+        pt = [pcts[k] for k in sorted(pcts)]
+        rng = log_range(allp)
+        for i, part in enumerate(_chunks(pt) if pt else []):
+            more = f" ({i + 1}/{len(_chunks(pt))})" if len(pt) > MAX_TRACES else ""
+            ch = charts.line(
+                f"{op} · {machine} · {dtype}: % of the roofline (100 % = at the bound; log axis){more}",
+                part,
+                "tokens per call (B x T)",
+                "% of the roofline",
+                x_type="log",
+            )
+            if rng:
+                ch.figure["layout"]["yaxis"]["range"] = rng
+            sec.charts.append(_wide(ch, len(part)))
+    return list(out.values())
+
+
+_COLOURS = {"bf16": "#1e88e5", "fp16": "#43a047", "fp32": "#8e24aa", "fp64": "#6d4c41"}
+
+
+def _worst_x(r: dict) -> tuple[float, str] | None:
+    errs = r.get("errors") or {}
+    fx = [
+        (float(e["floor_x"]), t)
+        for t, e in errs.items()
+        if isinstance(e, dict) and isinstance(e.get("floor_x"), (int, float)) and math.isfinite(e["floor_x"])
+    ]
+    return max(fx) if fx else None
+
+
+def error_sections(charts: Charts, groups: list[VerifyGroup]) -> list[Section]:
+    """Per current verify run (not mutant panels) and operator: every implementation's worst error, as a
+    multiple of its rounding floor, one bar per dtype (log axis); hover: the tensor, the case, the verdict."""
+    out = []
+    for g in groups:
+        if not g.current or g.mutants:
+            continue
+        sec = Section(
+            f"errors-{len(out)}",
+            f"Worst error in rounding-floor multiples: {g.title}",
+            "Per implementation and dtype, the largest error of any output tensor over the run's cases, "
+            "as a multiple of its rounding floor (1x: as exact as the dtype allows; log axis). "
+            "Hover: tensor, case and the run's verdicts.",
+        )
+        by_op: dict[str, list[dict]] = collections.defaultdict(list)
+        for r in g.rows:
+            by_op[row_op(r)].append(r)
+        for op in sorted(by_op, key=op_key):
+            worst: dict[tuple[str, str], tuple[float, str, str, collections.Counter]] = {}  # worst first
+            for r in by_op[op]:
+                w = _worst_x(r)
+                k = (str(r.get("variant")), row_dtype(r))
+                prev = worst.get(k) or (float("nan"), "-", "-", collections.Counter())
+                prev[3][str(r.get("status"))] += 1
+                if w and not prev[0] >= w[0]:  # NaN (nothing yet) is beaten by any number
+                    worst[k] = (w[0], w[1], str(r.get("case")), prev[3])
+                else:
+                    worst[k] = prev
+            variants = sorted({k[0] for k, v in worst.items() if v[0] == v[0]})
+            if not variants:
+                continue
+            import plotly.graph_objects as go
+
+            fig = go.Figure()
+            traces = []
+            vals = []
+            for dt in sorted({k[1] for k in worst}, key=dtype_key):
+                t = Trace(dt)
+                for v in variants:
+                    e = worst.get((v, dt))
+                    if not e or e[0] != e[0]:
+                        continue
+                    vals.append(e[0])
+                    verdicts = ", ".join(f"{s} {n}" for s, n in sorted(e[3].items()))
+                    t.add(
+                        v,
+                        e[0],
+                        f"{v} {dt}: {fmt(e[0])}x its rounding floor ({e[1]}, {e[2]}); {verdicts}",
+                        charts.key(g.machine, op, dt),
+                    )
+                if t.x:
+                    traces.append(t)
+                    fig.add_trace(
+                        go.Bar(
+                            y=[html.escape(x) for x in t.x],
+                            x=t.y,
+                            orientation="h",
+                            name=html.escape(dt),
+                            text=[html.escape(x) for x in t.text],
+                            textposition="none",
+                            hovertemplate="%{text}<extra></extra>",
+                            marker={"color": _COLOURS.get(dt, "#5c85d6")},
+                        )
+                    )
+            fig.update_xaxes(
+                title_text="worst error, x its rounding floor (log)", type="log", range=log_range(vals)
+            )
+            fig.update_yaxes(
+                automargin=True,
+                categoryorder="array",
+                categoryarray=[html.escape(v) for v in reversed(variants)],
+            )
+            fig.update_layout(barmode="group")
+            ch = charts._add(
+                f"{op} · {g.title}: worst error per implementation, x its rounding floor", fig, traces
+            )
+            _wide(ch, len(traces))
+            ch.figure["layout"]["height"] = max(300, 120 + 14 * len(variants) * max(1, len(traces)))
+            ch.figure["layout"]["margin"]["b"] = 100
+            ch.figure["layout"]["legend"]["y"] = -0.05 if len(variants) > 10 else -0.18
+            sec.charts.append(ch)
+        if sec.charts:
+            out.append(sec)
+    return out
+
+
+def history_sections(charts: Charts, hist: list[History]) -> list[Section]:
+    """The asv history: one chart per benchmark, parameter set other than variant and dtype (the shape
+    set), operator, dtype and GPU; one line per implementation and environment (a kernel release's
+    environment is a line of its own); x: the commit date, hover: date, commit and time in ms."""
+    by: dict[tuple, list[Trace]] = collections.defaultdict(list)
+    for h in hist:
+        rest = ", ".join(f"{k}={v}" for k, v in h.params.items() if k not in ("variant", "dtype"))
+        variant, dtype = h.params.get("variant"), h.params.get("dtype") or "-"
+        op = variant.split(".")[0] if variant else "-"
+        scale, unit = (1e3, "ms") if h.unit == "seconds" else (1.0, h.unit or "")
+        for label, pts in sorted(h.machines.items()):
+            gpu = h.gpus.get(label, label)
+            env = label.split(" · ", 1)[1] if " · " in label else ""
+            t = Trace(" ".join(x for x in (variant or h.function, env and f"({env})") if x))
+            key = charts.key(gpu, op, dtype if dtype != "-" else None)
+            for p in pts:
+                when = _dt.datetime.fromtimestamp(p.date_ms / 1000, _dt.timezone.utc)
+                t.add(
+                    when.strftime("%Y-%m-%d %H:%M"),
+                    p.value * scale,
+                    f"{when:%Y-%m-%d} {p.commit[:10]}: {p.value * scale:.4g} {unit}",
+                    key,
+                )
+            by[(h.function or h.benchmark, rest, op, dtype, gpu, unit)].append(t)
+    secs: dict[str, Section] = {}
+    for (fn, rest, op, dtype, gpu, unit), traces in sorted(
+        by.items(), key=lambda kv: (kv[0][0], kv[0][1], op_key(kv[0][2]), dtype_key(kv[0][3]), kv[0][4])
+    ):
+        sec = secs.setdefault(f"{fn}({rest})", Section(f"hist-{len(secs)}", f"{fn}({rest})" if rest else fn))
+        traces.sort(key=lambda t: t.name)
+        for i, part in enumerate(_chunks(traces)):
+            more = f" ({i + 1}/{len(_chunks(traces))})" if len(traces) > MAX_TRACES else ""
+            ch = charts.line(
+                f"{op} · {dtype} · {gpu}: {rest or fn}{more}",
+                part,
+                "commit date (UTC)",
+                f"median time ({unit})" if unit else "value",
+                x_type="date",
+            )
+            sec.charts.append(_wide(ch, len(part)))
+    return list(secs.values())
+
+
+def release_sections(charts: Charts, tables: list, timings: list) -> list[Section]:
+    """The kernel releases (``releases.release_tables`` and ``release_timings``, built with ``charts``):
+    per package and machine, the verdict and worst rounding-floor multiple of each variant per release, the
+    verdict changes, and where releases were timed, the median per release and the rows that moved."""
+    out = []
+    if tables:
+        sec = Section(
+            "verdicts",
+            "Verdict per release",
+            "Each kernel package verified release by release, each release in its own virtualenv "
+            "(nox -s history, docs/history.md). A cell: the statuses of that variant's rows in that "
+            "release, and its worst error as a multiple of the rounding floor.",
+        )
+        for t in tables:
+            if t.chart:
+                _wide(t.chart, len(t.chart.figure["data"]))
+            sec.blocks.append(
+                Block(
+                    f"{t.package} · {t.machine}",
+                    t.head,
+                    t.rows,
+                    [f"verdict change: {c}" for c in t.changes],
+                    [t.chart] if t.chart else [],
+                )
+            )
+        out.append(sec)
+    if timings:
+        sec = Section(
+            "timings",
+            "Time per release",
+            "Each release's rows timed on one GPU box, one release after another (median device time, "
+            "ms, and the configuration each autotuned kernel ran).",
+        )
+        for t in timings:
+            if t.chart:
+                _wide(t.chart, len(t.chart.figure["data"]))
+            sec.blocks.append(
+                Block(
+                    f"{t.package} · {t.machine}",
+                    t.head,
+                    t.rows,
+                    [f"moved: {m}" for m in t.moved],
+                    [t.chart] if t.chart else [],
+                )
+            )
+        out.append(sec)
+    return out
