@@ -165,3 +165,33 @@ def test_the_landing_page_in_chromium(committed_page):
         assert len(reasons) == 20 and all(r and r != "-" for r in reasons)
         tab.screenshot(path=str(out / "report-landing-failures.png"))
     assert requests == []
+
+
+def test_a_newer_verify_run_supersedes_only_what_it_judged_again():
+    """A newer run of the same machine and case set hides an older one only where it judged the same variants
+    (not where their rows were all SKIP there: FlashInfer without cutlass on the H100, 2026-11-27) in the same
+    dtypes (a bf16-only run covers less); variants no newer run has at all (renamed) do not keep it current."""
+    from wkvbench.report.current import verify_groups
+    from wkvbench.results.committed import VerifyRun
+
+    gpu = {"name": "NVIDIA H100 80GB HBM3"}
+
+    def run(path, when, rows, variants=None):
+        sel = {"case_set": "gpu", "seed": 0, "variants": variants or sorted({r[0] for r in rows})}
+        doc = {"provenance": {"timestamp": when, "gpu": gpu, "machine": {"hostname": "box"}}, "selection": sel}
+        return VerifyRun(path, doc, [{"variant": v, "dtype": d, "status": s, "kind": "forward",
+                                      "case": f"gdn/model/B1-T1-H1-N64/{d}/s0"} for v, d, s in rows])
+
+    old = run("old.json", "2026-11-27T12:00:00", [("a", dt, "PASS") for dt in ("bf16", "fp16")]
+              + [("b", "bf16", "PASS"), ("gone", "bf16", "PASS")])
+    skipped = run("skip.json", "2026-11-27T13:00:00", [("a", dt, "PASS") for dt in ("bf16", "fp16")]
+                  + [("b", "bf16", "SKIP")], variants=["a", "b"])
+    bf16 = run("bf16.json", "2026-11-27T14:00:00", [("a", "bf16", "PASS"), ("b", "bf16", "PASS")], variants=["a", "b"])
+    by = {g.runs[0].path: g for g in verify_groups([old, skipped, bf16])}
+    assert by["old.json"].current and by["skip.json"].current and by["bf16.json"].current
+    full = run("full.json", "2026-11-27T15:00:00", [(v, dt, "PASS") for v in "ab" for dt in ("bf16", "fp16")],
+               variants=["a", "b", "c"])
+    by = {g.runs[0].path: g for g in verify_groups([old, skipped, bf16, full])}
+    # "gone" is in no newer run (renamed or retired): the newer full run supersedes the old one all the same
+    assert not by["old.json"].current and by["old.json"].superseded_by == "full.json"
+    assert not by["skip.json"].current and by["bf16.json"].current is False

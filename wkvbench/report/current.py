@@ -3,7 +3,8 @@ it covers is marked superseded (shown under "earlier runs", never as current).
 
 * **Verify runs** are grouped as before (same machine and selection, all but the seed: the six CPU seeds
   form one group). A group is superseded by a newer group of the same machine, case set and kind
-  (mutant panel or not) whose passes (forward, backward) include all of its own. The case set is the
+  (mutant panel or not) whose passes (forward, backward) and dtypes include all of its own, and whose
+  variants do too, but for variants no newer run has at all (renamed or retired since). The case set is the
   selection's ``case_set``, else the ``--set`` of the recorded command line (merged files record no
   selection), else ``default``. Partial streams (runs cut short, no provenance) are never current.
 * **Bench rows** are chosen one by one, never file by file: for each machine (the GPU of the identity),
@@ -53,6 +54,7 @@ class VerifyGroup:
     partial: bool
     superseded_by: str | None = None  # the file(s) of the newer group that covers this one
     variants: frozenset[str] = frozenset()  # the variants its rows judge
+    dtypes: frozenset[str] = frozenset()  # the dtypes its rows judge
 
     @property
     def current(self) -> bool:
@@ -91,18 +93,23 @@ def verify_groups(runs: list[VerifyRun]) -> list[VerifyGroup]:
         groups.append(VerifyGroup(title, rs, hardware(rs[0]), case_set(rs[0].doc), passes(rows),
                                   max(dates) if dates else None, "mutants" in rs[0].doc,
                                   any(r.partial for r in rs),
-                                  variants=frozenset(str(r.get("variant")) for r in rows)))
+                                  # the variants it judged: one whose every row is SKIP there covers nothing
+                                  variants=frozenset(str(r.get("variant")) for r in rows if r.get("status") != "SKIP"),
+                                  dtypes=frozenset(str(r.get("dtype")) for r in rows)))
     ordered = sorted(groups, key=lambda g: _newest_first(g.date))
     for i, g in enumerate(ordered):
         if g.partial:
             continue
+        newer_variants = frozenset().union(*(n.variants for n in ordered[:i] if n.date is not None
+                                             and (g.date is None or n.date > g.date)))
         for newer in ordered[:i]:
             if (not newer.partial and newer.date is not None and (g.date is None or newer.date > g.date)
                     and (newer.machine, newer.case_set, newer.mutants) == (g.machine, g.case_set, g.mutants)
-                    and g.passes <= newer.passes
-                    # a newer run of fewer variants (one operator's, say) covers less: both stay current,
-                    # as bench files do
-                    and (g.variants <= newer.variants or len(newer.variants) >= len(g.variants))):
+                    and g.passes <= newer.passes and g.dtypes <= newer.dtypes  # a bf16-only run covers less
+                    # a newer run that lacks some of its variants covers less (one operator's, or another
+                    # package's: the serving runs beside the machine's results set), both stay current; unless
+                    # no newer run has those variants at all (renamed or retired since)
+                    and not ((g.variants - newer.variants) & newer_variants)):
                 g.superseded_by = _files(newer.runs)
                 break
     return sorted(ordered, key=lambda g: (not g.current, g.mutants and g.current, *_newest_first(g.date)))
