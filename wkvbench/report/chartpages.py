@@ -329,18 +329,7 @@ def release_sections(charts: Charts, tables: list, timings: list) -> list[Sectio
             "(nox -s history, docs/history.md). A cell: the statuses of that variant's rows in that "
             "release, and its worst error as a multiple of the rounding floor.",
         )
-        for t in tables:
-            if t.chart:
-                _wide(t.chart, len(t.chart.figure["data"]))
-            sec.blocks.append(
-                Block(
-                    f"{t.package} · {t.machine}",
-                    t.head,
-                    t.rows,
-                    [f"verdict change: {c}" for c in t.changes],
-                    [t.chart] if t.chart else [],
-                )
-            )
+        sec.blocks += _release_blocks(tables, lambda t: [f"verdict change: {c}" for c in t.changes])
         out.append(sec)
     if timings:
         sec = Section(
@@ -349,17 +338,16 @@ def release_sections(charts: Charts, tables: list, timings: list) -> list[Sectio
             "Each release's rows timed on one GPU box, one release after another (median device time, "
             "ms, and the configuration each autotuned kernel ran).",
         )
-        for t in timings:
-            if t.chart:
-                _wide(t.chart, len(t.chart.figure["data"]))
-            sec.blocks.append(
-                Block(
-                    f"{t.package} · {t.machine}",
-                    t.head,
-                    t.rows,
-                    [f"moved: {m}" for m in t.moved],
-                    [t.chart] if t.chart else [],
-                )
-            )
+        sec.blocks += _release_blocks(timings, lambda t: [f"moved: {m}" for m in t.moved])
         out.append(sec)
     return out
+
+
+def _release_blocks(items, notes) -> list:
+    """One block per package and machine of a release table (verdicts or timings), its chart full width."""
+    blocks = []
+    for t in items:
+        if t.chart:
+            _wide(t.chart, len(t.chart.figure["data"]))
+        blocks.append(Block(f"{t.package} · {t.machine}", t.head, t.rows, notes(t), [t.chart] if t.chart else []))
+    return blocks
