@@ -264,7 +264,8 @@ def wheelhouse(session: nox.Session) -> None:
     build backend of ggml-python (scikit-build-core), and ggml-python's source (built on the box, with
     CUDA). torch and triton are not included: the box's CUDA build is used (``WKVBENCH_TORCH=system``).
     ``--cpu`` adds torch 2.13.0 and the CPU kernel packages (triton) for a machine without a GPU, e.g.
-    CI's own check of this path (``--here``: for this interpreter and platform).
+    CI's own check of this path (``--here``: for this interpreter and platform), and leaves out the serving
+    engines' packages (pyproject's ``gpu-env``), which only ``nox -s gpu`` installs.
 
     On the box: ``python3 -m pip install --no-index --find-links wheelhouse nox`` and then
     ``WKVBENCH_WHEELHOUSE=$PWD/wheelhouse WKVBENCH_TORCH=system python3 -m nox -s gpu`` (docs/gpu.md).
@@ -289,14 +290,14 @@ def wheelhouse(session: nox.Session) -> None:
         reqs += [TORCH, *(r for r in GROUPS["cpu-kernels"] if not r.startswith("ggml-python")), *GROUPS["test"]]
     reqs = list(dict.fromkeys(reqs))
     session.run("python", "-m", "pip", "download", "-d", a.dest, *target, *reqs)
-    # the packages nox -s gpu adds (pyproject's gpu-env): each without its declared dependencies, then what
-    # its kernels need (with theirs); torch and triton are the box's
-    needs = list(dict.fromkeys(n for _, spec in _serving() for n in spec.get("gpu-needs", [])))
-    session.run("python", "-m", "pip", "download", "-d", a.dest, *target, "--no-deps",
-                *(spec["releases"][-1] for _, spec in _serving()),
-                *(n for _, spec in _serving() for n in spec.get("gpu-no-deps", [])))
-    if needs:
-        session.run("python", "-m", "pip", "download", "-d", a.dest, *target, *needs)
+    if not a.cpu:  # the packages nox -s gpu adds (pyproject's gpu-env; vLLM's wheel alone is 336 MB): each
+        # without its declared dependencies, then what its kernels need (with theirs); torch and triton: the box's
+        needs = list(dict.fromkeys(n for _, spec in _serving() for n in spec.get("gpu-needs", [])))
+        session.run("python", "-m", "pip", "download", "-d", a.dest, *target, "--no-deps",
+                    *(spec["releases"][-1] for _, spec in _serving()),
+                    *(n for _, spec in _serving() for n in spec.get("gpu-no-deps", [])))
+        if needs:
+            session.run("python", "-m", "pip", "download", "-d", a.dest, *target, *needs)
     # ggml-python as its source: built on the box (with CUDA there), by pip without build isolation
     # (--no-binary names ggml-python alone: ":all:" would also build its build requirements, cmake included,
     # from source to prepare its metadata)
