@@ -84,6 +84,21 @@ def _chunks(traces: list[Trace]) -> list[list[Trace]]:
     return [traces[i : i + MAX_TRACES] for i in range(0, len(traces), MAX_TRACES)] or [[]]
 
 
+def _line_charts(charts: Charts, traces: list[Trace], title: str, x_title: str, y_title: str, x_type: str,
+                 y_range: list | None = None) -> list:
+    """Full-width line charts of ``traces``, at most MAX_TRACES lines each ("(i/n)" in the title when split);
+    ``y_range`` fixes the y axis (the roofline's log range from the data)."""
+    parts = _chunks(traces)
+    out = []
+    for i, part in enumerate(parts):
+        more = f" ({i + 1}/{len(parts)})" if len(traces) > MAX_TRACES else ""
+        ch = charts.line(f"{title}{more}", part, x_title, y_title, x_type=x_type)
+        if y_range:
+            ch.figure["layout"]["yaxis"]["range"] = y_range
+        out.append(_wide(ch, len(part)))
+    return out
+
+
 def perf_sections(charts: Charts, cur: list[CurrentRow]) -> list[Section]:
     """Time against tokens and % of the roofline, per machine, operator and dtype (current rows, timed)."""
     by: dict[tuple, list[CurrentRow]] = collections.defaultdict(list)
@@ -147,30 +162,14 @@ def perf_sections(charts: Charts, cur: list[CurrentRow]) -> list[Section]:
                     key,
                 )
         tt = [times[k] for k in sorted(times)]
-        for i, part in enumerate(_chunks(tt)):
-            more = f" ({i + 1}/{len(_chunks(tt))})" if len(tt) > MAX_TRACES else ""
-            ch = charts.line(
-                f"{op} · {machine} · {dtype}: median device time against tokens{more}",
-                part,
-                "tokens per call (B x T)",
-                "median device time (ms)",
-                x_type="log",
-            )
-            sec.charts.append(_wide(ch, len(part)))
+        sec.charts += _line_charts(charts, tt, f"{op} · {machine} · {dtype}: median device time against tokens",
+                                   "tokens per call (B x T)", "median device time (ms)", "log")
         pt = [pcts[k] for k in sorted(pcts)]
         rng = log_range(allp)
-        for i, part in enumerate(_chunks(pt) if pt else []):
-            more = f" ({i + 1}/{len(_chunks(pt))})" if len(pt) > MAX_TRACES else ""
-            ch = charts.line(
-                f"{op} · {machine} · {dtype}: % of the roofline (100 % = at the bound; log axis){more}",
-                part,
-                "tokens per call (B x T)",
-                "% of the roofline",
-                x_type="log",
-            )
-            if rng:
-                ch.figure["layout"]["yaxis"]["range"] = rng
-            sec.charts.append(_wide(ch, len(part)))
+        if pt:
+            sec.charts += _line_charts(charts, pt, f"{op} · {machine} · {dtype}: % of the roofline (100 % = at the "
+                                       "bound; log axis)", "tokens per call (B x T)", "% of the roofline", "log",
+                                       y_range=rng)
     return list(out.values())
 
 
@@ -303,16 +302,8 @@ def history_sections(charts: Charts, hist: list[History]) -> list[Section]:
     ):
         sec = secs.setdefault(f"{fn}({rest})", Section(f"hist-{len(secs)}", f"{fn}({rest})" if rest else fn))
         traces.sort(key=lambda t: t.name)
-        for i, part in enumerate(_chunks(traces)):
-            more = f" ({i + 1}/{len(_chunks(traces))})" if len(traces) > MAX_TRACES else ""
-            ch = charts.line(
-                f"{op} · {dtype} · {gpu}: {rest or fn}{more}",
-                part,
-                "commit date (UTC)",
-                f"median time ({unit})" if unit else "value",
-                x_type="date",
-            )
-            sec.charts.append(_wide(ch, len(part)))
+        sec.charts += _line_charts(charts, traces, f"{op} · {dtype} · {gpu}: {rest or fn}", "commit date (UTC)",
+                                   f"median time ({unit})" if unit else "value", "date")
     return list(secs.values())
 
 
