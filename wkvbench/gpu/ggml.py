@@ -14,7 +14,7 @@ import time
 
 from ..run.procs import complete, ggml_ready, say, tail, untimed_env
 from .side import run_side, side_tasks
-from .verify_merge import merge_verify, verify_detail
+from .verify_merge import join_verify, verify_detail
 
 
 def start_build(run) -> subprocess.Popen | None:
@@ -106,11 +106,7 @@ def verify_end(run, started: tuple | None) -> tuple[bool, str]:
     if rc not in (0, 1, 3) or not complete(part):  # 1/3: rows failed or raised (in the file)
         return False, f"verify exited with {rc}: " + tail(run.procs.logs / "verify-ggml.log", 3)
     run._variant_times(part)
-    if run.verify.is_file():
-        merge_verify(run.verify, part)
-        part.unlink()
-    else:  # only ggml variants were selected: theirs is the run's verify file
-        part.replace(run.verify)
+    join_verify(run.verify, part)  # only ggml variants selected: theirs is the run's verify file
     beside = started is run.ggml_beside
     return True, verify_detail(run.verify) + (" (started beside verify; the seconds: what it added after it)"
                                                if beside else "")

@@ -358,7 +358,7 @@ class GpuRun:
     def _env_verify(self, pkg: str) -> tuple[bool, str]:
         """``pkg``'s variants (the selection's, in its own folder) verified like the others, and their
         properties; the rows joined into verify.json."""
-        from .verify_merge import merge_verify
+        from .verify_merge import join_verify
 
         glob = self._env_globs()[pkg]
         if "verify" not in self.opt.phases or not self._in_selection(glob):
@@ -377,11 +377,7 @@ class GpuRun:
                                                      "fp32", "--output", str(props)), env)
             self.procs.wait(p)
         self._variant_times(part)
-        if self.verify.is_file():
-            merge_verify(self.verify, part)
-            part.unlink()
-        else:
-            part.replace(self.verify)
+        join_verify(self.verify, part)
         doc = json.loads(self.verify.read_text())
         mine = collections.Counter(r["status"] for r in doc.get("results", []) if fnmatch(r["variant"], glob))
         return True, f"{pkg} ({dict(self.opt.own_envs)[pkg]}): " + ", ".join(f"{n} {s}" for s, n in sorted(mine.items()))

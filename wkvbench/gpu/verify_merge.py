@@ -37,6 +37,16 @@ def merge_verify(main: Path, part: Path) -> None:
                described={**doc.get("variants", {}), **(pdoc or {}).get("variants", {})})
 
 
+def join_verify(main: Path, part: Path) -> None:
+    """``part``'s rows into ``main`` (``merge_verify``), ``part`` removed; where ``main`` does not exist (only
+    ``part``'s variants were selected), ``part`` becomes it."""
+    if main.is_file():
+        merge_verify(main, part)
+        part.unlink()
+    else:
+        part.replace(main)
+
+
 def attach_properties(verify: Path, files: list[Path]) -> None:
     """The property results of the per-variant files under ``"properties"`` of the verify file."""
     doc = json.loads(verify.read_text())
