@@ -105,6 +105,10 @@ class KernelVariant(ABC):
     # or a half precision by design, with the reason and where it is documented (required then)
     state_precision: ClassVar[str] = "fp32"
     state_precision_reason: ClassVar[str] = ""
+    # the longest sequence (T) the benchmark times, with why; None: any. For an implementation whose
+    # cost per token is a host loop, where a row of the long set would cost minutes of the bench
+    # (``wkvbench bench`` gives longer rows SKIP with this reason; verification is not limited)
+    bench_max_T: ClassVar[tuple[int, str] | None] = None
 
     def available(self) -> Availability:
         return Availability.yes()

@@ -274,11 +274,13 @@ def test_a_row_says_where_its_wall_time_went(tmp_path, monkeypatch):
     assert row["median_ms"] == 1.0
 
 
-def test_warm_up_calls_the_benchmark_shape_once_and_no_gate(tmp_path, monkeypatch):
+def test_warm_up_calls_the_benchmark_shape_once_and_only_behind_a_passing_gate(tmp_path, monkeypatch):
     """``bench --warm-only`` fills the caches a timed row needs with one call at the benchmark shape,
-    and runs no gate (the timed run reads the gate from the verification or checks it itself); a
-    shape the variant does not support is not called. On CPU, with the variant's ``run`` recorded."""
-    from wkvbench.perf.bench import Bench
+    after checking the row's gate case as the timed run does: a row whose gate is not PASS (the bench
+    leaves it UNVERIFIED, untimed) is not called at size, nor is a shape the variant does not support.
+    On CPU, with the variant's ``run`` recorded."""
+    from wkvbench.judge.check import CheckResult
+    from wkvbench.perf.bench import Bench, gate_case
     from wkvkernels.base import get
     from wkvkernels.cases import Case
 
@@ -294,12 +296,42 @@ def test_warm_up_calls_the_benchmark_shape_once_and_no_gate(tmp_path, monkeypatc
     monkeypatch.setattr(type(v), "run", run)
     b = Bench(BenchSelection(devices=("cpu",), dtypes=("fp32",)), tmp_path / "b.json")
     case = Case("wkv7", "model", set_shape("quick", "wkv7"), "fp32", 0)
-    b._warm(v, case)
-    assert not b._gates
-    assert len(seen) == 1 and seen[0][:2] == (case.shape.B, case.shape.T)
+    assert b._warm(v, case) is True
+    gate = gate_case(case.op, case.shape, case.dtype)
+    assert b._gates[(v.name, gate.id)]["status"] == "PASS"  # the real check ran, on the gate case
+    assert seen[-1][:2] == (case.shape.B, case.shape.T)  # the last call: the benchmark shape
+    calls = len(seen)
+
+    b2 = Bench(BenchSelection(devices=("cpu",), dtypes=("fp32",)), tmp_path / "b2.json")
+    monkeypatch.setattr(b2.checker, "check", lambda var, c: CheckResult(var.name, c, "FAIL", "planted"))
+    assert b2._warm(v, case) is False and len(seen) == calls  # red gate: not called at size
+    b3 = Bench(BenchSelection(devices=("cpu",), dtypes=("fp32",)), tmp_path / "b3.json")
     monkeypatch.setattr(type(v), "supports", lambda self, c: False)
-    b._warm(v, case)
-    assert len(seen) == 1
+    assert b3._warm(v, case) is False and len(seen) == calls and not b3._gates
+
+
+def test_a_declared_bench_length_limit_is_a_skip_with_its_reason_and_leaves_verification_alone(tmp_path,
+                                                                                            monkeypatch):
+    """``bench_max_T``: an implementation whose cost per token is a host loop (rwkv7-hf's reference
+    recurrence) is timed up to that T; a longer row is a SKIP naming the limit and why, is never warmed,
+    and never reaches the judge at size. Verification does not read the limit."""
+    from wkvbench.perf.bench import Bench, benchable
+    from wkvkernels.base import get
+    from wkvkernels.cases import Case
+
+    v = get("wkv7.torch.recurrent")
+    monkeypatch.setattr(type(v), "bench_max_T", (256, "a host loop per token"))
+    b = Bench(BenchSelection(devices=("cpu",), dtypes=("fp32",)), tmp_path / "b.json")
+    long = Case("wkv7", "model", set_shape("long", "wkv7"), "fp32", 0)
+    quick = Case("wkv7", "model", set_shape("quick", "wkv7"), "fp32", 0)
+    assert benchable(v, quick) and not benchable(v, long)
+    row = b._row(v, "long", long)
+    assert row["status"] == "SKIP"
+    assert row["reason"] == "T = 65536 is above the 256 tokens this bench times for it: a host loop per token"
+    assert b._warm(v, long) is False and not b._gates
+    assert v.supports(long)  # verification's own check is unchanged
+    hf = get("wkv7.rwkv7hf.recurrent.cuda")
+    assert hf.bench_max_T[0] == 4096 and "Python loop" in hf.bench_max_T[1]
 
 
 _FAKE_WORKER = r"""

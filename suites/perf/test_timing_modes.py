@@ -93,6 +93,32 @@ def test_a_call_that_cannot_be_captured_is_queued_or_timed_by_cupti(monkeypatch)
     assert fn is call and mode == "profiler" and "capture failed (RuntimeError" in why
 
 
+def test_a_host_loop_is_timed_eagerly_never_captured_nor_profiled_again(monkeypatch):
+    """A Python loop over tokens (rwkv7-hf's reference recurrence: a dozen torch operations a token) keeps
+    the GPU waiting on the host: its time is the host's. The launch profile measures it once, and the
+    call is timed eagerly: a capture of thousands of launches would cost more than the row and time
+    kernels the host never issues that fast."""
+    import time as _time
+
+    calls = []
+
+    def slow():  # one call: 60 ms of host time
+        calls.append(1)
+        _time.sleep(0.06)
+
+    monkeypatch.setattr("torch.cuda.synchronize", lambda: None)
+    launch = modes.launch_profile(slow)
+    assert len(calls) == 1 and launch["host_loop"] and launch["host_us"] >= modes.HOST_LOOP_S * 1e6
+    monkeypatch.setattr(modes, "launch_profile", lambda fn: launch)
+    monkeypatch.setattr(modes, "_capture", lambda fn: pytest.fail("a host loop was captured"))
+    fn, mode, why, got = modes.choose_mode(slow, None, "events")
+    assert fn is slow and mode == "eager" and why.startswith("a host loop: ") and "not captured" in why
+    assert got is launch
+    # a launch-bound call below the host-loop time is still captured (the rule above is unchanged)
+    _stub(monkeypatch, host_us=modes.HOST_LOOP_S * 1e6 * 0.9, device_us=1000, kernel_ms=1.0, replay_ms=1.0)
+    assert modes.choose_mode(call, None, "events")[1] == "graph"
+
+
 def test_forced_settings(monkeypatch):
     _stub(monkeypatch, host_us=20, device_us=3000, kernel_ms=2.9, replay_ms=3.0)
     assert modes.choose_mode(call, True, "events")[1] == "graph"  # asked for, and the graph holds the work

@@ -140,6 +140,19 @@ def gates_from(path: Path) -> dict[tuple, dict]:
             for r in rows if r.kind == "forward"}
 
 
+def benchable(v: KernelVariant, case: Case):
+    """Whether ``bench`` runs ``v`` on ``case``: available, supporting the case, within the variant's
+    ``bench_max_T``; an ``Availability`` with the reason where not."""
+    av = availability(v.name)
+    av = v.supports(case) if av else av
+    if av and v.bench_max_T is not None and case.shape.T > v.bench_max_T[0]:
+        from wkvkernels.base import Availability
+
+        T, why = v.bench_max_T
+        return Availability.no(f"T = {case.shape.T} is above the {T} tokens this bench times for it: {why}")
+    return av
+
+
 def gate_cases(sel: BenchSelection) -> list[str]:
     """The gate case ids of every row of a plan (what ``gpu`` verifies besides the gpu set)."""
     return sorted({gate_case(c.op, c.shape, c.dtype).id for _, _, _, c in sel.plan()})
@@ -172,6 +185,7 @@ class Bench:
         self._gates: dict[tuple, dict] = gates_from(verified) if verified else {}
         self.ceilings: Ceilings | None = None
         self.judge = None  # at_size.SizeJudge while a run judges its rows at size
+        self.warmed = 0  # rows a warm-only run called at size (the others: unsupported or a red gate)
 
     def _resumed(self) -> list[dict]:
         """The rows of an earlier run into ``out``: ``F.json``'s and the ones its ``F.partial.jsonl``
@@ -220,8 +234,7 @@ class Bench:
                "shape_set": set_name, "shape": str(s), "dtype": case.dtype, "case": case.id,
                "bytes": case_bytes(case), "flops": case_flops(case, v.algorithm),
                **({"model": src} if (src := model_source(set_name)) else {})}
-        av = availability(v.name)
-        av = v.supports(case) if av else av
+        av = benchable(v, case)
         if not av:
             return {**row, "status": "SKIP", "reason": av.reason}
         clock = clock_of(v)
@@ -370,8 +383,7 @@ class Bench:
         if not warm_only and self.sel.at_size and todo:
             from .at_size import SizeJudge
 
-            judged = [(v, case) for v, _, _, case in todo if availability(v.name) and v.supports(case)
-                      and clock_of(v) is not None]
+            judged = [(v, case) for v, _, _, case in todo if benchable(v, case) and clock_of(v) is not None]
             self.judge = SizeJudge(judged, shards=self.sel.shard[1]) if judged else None  # one bench per GPU
         try:
             with track(self.console or make_console(stderr=True), "bench", len(todo)) as bar, sink as out:
@@ -379,7 +391,7 @@ class Bench:
                     bar.update(f"{v.name} {s} {d}")
                     t0 = time.perf_counter()
                     if warm_only:
-                        self._warm(v, case)
+                        self.warmed += self._warm(v, case)
                     else:
                         if self.judge is not None:
                             self.judge.prefetch(v, case)
@@ -406,13 +418,18 @@ class Bench:
             self.save(True)
         return self.rows
 
-    def _warm(self, v: KernelVariant, case: Case) -> None:
+    def _warm(self, v: KernelVariant, case: Case) -> bool:
         """Compile/autotune only: one call at the benchmark shape (fills Triton's on-disk caches for a
-        later timed run; ``nox -s gpu`` runs these beside its verification). The row's gate is not run
-        here: the timed run reads it from the verification (``--verified``) or checks it itself."""
-        av = availability(v.name)
-        if not (av and v.supports(case)):
-            return
+        later timed run; ``nox -s gpu`` runs these beside its verification). Only rows the bench will
+        time are warmed: the row's gate case is checked first, as ``_row`` does (pinned, on a small
+        case), and a row whose gate is not PASS is left cold, since the bench leaves it UNVERIFIED
+        untimed. On the H100 (2026-11-27, ``reports/gpu/h100-2026-11-27-nox-gpu-bf16/``) the warm-up of
+        ``kda.sglang.chunk``, whose gates are all known failures, took 652 s and held the verification
+        phase 5 minutes. True where the row was warmed."""
+        if not benchable(v, case):
+            return False
+        if self._gate(v, case)["status"] != PASS:
+            return False
         try:
             v.run(v.prepare(dict(self._canonical(case)), case))
             if v.device == "cuda":
@@ -421,3 +438,4 @@ class Bench:
                 torch.cuda.synchronize()
         except Exception:  # noqa: BLE001 - a warm-up failure shows again, with its reason, when timed
             pass
+        return True
