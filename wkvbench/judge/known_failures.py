@@ -23,8 +23,8 @@ _SOFTPLUS_VLLM = ("vLLM's fused_sigmoid_gating computes softplus as log(1 + exp(
                   "fp32 state 6.6-30x floor")
 _SOFTPLUS_CUTEDSL = ("SGLang's CuTe-DSL decode computes softplus as log(1 + exp(x)) in fp32: fp32 state 9.9-17x floor "
                      "(the float32 formula gives 0.84-1.03 of it)")
-_SOFTPLUS_FLASHINFER = ("FlashInfer's GDN decode/MTP compute softplus as log(1 + exp(x)) in fp32 fast math (ex2.approx, "
-                        "lg2.approx): fp32 state 12-65x floor")
+_SOFTPLUS_FLASHINFER = ("FlashInfer's GDN decode/MTP compute softplus as log(1 + exp(x)) in fp32 fast math "
+                        "(ex2.approx, lg2.approx): fp32 state 12-65x floor")
 _SOFTPLUS_GPU = ("FLA's in-kernel softplus (ex2.approx/lg2.approx of 1 + exp(x) on the GPU): the raw gate g off by "
                  "hundreds of ulps")
 
