@@ -3,7 +3,8 @@ dtype; reports/gpu/h100-2026-11-27-nox-gpu-bf16/: bf16, with FlashInfer's CuTe D
 of their verify files re-judged by today's tables (each baseline run here on the CPU), with the rows that stay
 FAIL counted per variant (none: the raw-gate decodes of FlashInfer and SGLang's CuTe-DSL decode, traced in
 suites/unit/test_raw_gate_decode_h100.py, are known failures); and the mechanism behind vLLM's raw-gate known
-failure shown in part: our oracle fed vLLM's fp32 softplus formula gives 0.4-0.6 of the kernel's state error on the same cases."""
+failure shown in part: our oracle fed vLLM's fp32 softplus formula gives 0.4-0.6 of the kernel's state error on
+the same cases."""
 
 from __future__ import annotations
 
