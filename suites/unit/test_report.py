@@ -17,7 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from suites.unit.report_pages import FIXTURE, REPO, _chart_data, _parse, detail_pages, joined, landing_page, section
+from suites.unit.report_pages import (
+    FIXTURE,
+    REPO,
+    _chart_data,
+    _parse,
+    detail_pages,
+    joined,
+    landing_page,
+    section,
+)
 from wkvbench.report import DETAILS, DETAILS_DIR, PLOTLY, ReportInputError, build, reproduce
 from wkvbench.report.asv import history
 from wkvbench.report.charts import plotly_js
@@ -151,7 +160,7 @@ def test_plotly_js_is_shipped_once_as_a_file_and_nothing_is_fetched(fixture_page
     other address (no CDN, no fonts)."""
     js = plotly_js()
     assert js.startswith("/**") and "plotly.js v" in js[:200] and len(js) > 1_000_000
-    for details, text, tree in (fixture_page, committed_page):
+    for details, _text, tree in (fixture_page, committed_page):
         assert (details.parent / PLOTLY).read_text() == js
         assert len(tree.charts) > 1  # several charts, one library
         pages = detail_pages(details)
@@ -243,7 +252,7 @@ def test_the_newest_committed_run_of_each_machine_comes_first(committed_page):
     assert "reports/gpu/h200-2026-11-22/verify-gpu.json.gz" in earlier
     assert "NVIDIA-H200-drv580.159.04-cuda13.0-torch2.11.0-triton3.6.0/verify.json.gz" in current
     now, before = "", ""
-    for name, (t, tr) in detail_pages(details).items():
+    for t, tr in detail_pages(details).values():
         if "performance" in tr.ids:
             cur, _, old = section(t, "performance").partition('<details class="earlier" id="earlier-bench">')
             now, before = now + cur, before + old

@@ -26,7 +26,6 @@ build timestamp), so two builds can be compared.
 from __future__ import annotations
 
 import collections
-import os
 import re
 import shlex
 import shutil
@@ -35,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..results.committed import DriftSet, ReportInputError, Sources, VerifyRun, load
-from .asv import History, history
+from .asv import history
 from .chartpages import error_sections, history_sections, perf_sections, release_sections
 from .charts import MACHINE_NOT_RECORDED, Charts, Trace, plotly_js
 from .current import VerifyGroup, bench_files, current_bench_rows, verify_groups
@@ -311,8 +310,7 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
                                  [(op, f"{DETAILS_DIR}/{href}", k) for op, href, k in links]))
         for op, href, _ in links:
             rc = Charts()
-            for v in rows_by[(m, op)]:
-                rc.offer(m, op)
+            rc.offer(m, op)
             for r in (r for g in groups if g.machine == m for r in g.rows if row_op(r) == op):
                 rc.offer(m, op, row_dtype(r))
             pages[f"{DETAILS_DIR}/{href}"] = render(
