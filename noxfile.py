@@ -316,8 +316,9 @@ def report(session: nox.Session) -> None:
     """The static HTML report (``reports/html/index.html``) from the committed results under ``reports/``.
 
     Reads every ``wkvbench.verify/1`` and ``wkvbench.bench/1`` file, drift profiles and asv results
-    (``reports/asv/results``, the ``results_dir`` of asv.conf.json); when asv results exist it first
-    runs ``asv publish`` (site in ``reports/asv/html``) and links it. Arguments go to
+    (``reports/asv/results``, the ``results_dir`` of asv.conf.json), which ``history.html`` draws offline
+    (asv's own ``asv publish`` site loads its scripts from CDNs: neither built nor linked; docs/report.md).
+    Arguments go to
     ``python -m wkvbench report``, e.g. ``nox -s report -- --results reports --output /tmp/r.html``;
     without arguments, where the system's chromium is installed (a system dependency: nothing here installs
     a browser), it also adds playwright (from the ``test`` group) and saves ``reports/html/screenshot.png``.
@@ -327,15 +328,6 @@ def report(session: nox.Session) -> None:
 
 def _report(session: nox.Session, args: list[str]) -> None:
     session.install(*_offline(), *GROUPS["report"])
-    results = os.path.join("reports", "asv", "results")
-    if os.path.isdir(results) and any(f.endswith(".json") and f != "machine.json"
-                                      for _, _, fs in os.walk(results) for f in fs):
-        try:
-            session.run("asv", "publish", "--config", "asv.conf.json")
-        except nox.command.CommandFailed:
-            session.warn("asv publish failed (output above): the report is built without the asv site link")
-    else:
-        session.log(f"no asv results under {results}: no asv site to publish")
     import shutil
 
     if not args and any(shutil.which(b) for b in ("chromium", "chromium-browser")):
@@ -350,23 +342,13 @@ def _report(session: nox.Session, args: list[str]) -> None:
 @nox.session(default=False)
 def site(session: nox.Session) -> None:
     """The published report as one static folder (``nox -s site -- DIR``, default ``site/``): what the
-    GitHub Pages workflow (.github/workflows/report.yml) publishes, and the same anywhere else. Runs the
-    ``report`` session, then copies ``reports/html`` to ``DIR/html`` and the asv site (when built) to
-    ``DIR/asv/html``, so that the report's relative links hold, and writes ``DIR/index.html``, which opens
-    the landing page."""
-    import shutil
-
+    GitHub Pages workflow (.github/workflows/report.yml) publishes, and the same anywhere else. Installs the
+    ``report`` group and runs ``python -m wkvbench report --site DIR``: ``DIR/html/`` (every page, the
+    per-machine details and ``plotly.min.js``: nothing is fetched from a CDN) and ``DIR/index.html``, which
+    opens the landing page. ``suites/unit/test_report_site.py`` runs that command and checks the folder."""
     dest = session.posargs[0] if session.posargs else "site"
-    _report(session, [])
-    if os.path.exists(dest):
-        shutil.rmtree(dest)
-    shutil.copytree(os.path.join("reports", "html"), os.path.join(dest, "html"))
-    asv_site = os.path.join("reports", "asv", "html")
-    if os.path.isdir(asv_site):
-        shutil.copytree(asv_site, os.path.join(dest, "asv", "html"))
-    with open(os.path.join(dest, "index.html"), "w", encoding="utf-8") as f:
-        f.write('<!DOCTYPE html><meta charset="utf-8"><meta http-equiv="refresh" content="0; url=html/index.html">'
-                '<title>wkvbench report</title><a href="html/index.html">wkvbench report</a>\n')
+    session.install(*_offline(), *GROUPS["report"])
+    session.run("python", "-m", "wkvbench", "report", "--site", dest)
     session.log(f"site: {dest}/ (open {dest}/index.html)")
 
 

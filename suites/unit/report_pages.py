@@ -108,3 +108,36 @@ def landing_page(details: Path) -> tuple[Path, str, _Tree]:
     page = details.parent / "index.html"
     text = page.read_text()
     return page, text, _parse(text)
+
+
+def detail_pages(details: Path) -> dict[str, tuple[str, _Tree]]:
+    """``details.html`` and every page of ``details/`` (a machine's performance, a machine and operator's
+    rows), by path relative to the site: (text, tag tree)."""
+    from wkvbench.report import DETAILS_DIR
+
+    paths = [details, *sorted((details.parent / DETAILS_DIR).glob("*.html"))]
+    return {p.relative_to(details.parent).as_posix(): ((t := p.read_text()), _parse(t)) for p in paths}
+
+
+def joined(details: Path) -> tuple[str, _Tree]:
+    """Every details page as one text and one tree (rows, charts, ids, headings, tables of all of them)."""
+    pages = detail_pages(details)
+    tree = _Tree()
+    for _, t in pages.values():
+        tree.errors += t.errors
+        tree.rows += t.rows
+        tree.tables += t.tables
+        tree.ids.update(t.ids)
+        tree.charts += t.charts
+        tree.scripts += t.scripts
+        tree.h3 += t.h3
+        for k, v in t.options.items():
+            have = tree.options.setdefault(k, [])
+            have += [x for x in v if x not in have]
+    return "\n".join(t for t, _ in pages.values()), tree
+
+
+def section(text: str, sid: str) -> str:
+    """The text of ``<section id="sid">`` of one page (to its ``</section>``)."""
+    start = text.index(f'<section id="{sid}"')
+    return text[start:text.index("</section>", start)]

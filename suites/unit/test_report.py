@@ -17,8 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from suites.unit.report_pages import FIXTURE, REPO, _chart_data, _parse, landing_page
-from wkvbench.report import DETAILS, PLOTLY, ReportInputError, build, reproduce
+from suites.unit.report_pages import (
+    FIXTURE,
+    REPO,
+    _chart_data,
+    _parse,
+    detail_pages,
+    joined,
+    landing_page,
+    section,
+)
+from wkvbench.report import DETAILS, DETAILS_DIR, PLOTLY, ReportInputError, build, reproduce
 from wkvbench.report.asv import history
 from wkvbench.report.charts import plotly_js
 from wkvbench.report.current import verify_groups
@@ -33,20 +42,33 @@ def test_the_tag_checker_catches_unbalanced_html():
 
 @pytest.mark.parametrize("page", ["fixture_page", "committed_page"])
 def test_html_parses_with_balanced_tags(page, request):
-    _, text, tree = request.getfixturevalue(page)
-    assert text.startswith("<!DOCTYPE html>")
-    assert not tree.errors, tree.errors[:5]
-    assert tree.stack == [], f"unclosed: {tree.stack}"
+    details, _, _ = request.getfixturevalue(page)
+    pages = detail_pages(details)
+    assert len(pages) >= 3  # details.html, a machine's performance, its rows
+    for name, (text, tree) in pages.items():
+        assert text.startswith("<!DOCTYPE html>"), name
+        assert not tree.errors, (name, tree.errors[:5])
+        assert tree.stack == [], f"{name} unclosed: {tree.stack}"
 
 
 @pytest.mark.parametrize("page", ["fixture_page", "committed_page"])
 def test_every_section_is_rendered(page, request):
-    _, text, tree = request.getfixturevalue(page)
-    for sec in ("correctness", "errors", "performance", "runs", "history", "provenance", "rows", "filters"):
+    """details.html: correctness, error plots, the index of the machines' pages, GPU runs, history, provenance;
+    a machine's page: its performance; a machine and operator's page: its rows. Each has the filters."""
+    details, text, tree = request.getfixturevalue(page)
+    for sec in ("correctness", "errors", "machines", "runs", "history", "provenance", "filters"):
         assert sec in tree.ids, sec
-    assert "matrix" in tree.tables and "rows" in tree.tables and "perf" in tree.tables
-    assert "No verify results" not in text and "No <code>wkvbench.bench/1</code> results" not in text
-    assert "No asv results" not in text and "No drift profiles" not in text
+    assert "performance" not in tree.ids and "rows" not in tree.ids  # loaded on demand, from their own pages
+    assert "matrix" in tree.tables and "machines" in tree.tables
+    pages = detail_pages(details)
+    perf = [t for n, (_, t) in pages.items() if "performance" in t.ids]
+    rows = [t for n, (_, t) in pages.items() if "rows" in t.ids]
+    assert perf and rows and len(perf) + len(rows) + 1 == len(pages)
+    assert all("filters" in t.ids and "perf" in t.tables for t in perf if t.rows)
+    assert all("filters" in t.ids and "f-text" in t.ids and "rows" in t.tables for t in rows)
+    every, _ = joined(details)
+    assert "No verify results" not in text and "No <code>wkvbench.bench/1</code> results" not in every
+    assert "No drift profiles" not in text
 
 
 def _verify_rows(root: Path) -> list[tuple[str, str, str]]:
@@ -61,7 +83,9 @@ def _verify_rows(root: Path) -> list[tuple[str, str, str]]:
 
 @pytest.mark.parametrize(("page", "root"), [("fixture_page", FIXTURE), ("committed_page", REPO / "reports")])
 def test_every_verify_row_appears(page, root, request):
-    _, _, tree = request.getfixturevalue(page)
+    """Every row of every verify file is on the rows page of its machine and operator, once."""
+    details, _, _ = request.getfixturevalue(page)
+    _, tree = joined(details)
     shown = sorted((c[1], c[2], c[0]) for cls, c in tree.rows if cls == "rows" and len(c) == 7)
     expected = sorted(_verify_rows(root))
     assert len(expected) > 0
@@ -81,7 +105,7 @@ def test_the_committed_results_are_all_in_the_report(committed_page):
 
 
 def test_every_bench_row_appears(fixture_page):
-    _, _, tree = fixture_page
+    _, tree = joined(fixture_page[0])
     shown = {(c[0], c[1], c[2], c[3]) for cls, c in tree.rows if cls == "perf" and len(c) >= 4}
     doc = json.loads((FIXTURE / "bench" / "bench-fixture.json").read_text())
     for r in doc["rows"]:
@@ -104,24 +128,30 @@ def test_matrix_cells_carry_status_colour_numbers_and_skip_reasons(fixture_page)
 
 
 def test_charts_are_plotly_figures_with_data(fixture_page):
-    _, text, tree = fixture_page
-    data = _chart_data(text)
-    charts = {c["id"]: c for c in data["charts"]}
-    assert sorted(charts) == sorted(tree.charts) and len(charts) >= 8  # one container per figure
-    titles = [c["layout"]["title"]["text"] for c in charts.values()]
+    """Every details page's charts are plotly figures with points and a facet key per point; the asv
+    history is drawn on history.html (one line per implementation, a chart per GPU), not on details.html."""
+    details, _, _ = fixture_page
+    titles, n = [], 0
+    for name, (text, tree) in detail_pages(details).items():
+        data = _chart_data(text)
+        charts = {c["id"]: c for c in data["charts"]}
+        assert sorted(charts) == sorted(tree.charts), name  # one container per figure
+        for c in charts.values():  # every trace has points, and a facet key per point
+            assert c["data"] and all(len(k) == len(t.get("x") or t.get("y"))
+                                     for t, k in zip(c["data"], c["keys"], strict=True)), c["id"]
+            assert sum(len(k) for k in c["keys"]) > 0
+            n += sum(len(k) for k in c["keys"])
+        titles += [c["layout"]["title"]["text"] for c in charts.values()]
+    assert len(titles) >= 6 and n >= 20
     for title in ("wkv7: worst error of y vs dtype", "error vs token position", "prefill, bf16: time vs T",
-                  "prefill: % of the roofline (", "bench_wkv.TimeWkv7.time_forward(T=1024)"):
+                  "prefill: % of the roofline ("):
         assert any(t.startswith(title) for t in titles), (title, titles)
-    for c in charts.values():  # every trace has points, and a facet key per point
-        assert c["data"] and all(len(t["keys"] if "keys" in t else k) == len(t.get("x") or t.get("y"))
-                                 for t, k in zip(c["data"], c["keys"], strict=True)), c["id"]
-        assert sum(len(k) for k in c["keys"]) > 0
-    assert sum(len(k) for c in charts.values() for k in c["keys"]) >= 50
-    # history: one line per variant and machine/GPU, points dated and tagged with their commit
-    hist = next(c for t, c in zip(titles, charts.values(), strict=True) if t.endswith("(T=4096)"))
-    names = {t["name"] for t in hist["data"]}
-    assert {"wkv7.fla.chunk · NVIDIA H100", "wkv7.fla.chunk · NVIDIA H200"} <= names, names
-    assert any("2026-11-18 aaaaaaaa11" in s for t in hist["data"] for s in t["text"])
+    assert not any("bench_wkv" in t for t in titles)  # the history is history.html's
+    hist = _chart_data((details.parent / "history.html").read_text())["charts"]
+    by_gpu = {c["layout"]["title"]["text"]: {t["name"] for t in c["data"]} for c in hist}
+    assert "wkv7.fla.chunk" in by_gpu["wkv7 · - · NVIDIA H100: T=4096"]
+    assert "wkv7.fla.chunk" in by_gpu["wkv7 · - · NVIDIA H200: T=4096"]
+    assert any("2026-11-18 aaaaaaaa11" in s for c in hist for t in c["data"] for s in t["text"])
 
 
 def test_plotly_js_is_shipped_once_as_a_file_and_nothing_is_fetched(fixture_page, committed_page):
@@ -130,30 +160,35 @@ def test_plotly_js_is_shipped_once_as_a_file_and_nothing_is_fetched(fixture_page
     other address (no CDN, no fonts)."""
     js = plotly_js()
     assert js.startswith("/**") and "plotly.js v" in js[:200] and len(js) > 1_000_000
-    for details, text, tree in (fixture_page, committed_page):
+    for details, _text, tree in (fixture_page, committed_page):
         assert (details.parent / PLOTLY).read_text() == js
         assert len(tree.charts) > 1  # several charts, one library
-        assert "plotly.js v" not in text  # not inlined
-        assert [s.get("src") for s in tree.scripts if s.get("src")] == [PLOTLY]
+        pages = detail_pages(details)
+        for name, (t, tr) in pages.items():
+            assert "plotly.js v" not in t  # not inlined
+            (src,) = [s.get("src") for s in tr.scripts if s.get("src")]
+            assert (details.parent / name).parent.joinpath(str(src)).resolve() == (details.parent / PLOTLY).resolve()
         _, landing, ltree = landing_page(details)
         assert not any(s.get("src") for s in ltree.scripts) and "plotly" not in landing.lower()
-        for page in (text, landing):
+        for page in (*(t for t, _ in pages.values()), landing):
             assert "<link" not in page and "@import" not in page
             external = set(re.findall(r'https?://[^"\'<> ]+', page)) - {"http://www.w3.org/2000/svg"}
             assert not external, external
 
 
 def test_filter_controls_offer_every_machine_operator_and_dtype(fixture_page):
-    _, text, tree = fixture_page
+    details, text, tree = fixture_page
     opts = tree.options
-    assert set(opts) >= {"f-machine", "f-op", "f-dtype"} and "f-text" in tree.ids
+    assert set(opts) >= {"f-machine", "f-op", "f-dtype"}
     assert opts["f-machine"][0] == "" and "NVIDIA H200" in opts["f-machine"]
-    assert {"NVIDIA H100", "machine not recorded"} <= set(opts["f-machine"])  # asv history, drift
+    assert "machine not recorded" in opts["f-machine"]  # drift
     assert opts["f-op"] == ["", "wkv6", "wkv7", "gla"]  # in the operators' order
     assert opts["f-dtype"] == ["", "fp32", "bf16"]
-    data = _chart_data(text)
-    for m, o, d in data["facets"]:  # every point's facets are values the controls offer (or unknown: "")
-        assert m in opts["f-machine"] and o in opts["f-op"] and d in opts["f-dtype"]
+    for name, (t, tr) in detail_pages(details).items():
+        o = tr.options
+        for m, op, d in _chart_data(t)["facets"]:  # every point's facets are values the controls offer
+            assert m in o["f-machine"] and op in o["f-op"] and d in o["f-dtype"], name
+    text, _ = joined(details)
     # the tables carry the attributes the filter script reads
     assert re.search(r'<tr class="ok" data-o="wkv7" data-d="bf16"', text)
     assert '<div class="group" data-m="NVIDIA H200">' in text and '<th data-d="fp32">fp32</th>' in text
@@ -163,22 +198,24 @@ def test_filter_controls_offer_every_machine_operator_and_dtype(fixture_page):
 def test_superseded_runs_are_not_marked_current(fixture_page):
     """The fixture's older verify and bench files (same machine, same case set / shape sets) are folded
     under "earlier runs" with a superseded badge; the current matrix and charts hold the newer run only."""
-    _, text, tree = fixture_page
+    details, text, tree = fixture_page
     correctness = text[text.index('<section id="correctness"'):text.index('<section id="errors"')]
     current, earlier = correctness.split('<details class="earlier" id="earlier-runs">')
     assert "wkv7.old.kernel" not in current and "wkv7.old.kernel" in earlier
     assert "superseded by results/gpu/verify-fixture.json" in earlier and "badge current" not in earlier
     assert current.count("badge current") == 1 and "badge superseded" not in current
     assert "cut-short.partial.jsonl" in earlier and "incomplete" in earlier  # a partial stream: never current
-    perf = text[text.index('<section id="performance"'):text.index('<section id="runs"')]
+    h200, _ = detail_pages(details)[f"{DETAILS_DIR}/nvidia-h200.html"]
+    perf = section(h200, "performance")
     now, before = perf.split('<details class="earlier" id="earlier-bench">')
     assert "bench-fixture.json" in now and "bench-fixture-older.json" not in now
     assert "bench-fixture-older.json" in before
     assert "superseded by <code>results/bench/bench-fixture.json" in before
-    data = _chart_data(text)  # no chart point comes from a superseded run
-    assert not any("old.kernel" in json.dumps(c) for c in data["charts"])
-    # the older file's fla.chunk timing (9.99 ms) has a newer result: neither a chart point nor a table shows it
-    assert not any(9.99 in t["y"] for c in data["charts"] for t in c["data"] if "y" in t)
+    for t, _ in detail_pages(details).values():
+        data = _chart_data(t)  # no chart point comes from a superseded run
+        assert not any("old.kernel" in json.dumps(c) for c in data["charts"])
+        # the older file's fla.chunk timing (9.99 ms) has a newer result: neither a chart point nor a table shows it
+        assert not any(9.99 in t["y"] for c in data["charts"] for t in c["data"] if "y" in t)
     assert "9.99" not in now
     first = tree.h3[0]  # the first group of the correctness section
     assert first.startswith("NVIDIA H200 · case set gpu") and first.endswith("current")
@@ -189,7 +226,7 @@ def test_the_newest_committed_run_of_each_machine_comes_first(committed_page):
     2026-11-25 run of the same machine and case set; the bench files likewise by the newest full bench
     (the machine's results set, a fresh run; the earlier warm-cache run of that day is superseded), and the
     H200 run of 2026-11-22 by the results set of a box of two H200s (2026-11-26)."""
-    _, text, tree = committed_page
+    details, text, tree = committed_page
     # newer runs of other machines (the MLX CPU runs of 2026-11-25) come before the H100's groups
     h100 = [h for h in tree.h3 if h.startswith("NVIDIA H100 80GB HBM3")]
     # the newest H100 groups are the serving kernels' runs of 2026-11-27 (reports/gpu/h100-2026-11-27-serving:
@@ -214,8 +251,11 @@ def test_the_newest_committed_run_of_each_machine_comes_first(committed_page):
     # the H200 run of 2026-11-22 is superseded by the results set of the box of two H200s (2026-11-26)
     assert "reports/gpu/h200-2026-11-22/verify-gpu.json.gz" in earlier
     assert "NVIDIA-H200-drv580.159.04-cuda13.0-torch2.11.0-triton3.6.0/verify.json.gz" in current
-    perf = text[text.index('<section id="performance"'):text.index('<section id="runs"')]
-    now, before = perf.split('<details class="earlier" id="earlier-bench">')
+    now, before = "", ""
+    for t, tr in detail_pages(details).values():
+        if "performance" in tr.ids:
+            cur, _, old = section(t, "performance").partition('<details class="earlier" id="earlier-bench">')
+            now, before = now + cur, before + old
     # the full sets of 2026-11-25 (ggml's rows in them) supersede the older ggml-only run of 2026-11-24
     # one current bench per machine, its newest full one: each machine's results set (the H100's
     # warm-cache run came before it; on the H200s, the results set of c51e5a4 came after the warm-cache
@@ -292,12 +332,17 @@ def test_names_are_escaped(tmp_path):
     (tmp_path / "gpu" / "v.json").write_text(json.dumps(doc))
     out = tmp_path / "html" / "index.html"
     build(tmp_path, out)
-    text = (out.parent / DETAILS).read_text()
-    assert "<script>alert(1)" not in text and "<img src=x" not in text and "<b>bold</b>" not in text
+    pages = detail_pages(out.parent / DETAILS)
+    for name, (t, tr) in pages.items():
+        assert "<script>alert(1)" not in t and "<img src=x" not in t and "<b>bold</b>" not in t, name
+        assert len(tr.scripts) == 3 and t.count("<script") == 3  # the data, plotly.js, the filters: no other
+        assert not tr.errors and tr.stack == []
+    text, _ = joined(out.parent / DETAILS)
     assert "wkv7.&lt;script&gt;alert(1)&lt;/script&gt;.x" in text  # shown, escaped
     assert "&lt;img src=x onerror=&#34;alert(2)&#34;&gt;" in text
-    tree = _parse(text)
-    assert len(tree.scripts) == 3 and text.count("<script") == 3  # the data, plotly.js, the filters: no other
+    assert any(n.startswith(f"{DETAILS_DIR}/gpu-lt-b-bold-lt-b") or "bold" in n for n in pages), list(pages)
+    text = pages[DETAILS][0]
+    tree = pages[DETAILS][1]
     landing = (out.parent / "index.html").read_text()
     assert "<script>alert(1)" not in landing and "<img src=x" not in landing and "<b>bold</b>" not in landing
     assert not tree.errors and tree.stack == []
@@ -367,19 +412,22 @@ def test_asv_history_one_series_per_machine():
     assert pts[0].value == pytest.approx(3e-4 * 1.2)
 
 
-def test_asv_site_is_linked_when_built(tmp_path):
+def test_asv_own_site_is_never_linked(tmp_path):
+    """asv's own site loads jQuery, flot and bootstrap from CDNs (error.html offline): no page links it, even
+    where one was built beside the results; history.html draws the asv results instead. The old argument
+    is accepted with a DeprecationWarning."""
     shutil.copytree(FIXTURE, tmp_path / "results")
     site = tmp_path / "results" / "asv" / "html"
     site.mkdir()
     (site / "index.html").write_text("<html></html>")
     out = tmp_path / "results" / "html" / "index.html"
     s = build(tmp_path / "results", out)
-    assert s.asv_site == site / "index.html"
-    # the landing page links the history the report draws (offline); that page and the details page link
-    # asv's own site, which loads its scripts from CDNs
-    assert '<a href="history.html">' in out.read_text() and "../asv/html/index.html" not in out.read_text()
-    for page in ("history.html", "details.html"):
-        assert '<a href="../asv/html/index.html">' in (out.parent / page).read_text()
+    assert s.asv_site is None
+    assert '<a href="history.html">' in out.read_text()
+    for page in out.parent.rglob("*.html"):
+        assert "asv/html" not in page.read_text(), page
+    with pytest.warns(DeprecationWarning, match="no longer links asv"):
+        build(tmp_path / "results", out, site)
 
 
 def test_local_output_folders_are_not_part_of_the_report(tmp_path):

@@ -92,41 +92,53 @@ def test_headless_chromium_renders_the_report_offline(committed_page):
 
 @needs_browser
 def test_the_filters_narrow_tables_and_charts(fixture_page):
+    """details.html: the dtype filter narrows the matrix and the charts (the emptied category leaves the dtype
+    axis); a machine's page: its bench table and charts; a rows page: its rows, and the text filter."""
+    from wkvbench.report import DETAILS_DIR
+
     page, text, tree = fixture_page
     with open_page(page) as tab:
-        assert "9 of 9 charts" in tab.inner_text("#filter-note") or "charts" in tab.inner_text("#filter-note")
-        all_rows = tab.eval_on_selector_all("details.rowsfile tbody tr", "els => els.length")
-        tab.eval_on_selector_all("details.rowsfile", "els => els.forEach(d => d.open = true)")
-        assert _visible(tab, "details.rowsfile tbody tr") == all_rows
         charts = len(tree.charts)
+        assert f"{charts} of {charts} charts match" in tab.inner_text("#filter-note")
+        assert tab.locator("#f-text").count() == 0  # no rows on this page: no text filter
         tab.select_option("#f-dtype", "bf16")
-        cases = tab.eval_on_selector_all(
-            "details.rowsfile tbody tr",
-            "els => els.filter(e => e.offsetParent !== null).map(e => e.cells[2].textContent)")
-        assert cases and all(c.split("/")[3] == "bf16" for c in cases) and len(cases) < all_rows
         assert _visible(tab, 'table.matrix td[data-d="fp32"]') == 0
         assert _visible(tab, 'table.matrix td[data-d="bf16"]') > 0
-        assert _visible(tab, 'table.perf tr[data-d="fp32"]') == 0
         shown = _visible(tab, "div.chart")
         assert 0 < shown < charts
-        # every point left in every drawn chart is a bf16 point
-        dtypes = tab.evaluate("""() => Array.from(document.querySelectorAll('div.chart.js-plotly-plot'))
-            .filter(e => e.offsetParent !== null).flatMap(e => e.data.flatMap(t => t.x || []))""")
-        assert dtypes and "fp32" not in dtypes
         cats = tab.evaluate("""() => Array.from(document.querySelectorAll('div.chart.js-plotly-plot'))
             .filter(e => e.offsetParent !== null && e.layout.xaxis.categoryarray)
             .map(e => e.layout.xaxis.categoryarray)""")
         assert cats and all(c == ["bf16"] for c in cats)  # the emptied fp32 category left the dtype axis
-        tab.select_option("#f-machine", "NVIDIA H100")  # only asv history has it, and it records no dtype
-        assert _visible(tab, "div.chart") == 0
-        tab.select_option("#f-dtype", "")
-        assert _visible(tab, "details.rowsfile") == 0 and _visible(tab, "table.matrix") == 0
-        assert _visible(tab, "div.chart") == 3  # the history charts (T=1024, T=4096, the oracle): H100 lines
-        names = tab.evaluate("""() => Array.from(document.querySelectorAll('div.chart.js-plotly-plot'))
-            .filter(e => e.offsetParent !== null)
-            .flatMap(e => e.data.filter(t => t.x.length).map(t => t.name))""")
-        assert names and all(n.endswith("NVIDIA H100") for n in names)
         tab.click("#f-reset")
         assert _visible(tab, "div.chart") == charts
+        tab.click(f'a[href="{DETAILS_DIR}/nvidia-h200.html"]')  # the machine's page, loaded when asked for
+        tab.wait_for_selector("body[data-ready]", state="attached")
+        assert tab.locator("table.perf").count() > 0 and _visible(tab, "div.chart") > 0
+    with open_page(page.parent / DETAILS_DIR / "nvidia-h200-gla.html") as tab:
+        all_rows = tab.eval_on_selector_all("details.rowsfile tbody tr", "els => els.length")
+        tab.eval_on_selector_all("details.rowsfile", "els => els.forEach(d => d.open = true)")
+        assert all_rows > 1 and _visible(tab, "details.rowsfile tbody tr") == all_rows
         tab.fill("#f-text", "not supported")
         assert _visible(tab, "details.rowsfile tbody tr") == 1
+        tab.fill("#f-text", "")
+        tab.select_option("#f-dtype", "fp32")
+        cases = tab.eval_on_selector_all(
+            "details.rowsfile tbody tr",
+            "els => els.filter(e => e.offsetParent !== null).map(e => e.cells[2].textContent)")
+        assert cases and all(c.split("/")[3] == "fp32" for c in cases) and len(cases) < all_rows
+
+
+@needs_browser
+def test_a_machine_page_filters_its_bench_tables(committed_page):
+    """The H100's performance page (committed results): the dtype filter leaves only that dtype's bench rows."""
+    from wkvbench.report import DETAILS_DIR
+
+    page, _, _ = committed_page
+    with open_page(page.parent / DETAILS_DIR / "nvidia-h100-80gb-hbm3.html") as tab:
+        tab.eval_on_selector_all("details.perfrows", "els => els.forEach(d => d.open = true)")
+        every = _visible(tab, "table.perf tbody tr")
+        tab.select_option("#f-dtype", "fp32")
+        shown = tab.eval_on_selector_all("table.perf tbody tr",
+                                         "els => els.filter(e => e.offsetParent !== null).map(e => e.dataset.d)")
+        assert shown and set(shown) == {"fp32"} and len(shown) < every

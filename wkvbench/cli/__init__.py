@@ -130,7 +130,11 @@ def _parser() -> argparse.ArgumentParser:
                         "the checkout, else the results folder, ./wkvbench-results)")
     r.add_argument("--output", type=Path, default=None, help="HTML file (default <results>/html/index.html)")
     r.add_argument("--asv-html", type=Path, default=None,
-                   help="the asv site to link (default <results>/asv/html, linked when it exists)")
+                   help="ignored (kept for old command lines): asv's own site loads its scripts from CDNs and is "
+                        "no longer linked; history.html draws the asv results offline")
+    r.add_argument("--site", type=Path, default=None,
+                   help="write the published site into this folder: DIR/html/ (every page) and DIR/index.html "
+                        "(opens the landing page); what nox -s site and the GitHub Pages workflow publish")
     r.add_argument("--screenshot", type=Path, default=None,
                    help="also render the page in headless chromium and save a 1400x2000 PNG here")
     sub.add_parser("gate", add_help=False, help="CI regression gate: baseline vs candidate results "

@@ -5,11 +5,15 @@ A static site in the folder of ``--output``, built from the committed results un
 * ``index.html``, the landing page (``landing.py``): the fastest verified implementation of each operator,
   machine, dtype and shape, every other one beside it, and the failures of the current verify runs. No
   chart and no library: it loads at once.
-* ``details.html``: the correctness matrix per
-machine, error plots (vs dtype, vs token position), performance tables and plots from ``wkvbench.bench/1``
-files, benchmark history from asv results (``<results>/asv/results``), provenance and the reproduce command
-of every results file, and every result row. The newest run of each machine and case set comes first;
-older runs it covers are folded under "earlier runs" (``current.py``).
+* ``details.html``: the correctness matrix per machine, error plots (vs dtype, vs token position), the GPU
+  runs, kernel releases, provenance and the reproduce command of every results file, and the index of the
+  pages below. The newest run of each machine and case set comes first; older runs it covers are folded
+  under "earlier runs" (``current.py``).
+* ``details/<machine>.html``, one per machine: the performance tables and plots of its ``wkvbench.bench/1``
+  files; ``details/<machine>-<operator>.html``, one per machine and operator: every result row. Details load
+  on demand, a page at a time (the one page they were before issue 46 weighed 16 MB).
+* ``charts.html``, ``history.html`` (the asv results under ``<results>/asv/results``, drawn by the report:
+  asv's own site loads its scripts from CDNs and is neither built nor linked), ``releases.html``.
 * ``plotly.min.js``: plotly.js from the installed plotly package, written once and loaded by the pages
   with charts (never from a CDN).
 
@@ -22,16 +26,17 @@ build timestamp), so two builds can be compared.
 from __future__ import annotations
 
 import collections
-import datetime as _dt
-import os
+import re
 import shlex
-from dataclasses import dataclass
+import shutil
+import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..results.committed import DriftSet, ReportInputError, Sources, VerifyRun, load
-from .asv import History, history
+from .asv import history
 from .chartpages import error_sections, history_sections, perf_sections, release_sections
-from .charts import Chart, Charts, Trace, plotly_js
+from .charts import MACHINE_NOT_RECORDED, Charts, Trace, plotly_js
 from .current import VerifyGroup, bench_files, current_bench_rows, verify_groups
 from .landing import RULE, VERIFY_RULE, best_tables, failures
 from .matrix import (
@@ -50,13 +55,20 @@ from .releases import MOVED, release_tables, release_timings
 from .runs import check_views, run_views
 from .templating import render
 
-__all__ = ["CHARTS", "DETAILS", "HISTORY", "PLOTLY", "RELEASES", "ReportInputError", "Summary", "build", "reproduce"]
+__all__ = ["CHARTS", "DETAILS", "DETAILS_DIR", "HISTORY", "PLOTLY", "RELEASES", "ReportInputError", "Summary", "build",
+           "reproduce", "slug"]
 
 DETAILS = "details.html"  # beside the landing page
 PLOTLY = "plotly.min.js"
 CHARTS = "charts.html"  # time against tokens, % of the roofline, error in rounding-floor multiples
 HISTORY = "history.html"  # the asv history drawn by the report (offline; asv's own site needs CDNs)
 RELEASES = "releases.html"  # verdict and time per kernel release
+DETAILS_DIR = "details"  # the details of one machine (performance), and of one machine and operator (rows)
+
+
+def slug(*parts: str) -> str:
+    """A file name of a machine (and operator): ``NVIDIA H100 80GB HBM3`` -> ``nvidia-h100-80gb-hbm3``."""
+    return "-".join(re.sub(r"[^a-z0-9]+", "-", p.lower()).strip("-") or "x" for p in parts)
 
 
 @dataclass
@@ -68,11 +80,12 @@ class Summary:
     bench_rows: int
     drift_files: int
     asv_series: int
-    asv_site: Path | None
+    asv_site: Path | None  # always None: asv's own site (CDN scripts) is no longer linked (docs/report.md)
     charts: int
     bytes: int = 0  # the landing page's
     details: Path | None = None
-    details_bytes: int = 0
+    details_bytes: int = 0  # details.html's
+    pages: dict[str, int] = field(default_factory=dict)  # every page written (relative path) -> bytes
 
 
 def reproduce(doc: dict, path: str) -> str:
@@ -161,40 +174,6 @@ def _drift(charts: Charts, d: DriftSet) -> dict:
     return {"path": d.path, "chart": chart, "skipped": skipped}
 
 
-def _day(ms: int) -> str:
-    return f"{_dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc):%Y-%m-%d}"
-
-
-def _history_charts(charts: Charts, hist: list[History]) -> list[Chart]:
-    """One chart per benchmark and parameter set other than variant and dtype (those are its lines), one
-    line per variant, dtype and machine; x is the commit date."""
-    by: dict[tuple, list[History]] = collections.defaultdict(list)
-    for h in hist:
-        rest = tuple((k, v) for k, v in h.params.items() if k not in ("variant", "dtype"))
-        by[(h.function or h.benchmark, rest)].append(h)
-    out = []
-    for (fn, rest), hs in sorted(by.items()):
-        traces, unit = [], "value"
-        for h in hs:
-            scale, unit = (1e3, "ms") if h.unit == "seconds" else (1.0, h.unit or "value")
-            variant, dtype = h.params.get("variant"), h.params.get("dtype")
-            op = variant.split(".")[0] if variant else None
-            for label, pts in sorted(h.machines.items()):
-                name = " ".join(x for x in (variant, dtype, f"· {h.gpus.get(label, label)}") if x)
-                t = Trace(name)
-                key = charts.key(h.gpus.get(label, label), op, dtype)
-                for p in pts:
-                    when = _dt.datetime.fromtimestamp(p.date_ms / 1000, _dt.timezone.utc)
-                    t.add(when.strftime("%Y-%m-%d %H:%M"),
-                          p.value * scale, f"{_day(p.date_ms)} {p.commit[:10]}: {p.value * scale:.4g} {unit} "
-                          f"({label})", key)
-                traces.append(t)
-        args = ", ".join(f"{k}={v}" for k, v in rest)
-        out.append(charts.line(f"{fn}({args})" if args else fn, traces, "commit date (UTC)", unit,
-                               x_type="date"))
-    return out
-
-
 def _shown(path: Path) -> str:
     """A path as shown in the page: relative to the working directory when inside it (so the page does not
     depend on where the checkout lives)."""
@@ -202,10 +181,6 @@ def _shown(path: Path) -> str:
         return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
     except ValueError:
         return path.as_posix()
-
-
-def _relative_link(target: Path, output: Path) -> str:
-    return Path(os.path.relpath(target.resolve(), output.resolve().parent)).as_posix()
 
 
 def _group_view(g: VerifyGroup) -> dict:
@@ -218,13 +193,45 @@ def _group_view(g: VerifyGroup) -> dict:
             "mutants": kills if isinstance(kills, dict) else None, "superseded_by": g.superseded_by}
 
 
+@dataclass
+class MachinePage:
+    """The details of one machine: its performance page and its rows pages (one per operator)."""
+
+    machine: str
+    href: str  # its performance page, relative to details.html
+    bench_current: int
+    bench_earlier: int
+    rows: list[tuple[str, str, int]]  # (operator, href, rows)
+
+
+def _rows_views(runs: list[VerifyRun], status: dict, groups: list[VerifyGroup], machine_of) -> dict:
+    """(machine, operator) -> the rows views of its files (file order as the correctness section's)."""
+    out: dict[tuple[str, str], list[dict]] = collections.defaultdict(list)
+    for r in sorted(runs, key=lambda r: groups.index(status[r.path])):
+        by_op: dict[str, list] = collections.defaultdict(list)
+        for raw, shown in zip(r.rows, result_rows(r), strict=True):
+            by_op[row_op(raw)].append((raw, shown))
+        for op, pairs in by_op.items():
+            out[(machine_of(r), op)].append({
+                "path": r.path, "machine": machine_of(r), "rows": [x for _, x in pairs],
+                "counts": counts([x for x, _ in pairs]), "current": status[r.path].current,
+                "superseded_by": status[r.path].superseded_by, "of": len(r.rows)})
+    return out
+
+
 def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
-    """Write the report for every results file under ``results`` to ``output``; return what went in."""
+    """Write the report for every results file under ``results`` to ``output``'s folder (the landing page
+    ``output``, ``details.html``, ``details/``, the chart pages, ``plotly.min.js``); return what went in.
+
+    ``asv_html`` is accepted and ignored: asv's own site loads its scripts from CDNs, so the report no longer
+    links it; ``history.html`` draws the asv results offline (docs/report.md)."""
+    if asv_html is not None:
+        warnings.warn("build(asv_html=...) is ignored: the report no longer links asv's own site (it loads "
+                      "jQuery, flot and bootstrap from CDNs); history.html draws the asv results offline",
+                      DeprecationWarning, stacklevel=2)
     src: Sources = load(results)
     asv_results = results / "asv" / "results"
     hist = history(asv_results, src.not_read)
-    asv_html = asv_html or results / "asv" / "html"
-    site = asv_html / "index.html"
     charts = Charts()
 
     groups = verify_groups(src.verify)
@@ -239,9 +246,6 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
     bfiles = bench_files([b for b in src.bench])
     cur = current_bench_rows(bfiles)
     cur_ids = {id(c.row) for c in cur}
-    bench = {"current": [bench_view(charts, f, cur_ids) for f in bfiles if f.current],
-             "earlier": [bench_view(None, f) for f in bfiles if not f.current]}
-    history_charts = _history_charts(charts, hist)
     releases = release_tables(charts, src.releases)
     timings = release_timings(charts, src.release_bench)
 
@@ -258,7 +262,7 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
         "earlier_rows": sum(len(g.rows) for g in groups if not g.current),
         "mutant_rows": sum(len(g.rows) for g in current if g.mutants),
         "bench_files": len(src.bench),
-        "bench_current": len(bench["current"]),
+        "bench_current": sum(f.current for f in bfiles),
         "drift_files": len(src.drift),
         "asv_series": len(hist),
         "release_files": len(src.releases),
@@ -271,9 +275,6 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
         items = _prov_items(b.doc) or [("schema", str(b.doc.get("schema", "-")))]
         provenance.append(Prov(b.path, f.machine, items,
                                reproduce(b.doc, b.path), f.current, f.superseded_by))
-    rows = [{"path": r.path, "machine": machine_of(r), "rows": result_rows(r), "counts": counts(r.rows),
-             "current": status[r.path].current, "superseded_by": status[r.path].superseded_by}
-            for r in sorted(src.verify, key=lambda r: groups.index(status[r.path]))]
     bench_by_folder = {b.path.rsplit("/", 1)[0]: b.rows for b in src.bench}
     runs = run_views(src.runs, src.stability, bench_by_folder)
     checks = check_views(src.runs, src.stability)
@@ -282,12 +283,42 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
     for g in groups:  # the filter offers every machine, operator and dtype a table shows
         for r in g.rows:
             charts.offer(g.machine, row_op(r), row_dtype(r))
-    for f in bfiles:
-        for r in f.run.rows:
-            charts.offer(f.machine, str(r.get("op") or str(r.get("variant", "")).split(".")[0]),
-                         str(r.get("dtype")))
+
+    # the details of each machine: its performance page and a rows page per operator (loaded on demand)
+    rows_by = _rows_views(src.verify, status, groups, machine_of)
+    machines = sorted({m for m, _ in rows_by} | {f.machine for f in bfiles},
+                      key=lambda m: (m.startswith("CPU") or m == MACHINE_NOT_RECORDED, m))
+    pages: dict[str, str] = {}
+    index: list[MachinePage] = []
+    common = {"results": _shown(results), "asv_results": _shown(asv_results), "history_page": "../" + HISTORY,
+              "charts_page": "../" + CHARTS, "plotly_src": "../" + PLOTLY, "landing": "../" + output.name,
+              "details": "../" + DETAILS}
+    for m in machines:
+        mc = Charts()
+        mine = [f for f in bfiles if f.machine == m]
+        for f in mine:
+            for r in f.run.rows:
+                mc.offer(m, str(r.get("op") or str(r.get("variant", "")).split(".")[0]), str(r.get("dtype")))
+        ops = sorted((op for mm, op in rows_by if mm == m), key=op_key)
+        links = [(op, f"{slug(m, op)}.html", sum(len(v["rows"]) for v in rows_by[(m, op)])) for op in ops]
+        bench = {"current": [bench_view(mc, f, cur_ids) for f in mine if f.current],
+                 "earlier": [bench_view(None, f) for f in mine if not f.current]}
+        pages[f"{DETAILS_DIR}/{slug(m)}.html"] = render(
+            "page.j2", part="machine", machine=m, n=n, options=mc.options(op_key, dtype_key), bench=bench,
+            row_pages=links, chart_data=mc.payload(), **common)
+        index.append(MachinePage(m, f"{DETAILS_DIR}/{slug(m)}.html", len(bench["current"]), len(bench["earlier"]),
+                                 [(op, f"{DETAILS_DIR}/{href}", k) for op, href, k in links]))
+        for op, href, _ in links:
+            rc = Charts()
+            rc.offer(m, op)
+            for r in (r for g in groups if g.machine == m for r in g.rows if row_op(r) == op):
+                rc.offer(m, op, row_dtype(r))
+            pages[f"{DETAILS_DIR}/{href}"] = render(
+                "page.j2", part="rows", machine=m, op=op, n=n, options=rc.options(op_key, dtype_key),
+                rows=rows_by[(m, op)], machine_page=f"{slug(m)}.html", chart_data=rc.payload(), **common)
     page = render(
         "page.j2",
+        part="main",
         results=_shown(results),
         asv_results=_shown(asv_results),
         n=n,
@@ -296,22 +327,21 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
                 "earlier": [_group_view(g) for g in groups if not g.current]},
         errors=errors,
         drift=drift,
-        bench=bench,
+        machines=index,
         runs=runs,
         checks=checks,
-        history=history_charts,
         releases=releases,
         release_timings=timings,
         moved_limit=MOVED,
-        site_link=_relative_link(site, output) if site.exists() else None,
         provenance=provenance,
-        rows=rows,
         not_read=src.not_read,
         chart_data=charts.payload(),
         plotly_src=PLOTLY,
         landing=output.name,
+        details=DETAILS,
         history_page=HISTORY,
         charts_page=CHARTS,
+        releases_page=RELEASES,
     )
     tables = best_tables(cur)
     fails = failures(groups)
@@ -332,28 +362,28 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
         charts_page=CHARTS,
         history_page=HISTORY,
         releases_page=RELEASES,
-        site_link=_relative_link(site, output) if site.exists() else None,
     )
     pc = Charts()
     chart_page = render(
         "chartpage.j2", title="time, roofline and error charts", results=_shown(results),
-        intro="Per operator, machine and dtype: median device time against tokens and % of the roofline for "
-              "every implementation (current bench rows), then per verify run the worst error of every "
-              "implementation in rounding-floor multiples. Roofline: the machine's time bound from its "
-              "measured copy bandwidth and matmul throughput; rounding floor: the error of rounding alone.",
+        intro="Per operator, machine and dtype: median device time against tokens and % of the roofline, one "
+              "line per implementation and configuration (heads and head size: along a line only the tokens "
+              "vary; current bench rows), then per verify run the worst error of every implementation in "
+              "rounding-floor multiples. Roofline: the machine's time bound from its measured copy bandwidth "
+              "and matmul throughput; rounding floor: the error of rounding alone.",
         sections=[*perf_sections(pc, cur), *error_sections(pc, groups)],
         empty="No bench or verify results.", chart_data=pc.payload(), plotly_src=PLOTLY,
-        landing=output.name, details=DETAILS, others=[("asv history", HISTORY)])
+        landing=output.name, details=DETAILS, others=[("asv history", HISTORY), ("kernel releases", RELEASES)])
     hc = Charts()
     history_page = render(
         "chartpage.j2", title="benchmark history (asv)", results=_shown(asv_results),
-        intro="The asv results drawn by the report itself (nothing loaded from a CDN): one chart per shape "
-              "set, operator, dtype and GPU, one line per implementation (a kernel release's environment is a "
+        intro="The asv results drawn by the report itself, the site's one history (asv's own site loads "
+              "jQuery, flot and bootstrap from CDNs, so it is not published): one chart per shape set, "
+              "operator, dtype and GPU, one line per implementation (a kernel release's environment is a "
               "line of its own), x: the commit date.",
         sections=history_sections(hc, hist), empty=f"No asv results under {_shown(asv_results)}.",
         chart_data=hc.payload(), plotly_src=PLOTLY, landing=output.name, details=DETAILS,
-        others=[("charts", CHARTS)] + ([("asv's own site (loads jQuery, flot and bootstrap from CDNs)",
-                                          _relative_link(site, output))] if site.exists() else []))
+        others=[("charts", CHARTS), ("kernel releases", RELEASES)])
     rc = Charts()
     releases_page = render(
         "chartpage.j2", title="kernel releases: verdict and time per release", results=_shown(results),
@@ -364,14 +394,18 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
         empty="No release-history results (nox -s history writes them under reports/history/).",
         chart_data=rc.payload(), plotly_src=PLOTLY, landing=output.name, details=DETAILS,
         others=[("charts", CHARTS), ("history", HISTORY)])
-    output.parent.mkdir(parents=True, exist_ok=True)
-    details = output.parent / DETAILS
-    _write(output.parent / PLOTLY, plotly_js())
-    _write(details, page)
-    _write(output.parent / CHARTS, chart_page)
-    _write(output.parent / HISTORY, history_page)
-    _write(output.parent / RELEASES, releases_page)
+    site = output.parent
+    site.mkdir(parents=True, exist_ok=True)
+    pages.update({PLOTLY: plotly_js(), DETAILS: page, CHARTS: chart_page, HISTORY: history_page,
+                  RELEASES: releases_page})
+    # the details folder holds this build's pages only (a machine of an earlier build leaves no stale page)
+    if (site / DETAILS_DIR).is_dir():
+        shutil.rmtree(site / DETAILS_DIR)
+    (site / DETAILS_DIR).mkdir()
+    for name, text in sorted(pages.items()):
+        _write(site / name, text)
     _write(output, landing)
+    pages[output.name] = landing
     return Summary(
         output,
         len(src.verify),
@@ -380,11 +414,12 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
         sum(len(b.rows) for b in src.bench),
         len(src.drift),
         len(hist),
-        site if site.exists() else None,
+        None,
         len(charts.charts),
         len(landing.encode()),
-        details,
+        site / DETAILS,
         len(page.encode()),
+        {k: len(v.encode()) for k, v in sorted(pages.items())},
     )
 
 

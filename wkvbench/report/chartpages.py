@@ -25,7 +25,7 @@ from .asv import History
 from .charts import Chart, Charts, Trace, log_range
 from .current import CurrentRow, VerifyGroup
 from .matrix import dtype_key, fmt, op_key, row_dtype, row_op
-from .perf import seq_len
+from .perf import seq_len, without_t
 
 MAX_TRACES = 16  # lines per chart: a legend of more cannot be read; more are split over charts
 
@@ -80,18 +80,34 @@ def _wide(chart: Chart, n_traces: int) -> Chart:
     return chart
 
 
-def _chunks(traces: list[Trace]) -> list[list[Trace]]:
-    return [traces[i : i + MAX_TRACES] for i in range(0, len(traces), MAX_TRACES)] or [[]]
+def _chunks(traces: list[Trace], groups: list[int] | None = None) -> list[list[Trace]]:
+    """``traces`` in charts of at most MAX_TRACES lines; with ``groups`` (a group number per trace, in order),
+    a group is never split over two charts unless it alone has more than MAX_TRACES lines."""
+    if not groups:
+        return [traces[i : i + MAX_TRACES] for i in range(0, len(traces), MAX_TRACES)] or [[]]
+    runs: list[list[Trace]] = []
+    for t, g, prev in zip(traces, groups, [None, *groups[:-1]], strict=True):
+        if g != prev:
+            runs.append([])
+        runs[-1].append(t)
+    out: list[list[Trace]] = []
+    for run in runs:
+        for part in _chunks(run):
+            if out and len(out[-1]) + len(part) <= MAX_TRACES:
+                out[-1] += part
+            else:
+                out.append(list(part))
+    return out
 
 
 def _line_charts(charts: Charts, traces: list[Trace], title: str, x_title: str, y_title: str, x_type: str,
-                 y_range: list | None = None) -> list:
+                 y_range: list | None = None, groups: list[int] | None = None) -> list:
     """Full-width line charts of ``traces``, at most MAX_TRACES lines each ("(i/n)" in the title when split);
     ``y_range`` fixes the y axis (the roofline's log range from the data)."""
-    parts = _chunks(traces)
+    parts = _chunks(traces, groups)
     out = []
     for i, part in enumerate(parts):
-        more = f" ({i + 1}/{len(parts)})" if len(traces) > MAX_TRACES else ""
+        more = f" ({i + 1}/{len(parts)})" if len(parts) > 1 else ""
         ch = charts.line(f"{title}{more}", part, x_title, y_title, x_type=x_type)
         if y_range:
             ch.figure["layout"]["yaxis"]["range"] = y_range
@@ -99,8 +115,25 @@ def _line_charts(charts: Charts, traces: list[Trace], title: str, x_title: str, 
     return out
 
 
+def config(shape: str) -> str:
+    """A shape's configuration: the shape without its batch and length (``B8-T4096-H32-N64`` -> ``H32-N64``,
+    ``B256-T1-H32-N64-h0`` -> ``H32-N64-h0``). One line of a time-against-tokens chart holds one
+    implementation at one configuration, so that along it only the tokens (B x T) vary."""
+    return _B.sub(r"\1", without_t(shape)).strip("-").replace("--", "-")
+
+
+def _newest(c: CurrentRow) -> tuple:
+    return (c.file.date is not None, c.file.date.timestamp() if c.file.date else 0.0)
+
+
 def perf_sections(charts: Charts, cur: list[CurrentRow]) -> list[Section]:
-    """Time against tokens and % of the roofline, per machine, operator and dtype (current rows, timed)."""
+    """Time against tokens and % of the roofline, per machine, operator and dtype (current rows, timed).
+
+    One line per implementation and configuration (heads, head size and the rest of the shape but B and T:
+    ``config``); where two shape sets timed the same shape (the ``prefill`` set and a model's ``prefill-32k``
+    set share B8-T4096-H32-N64), the line has one point there, the newest file's, and its hover names the
+    other measurements. Decode steps (T = 1) are a configuration of their own (the ``-h0`` of their shape)
+    or, where not, separated from the sequences by a gap."""
     by: dict[tuple, list[CurrentRow]] = collections.defaultdict(list)
     for c in cur:
         r = c.row
@@ -112,64 +145,63 @@ def perf_sections(charts: Charts, cur: list[CurrentRow]) -> list[Section]:
             by[(row_op(r), c.file.machine, str(r.get("dtype")))].append(c)
     out: dict[str, Section] = {}
     for op, machine, dtype in sorted(by, key=lambda k: (op_key(k[0]), k[1], dtype_key(k[2]))):
-        rows = by[(op, machine, dtype)]
         sec = out.setdefault(
             op,
             Section(
                 f"perf-{op}",
                 f"{op}: time and % of the roofline",
-                "Current bench rows (the landing page's rule), one point per shape set; "
-                "x: tokens per call (B x T, log). Each implementation has two lines: its "
-                "decode steps (T = 1, B tokens) and its sequences (T > 1); the shape sets "
-                "differ in head count too (hover: shape set, shape, time, verdict).",
+                "Current bench rows (the landing page's rule). One line per implementation and configuration "
+                "(the shape without B and T: heads H, head size N), so that along a line only the tokens per "
+                "call (B x T, log) vary; decode steps (T = 1) and sequences are never joined. Where two shape "
+                "sets timed the same shape, the newest measurement is the point and the hover names the others.",
             ),
         )
-        times: dict[str, Trace] = {}
-        pcts: dict[str, Trace] = {}
-        allp: list[float] = []
         key = charts.key(machine, op, dtype)
-        last: dict[str, bool] = {}
-        for c in sorted(
-            rows,
-            key=lambda c: (
-                seq_len(str(c.row["shape"])) != 1,
-                tokens(str(c.row["shape"])),
-                str(c.row.get("shape_set")),
-            ),
-        ):
+        points: dict[tuple[str, str, bool, int], list[CurrentRow]] = collections.defaultdict(list)
+        for c in by[(op, machine, dtype)]:
+            shape = str(c.row["shape"])
+            points[(config(shape), str(c.row.get("variant")), seq_len(shape) == 1, tokens(shape) or 0)].append(c)
+        times: dict[tuple[str, str], Trace] = {}
+        pcts: dict[tuple[str, str], Trace] = {}
+        allp: list[float] = []
+        last: dict[tuple[str, str], bool] = {}
+        for (cfg, v, step, n), cs in sorted(points.items(), key=lambda kv: (kv[0][0], kv[0][1], not kv[0][2], kv[0][3])):
+            cs.sort(key=lambda c: (_newest(c), str(c.row.get("shape_set"))), reverse=True)
+            c, others = cs[0], cs[1:]
             r = c.row
-            v, n = str(r.get("variant")), tokens(str(r["shape"]))
-            step = (
-                seq_len(str(r["shape"])) == 1
-            )  # decode steps (T = 1, x = the batch) and sequences: two lines
-            if last.get(v, step) != step:  # a gap (null) between them, so no line joins a step to a sequence
+            line = (cfg, v)
+            if last.get(line, step) != step:  # a gap (null): no line joins a decode step to a sequence
                 for tr in (times, pcts):
-                    if v in tr:
-                        tr[v].add(None, None, "", key)
-            last[v] = step
+                    if line in tr:
+                        tr[line].add(None, None, "", key)
+            last[line] = step
             ver = "unverified at its gate case" if r.get("status") == "UNVERIFIED" else "verified"
             head = f"{r.get('shape_set')} {r['shape']} ({n} tokens)"
-            times.setdefault(v, Trace(v)).add(
-                n, float(r["median_ms"]), f"{head}: median {float(r['median_ms']):.4g} ms, {ver}", key
+            also = "".join(f"; also {o.row.get('shape_set')}: {float(o.row['median_ms']):.4g} ms" for o in others)
+            name = f"{v} ({cfg})"
+            times.setdefault(line, Trace(name)).add(
+                n, float(r["median_ms"]), f"{head}: median {float(r['median_ms']):.4g} ms, {ver}{also}", key
             )
             p = r.get("pct_of_floor")
             if isinstance(p, (int, float)) and p > 0:
                 allp.append(float(p))
-                pcts.setdefault(v, Trace(v)).add(
-                    n,
-                    float(p),
-                    f"{head}: {float(p):.3g} % of the roofline, {float(r['median_ms']):.4g} ms",
-                    key,
+                pcts.setdefault(line, Trace(name)).add(
+                    n, float(p), f"{head}: {float(p):.3g} % of the roofline, {float(r['median_ms']):.4g} ms", key
                 )
-        tt = [times[k] for k in sorted(times)]
-        sec.charts += _line_charts(charts, tt, f"{op} · {machine} · {dtype}: median device time against tokens",
-                                   "tokens per call (B x T)", "median device time (ms)", "log")
-        pt = [pcts[k] for k in sorted(pcts)]
+        # sorted by configuration, then implementation: a chart split in parts compares implementations at
+        # one configuration
+        cfgs = sorted({k[0] for k in times})
+        tk = sorted(times)
+        sec.charts += _line_charts(charts, [times[k] for k in tk],
+                                   f"{op} · {machine} · {dtype}: median device time against tokens",
+                                   "tokens per call (B x T)", "median device time (ms)", "log",
+                                   groups=[cfgs.index(k[0]) for k in tk])
+        pk = sorted(pcts)
         rng = log_range(allp)
-        if pt:
-            sec.charts += _line_charts(charts, pt, f"{op} · {machine} · {dtype}: % of the roofline (100 % = at the "
-                                       "bound; log axis)", "tokens per call (B x T)", "% of the roofline", "log",
-                                       y_range=rng)
+        if pk:
+            sec.charts += _line_charts(charts, [pcts[k] for k in pk], f"{op} · {machine} · {dtype}: % of the roofline "
+                                       "(100 % = at the bound; log axis)", "tokens per call (B x T)",
+                                       "% of the roofline", "log", y_range=rng, groups=[cfgs.index(k[0]) for k in pk])
     return list(out.values())
 
 
