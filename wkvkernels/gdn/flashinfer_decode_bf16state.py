@@ -27,6 +27,11 @@ class GdnFlashinferDecodeBf16State(GdnFlashinferDecode):
     conventions = frozenset({"gva", "raw", "qkn"})
     state_dtype = "bf16"
     state_precision = "bf16"
+    bench_max_T = (128, "for T > 1 this runs gated_delta_rule_mtp's bf16-state kernel, the multi-token decode "
+                        "of speculative decoding, compiled for each T with q and k of every token staged in shared "
+                        "memory (8 T (K + 8) bytes, gdn_decode_bf16_state.py smem_bytes): at T = 4096 it compiled "
+                        "for 699 s on the H100 and then could not launch (CUDA_LAUNCH_INVALID_CONFIG, 4.5 MB of "
+                        "227 KiB)")
     state_precision_reason = ("bf16 state by design: flashinfer-python 0.7.2.post1 gdn_decode.py, "
                               "gated_delta_rule_decode_pretranspose: \"Bfloat16: BF16 state backend (T=1 or MTP "
                               "for T>1) when K=V=128\" (gdn_kernels/gdn_decode_bf16_state.py)")

@@ -29,6 +29,11 @@ class GdnFlashinferMtp(RawGateDecode):
     algorithm = "mtp"
     conventions = frozenset({"gva", "pool", "raw", "qkn"})
 
+    bench_max_T = (128, "gated_delta_rule_mtp is the multi-token decode of speculative decoding (\"Multi-token "
+                        "processing (T > 1) for speculative decoding\"), compiled for each T with per-token values "
+                        "staged in shared memory (gdn_decode_mtp.py smem_bytes); its bf16-state twin compiled for "
+                        "699 s at T = 4096 on the H100 and then could not launch (CUDA_LAUNCH_INVALID_CONFIG)")
+
     def supports(self, case: Any) -> Availability:
         if not (base := super().supports(case)):  # dtype, conventions first
             return base
