@@ -32,6 +32,28 @@ def test_without_vllm_the_reason_says_how_to_get_it(name):
     assert not av and "vllm not installed" in av.reason and 'history(vllm==0.33.0)' in av.reason
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_a_fork_module_that_does_not_import_is_a_reason_for_every_variant(name, monkeypatch):
+    """Where vLLM is installed, availability imports the fork's module of each entry point (``entry``) and
+    gives its import error as the reason. Every variant names its module: ``gdn_wy.vllm.recompute_w_u`` had
+    none, and its availability raised (AttributeError) on every case on the H100 (2026-11-27)."""
+    import importlib
+
+    monkeypatch.setattr(_vllm, "triton_reason", lambda device: None)  # as where vllm and a GPU are present
+    real = importlib.import_module
+
+    def imp(module, *a, **k):
+        if module.startswith(_vllm.FORK):
+            raise ModuleNotFoundError("No module named 'cbor2'")
+        return real(module, *a, **k)
+
+    monkeypatch.setattr(importlib, "import_module", imp)
+    v = get(name)
+    av = v.available()
+    assert not av and av.reason == (f"import {_vllm.FORK}.{v.entry[0]} failed: ModuleNotFoundError: "
+                                    "No module named 'cbor2'")
+
+
 def _case(**kw):
     return Case("gdn", "model", Shape(**{"B": 3, "T": 2, "H": 1, "N": 16, **kw}), "bf16")
 

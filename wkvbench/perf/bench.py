@@ -232,7 +232,7 @@ class Bench:
         s = case.shape
         row = {"variant": v.name, "op": v.operator, "algorithm": v.algorithm, "source": v.source,
                "shape_set": set_name, "shape": str(s), "dtype": case.dtype, "case": case.id,
-               "bytes": case_bytes(case), "flops": case_flops(case, v.algorithm),
+               "bytes": case_bytes(case, v.state_precision), "flops": case_flops(case, v.algorithm),
                **({"model": src} if (src := model_source(set_name)) else {})}
         av = benchable(v, case)
         if not av:

@@ -64,15 +64,18 @@ def _numel(shape: tuple[int, ...]) -> int:
     return n
 
 
-def min_bytes(op: str, dtype: str, B: int, T: int, H: int, N: int, h0: bool = False, C: int = CHUNK) -> int:
-    """Inputs read once + outputs and final state written once (the module docstring's rule)."""
+def min_bytes(op: str, dtype: str, B: int, T: int, H: int, N: int, h0: bool = False, C: int = CHUNK,
+              state_bytes: int = 4) -> int:
+    """Inputs read once + outputs and final state written once (the module docstring's rule); the state
+    in ``state_bytes`` per element: fp32 (the spec's), or 2 for an implementation that declares its
+    state in a half precision by design (``KernelVariant.state_precision``), which moves half of it."""
     spec = op_spec(op)
     low = DTYPE_BYTES[dtype]
     total = 0
     for name, shape in tensor_shapes(op, B, T, H, N, C).items():
         n = _numel(shape)
         if name in spec.state:
-            total += 4 * n * (2 if h0 else 1)  # written, and read when given
+            total += state_bytes * n * (2 if h0 else 1)  # written, and read when given
         elif name in spec.activations or name in spec.low_outputs:
             total += low * n
         else:
@@ -80,14 +83,17 @@ def min_bytes(op: str, dtype: str, B: int, T: int, H: int, N: int, h0: bool = Fa
     return total
 
 
-def case_bytes(case) -> int:
+def case_bytes(case, state_precision: str = "fp32") -> int:
     """``min_bytes`` of a case, in production conventions too (docs/conventions.md): q and k over the key
     heads, everything else over the value heads; a packed row's tokens; raw gates in place of ``g`` and
     ``beta`` (the logits in the case dtype, ``A_log`` and ``dt_bias`` in float32); a pool's real rows
-    read and written, the rest of the pool untouched."""
+    read and written, the rest of the pool untouched. The state in ``state_precision`` (an implementation's
+    declared one: a bf16-state kernel's floor counts 2 bytes an element; with 4 its kda decode read 167 %
+    of the roofline on the H100, reports/gpu/h100-2026-11-27-serving-bench/)."""
     s = case.shape
+    sb = DTYPE_BYTES[state_precision]
     if not s.in_conventions:
-        return min_bytes(case.op, case.dtype, s.B, s.T, s.H, s.N, s.h0)
+        return min_bytes(case.op, case.dtype, s.B, s.T, s.H, s.N, s.h0, state_bytes=sb)
     low, HV, N = DTYPE_BYTES[case.dtype], s.value_heads, s.N
     tokens = s.T if s.varlen else s.B * s.T
     gate_width = N if case.op == "kda" else 1  # kda's gate is per key
@@ -96,7 +102,7 @@ def case_bytes(case) -> int:
         total += low * tokens * HV * (gate_width + 1) + 4 * HV * (1 + gate_width)  # a, b; A_log, dt_bias
     else:
         total += 4 * tokens * HV * gate_width + low * tokens * HV  # g (fp32), beta (case dtype)
-    state = 4 * HV * N * N
+    state = sb * HV * N * N
     if s.P:
         total += 2 * state * (s.B - s.pad)
     else:

@@ -20,10 +20,10 @@ def _ms(x: float | None) -> str:
 
 
 def bench_table(rows: list[dict], ceilings: Ceilings | None):
-    """One rich table: median (IQR), n, GB/s, TFLOP/s, % of the roofline floor; reasons for the rest."""
+    """One rich table: median (IQR), n, GB/s, TFLOP/s, % of roofline; reasons for the rest."""
     from rich.table import Table
 
-    title = "wkvbench bench: device time (median, IQR) vs the roofline floor"
+    title = "wkvbench bench: device time (median, IQR) vs the roofline"
     if rows and all(r.get("mode") in SYNC_MODES for r in rows if r["status"] == "OK"):
         title = "wkvbench bench: time per call around the framework's synchronization (median, IQR)"
     if ceilings:
@@ -32,7 +32,7 @@ def bench_table(rows: list[dict], ceilings: Ceilings | None):
     t = Table(title=title)
     for col, just in (("set", "left"), ("variant", "left"), ("dtype", "left"), ("shape", "left"),
                       ("median", "right"), ("IQR", "right"), ("n", "right"), ("GB/s", "right"),
-                      ("TFLOP/s", "right"), ("% floor", "right"), ("note", "left")):
+                      ("TFLOP/s", "right"), ("% of roofline", "right"), ("note", "left")):
         t.add_column(col, justify=just, overflow="fold")
     order = {s: i for i, s in enumerate(SHAPE_SETS)}
     for r in sorted(rows, key=lambda r: (order.get(r["shape_set"], 99), r["op"], r.get("median_ms") or 1e99)):
@@ -58,9 +58,9 @@ def bench_table(rows: list[dict], ceilings: Ceilings | None):
 
 
 def markdown_table(rows: list[dict], sets: tuple[str, ...] | None = None) -> str:
-    """README/PR-comment table of the OK rows: median (IQR), n, GB/s, TFLOP/s, % of floor, x floor."""
+    """README/PR-comment table of the OK rows: median (IQR), n, GB/s, TFLOP/s, % of roofline, x roofline time."""
     order = {s: i for i, s in enumerate(SHAPE_SETS)}
-    lines = ["| set | shape | variant | dtype | median | IQR | n | GB/s | TFLOP/s | % of floor | x floor |",
+    lines = ["| set | shape | variant | dtype | median | IQR | n | GB/s | TFLOP/s | % of roofline | x roofline time |",
              "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     ok = [r for r in rows if r["status"] == "OK" and (not sets or r["shape_set"] in sets)]
     for r in sorted(ok, key=lambda r: (order.get(r["shape_set"], 99), r["op"], r["median_ms"])):
@@ -73,13 +73,13 @@ def markdown_table(rows: list[dict], sets: tuple[str, ...] | None = None) -> str
 def _verdict(e) -> str:
     if not e.timed:
         return ""
-    worst = f" {e.worst_tensor} {e.worst_floor_x:.3g}x" if e.worst_floor_x is not None else ""
+    worst = f" {e.worst_tensor} {e.worst_floor_x:.3g}x floor" if e.worst_floor_x is not None else ""
     return f"{e.verdict} {e.where}{worst}".strip() + (f" ({e.contract})" if e.contract else "")
 
 
 def side_by_side_tables(rows: list[dict]) -> list:
     """One small rich table per operator, shape and dtype (``compare.side_by_side``): every implementation,
-    fastest first, with its median (IQR), % of the roofline floor, time over the fastest verified one, and
+    fastest first, with its median (IQR), % of roofline, time over the fastest verified one, and
     its verdict (at its own shape where judged there); the rows not timed last, with their reason."""
     from rich.table import Table
 
@@ -92,7 +92,7 @@ def side_by_side_tables(rows: list[dict]) -> list:
                  + (f"  fastest verified: {best.variant}" if best else "  no verified implementation timed"))
         t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
         for col, just in (("#", "right"), ("implementation", "left"), ("median", "right"), ("IQR", "right"),
-                          ("% floor", "right"), ("x fastest", "right"), ("verdict", "left")):
+                          ("% of roofline", "right"), ("x fastest", "right"), ("verdict", "left")):
             t.add_column(col, justify=just, overflow="fold")
         for i, e in enumerate(c.entries, 1):
             if e.timed:
@@ -117,7 +117,7 @@ def side_by_side_markdown(rows: list[dict]) -> str:
         best = c.fastest
         out += [f"**{c.op} `{c.shape}` {c.dtype}** ({c.shape_set}"
                 + (f"; fastest verified: `{best.variant}`)" if best else "; no verified implementation timed)"),
-                "", "| # | implementation | median | IQR | % of floor | x fastest | verdict |",
+                "", "| # | implementation | median | IQR | % of roofline | x fastest | verdict |",
                 "| ---: | --- | ---: | ---: | ---: | ---: | --- |"]
         for i, e in enumerate(c.entries, 1):
             if e.timed:

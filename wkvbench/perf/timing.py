@@ -405,12 +405,12 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None 
                     gaps += 1
             if filter_gaps and len(samples) < min_reps and time.perf_counter() - t_start > time_cap_s:
                 filter_gaps = False  # the host never got ahead within the time cap: take its gaps (host_gaps)
-        why = stop_reason(samples, t_start, min_reps, min_time, sem_bound, time_cap_s)
-        if (why == "sem" and replays is not None and time.perf_counter() - t_start <= time_cap_s
+        ended = stop_reason(samples, t_start, min_reps, min_time, sem_bound, time_cap_s)
+        if (ended == "sem" and replays is not None and time.perf_counter() - t_start <= time_cap_s
                 and (replays.sets < GRAPH_SETS or time.perf_counter() - t_set < set_s)):
-            why = None  # GRAPH_SETS capture sets, each sampled for its share, before the median counts
-        if why:
-            stop = why
+            ended = None  # GRAPH_SETS capture sets, each sampled for its share, before the median counts
+        if ended:  # (not ``why``: that is the mode's reason, recorded as mode_reason)
+            stop = ended
             break
     if mode == "graph" and hasattr(call, "sets"):
         launch["capture_sets"] = call.sets

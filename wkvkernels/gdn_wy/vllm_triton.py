@@ -25,12 +25,12 @@ class GdnWyVllmRecomputeWU(WUOutputs, _vllm.VllmTriton):
     uses_dot = True
     conventions = frozenset({"gva"})
     args = {"k": "k", "v": "v", "beta": "beta", "A": "A"}
+    entry = ("wy_fast", "recompute_w_u_fwd")  # the module availability imports (``_module_reason``)
 
     def prepare(self, inputs: dict, case: Any) -> Any:
         kw = self.tensors(inputs, case.dtype)
         kw.update(g_cumsum=to_torch(inputs["gc"], "fp32", self.device), cu_seqlens=None)
-        return _vllm.fn("wy_fast", "recompute_w_u_fwd"), kw
-
+        return _vllm.fn(*self.entry), kw
 
 
 _vllm.register_with_interp(GdnWyVllmRecomputeWU)
