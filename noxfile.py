@@ -5,7 +5,8 @@
 """wkvbench sessions.
 
     nox -s verify   # the verification matrix on whatever hardware is present (CPU by default)
-    nox -s tests    # the project's own tests (what CI runs)
+    nox -s tests    # the project's own tests, less the heavy ones (CI runs both)
+    nox -s tests-slow   # the heavy ones (marker slow: end-to-end runs, fresh virtualenvs, the browser)
     nox -s gpu      # the whole GPU evidence of a box: verify (all dtypes, backward, properties), bench, asv, report
     nox -s bench    # GPU benchmarks (device time, roofline, asv history) and CPU timings
     nox -s report   # the static HTML report from the committed results (reports/html/index.html)
@@ -122,11 +123,27 @@ def _venv_params() -> dict:
     return {"venv_params": ["--system-site-packages"]} if TORCH == "system" else {}
 
 
+def _pytest(session: nox.Session, marker: str) -> None:
+    """pytest on the tests ``-m marker`` selects, spread over the cores by pytest-xdist, one file per
+    worker process at a time (``--dist loadfile``: a module's fixtures are built once; docs/testing.md)."""
+    _install_runtime(session, "test", "cpu-kernels", "clash")
+    workers = str(min(os.cpu_count() or 1, 8))
+    session.run("python", "-m", "pytest", "-n", workers, "--dist", "loadfile", "-m", marker, *session.posargs,
+                env={"PYTHONHASHSEED": "0"})
+
+
 @nox.session(**_venv_params())
 def tests(session: nox.Session) -> None:
-    """The project's own tests: oracle self-checks, the judge, the registry, every CPU variant vs the oracle."""
-    _install_runtime(session, "test", "cpu-kernels", "clash")
-    session.run("python", "-m", "pytest", *session.posargs, env={"PYTHONHASHSEED": "0"})
+    """The project's own tests, less the heavy ones (``nox -s tests-slow``): oracle self-checks, the judge,
+    the registry, every CPU variant vs the oracle. CI runs both sessions (.ci/run)."""
+    _pytest(session, "not slow")
+
+
+@nox.session(name="tests-slow", **_venv_params())
+def tests_slow(session: nox.Session) -> None:
+    """The heavy tests (marker ``slow``, suites/conftest.py ``SLOW``): end-to-end runs of the commands, a fresh
+    virtualenv, the offline install, the browser, killed and resumed runs."""
+    _pytest(session, "slow")
 
 
 @nox.session(**_venv_params())

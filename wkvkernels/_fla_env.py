@@ -288,6 +288,7 @@ def fork_triton_reason(device: str, package_reason: str | None, interpreted, pre
             return ("set TRITON_INTERPRET=1 in the environment before starting Python (process-global: triton "
                     f"chooses interpreter or compiler per @triton.jit when {what} are imported)")
         _interpreter_takes_first_config()
+        _interpreter_patches_once()
         patch_interpreted_aliases(prefix=prefix)
         return None
     import torch
@@ -314,6 +315,7 @@ def triton_reason(device: str, root: str = "fla") -> str | None:
                     "compiled, "
                     "not interpreted; set it before starting Python")
         _interpreter_takes_first_config()
+        _interpreter_patches_once()
         patch_interpreted_aliases(f"{root}.ops")
         return None
     if device != "cuda":
@@ -362,6 +364,61 @@ def _interpreter_takes_first_config() -> None:
         return [0.0] * len(quantiles) if quantiles else 0.0  # all tie: min() keeps the first config
 
     autotuner.Autotuner.do_bench = property(lambda self: self._do_bench or untimed)
+
+
+
+def _interpreter_patches_once() -> None:
+    """Make the Triton interpreter patch ``triton.language`` once per kernel launch, not once more on every
+    call of a ``@triton.jit`` helper inside the kernel (a speed-up only: the same patches, the same values).
+
+    triton 3.9's interpreter runs a kernel with ``tl``'s builtins replaced by their NumPy implementations
+    (``interpreter._patch_lang``: every member of ``tl``, ``tl.math``, ``tl.tensor``, ... inspected and
+    wrapped), undone when the launch ends. A device function (FLA's ``exp``, ``softplus``, ...; called in
+    the time loop of every recurrent kernel) calls ``_patch_lang`` again on each call, which finds every
+    builtin already wrapped and re-sets the other attributes to equal copies: no change, at about 0.4 ms a
+    call, a third of an interpreted ``gdn.fla.fused_recurrent`` case on the 2-core CI machine. So while a
+    launch's patches are in place, a device function whose modules they cover skips it; any other call
+    goes to triton's own, and its modules count as covered for the rest of the launch (``tl.sum``, a
+    device function of ``triton.language.standard``, patches ``tl.core``, which triton never restores; a
+    second call would find nothing left to patch either). Installed with ``_interpreter_takes_first_config``, only where kernels are
+    interpreted; left out (triton's own behaviour) where the interpreter's internals are not as expected."""
+    import inspect
+
+    try:
+        import triton.language as tl
+        from triton.runtime import interpreter as interp
+    except ImportError:
+        return
+    real = getattr(interp, "_patch_lang", None)
+    if real is None or getattr(real, "wkvbench_once", False) or not hasattr(interp, "_LangPatchScope"):
+        return
+    active: list[frozenset[int]] = []  # the modules patched by the launch in progress (at most one)
+
+    def langs(fn) -> frozenset[int]:
+        return frozenset(id(v) for v in fn.__globals__.values() if inspect.ismodule(v) and v in (tl, tl.core))
+
+    def patch_lang(fn):
+        mine = langs(fn)
+        if active and mine <= active[-1]:
+            return interp._LangPatchScope()  # a device function: its patches are the launch's, in place
+        scope = real(fn)
+        if active:  # a device function reaching other modules (``tl.sum``: ``tl.core``): triton's own call,
+            active.append(active.pop() | mine)  # whose patches stay (triton never undoes them): once
+            return scope
+        active.append(mine)
+        restore = scope.restore
+
+        def restore_and_end():
+            try:
+                restore()
+            finally:
+                active.clear()
+
+        scope.restore = restore_and_end  # the launch's end (GridExecutor restores in a finally)
+        return scope
+
+    patch_lang.wkvbench_once = True
+    interp._patch_lang = patch_lang
 
 
 @functools.cache
