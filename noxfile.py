@@ -36,7 +36,9 @@ nox.options.sessions = ["tests"]
 nox.options.reuse_venv = "yes"
 
 PYPROJECT = nox.project.load_toml("pyproject.toml")
-GROUPS: dict[str, list[str]] = {**PYPROJECT["dependency-groups"], "package": PYPROJECT["project"]["dependencies"]}
+# the groups, and "package": the package's own dependencies (numpy, rich)
+GROUPS: dict[str, list[str]] = {**PYPROJECT["dependency-groups"],
+                                "package": PYPROJECT["project"]["dependencies"]}
 TORCH = os.environ.get("WKVBENCH_TORCH", "torch==2.13.0")
 
 
@@ -143,8 +145,8 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(name="tests-slow", **_venv_params())
 def tests_slow(session: nox.Session) -> None:
-    """The heavy tests (marker ``slow``, suites/conftest.py ``SLOW``): end-to-end runs of the commands, a fresh
-    virtualenv, the offline install, the browser, killed and resumed runs."""
+    """The heavy tests (marker ``slow``, suites/conftest.py ``SLOW``): end-to-end runs of the commands, a
+    fresh virtualenv, the offline install, the browser, killed and resumed runs."""
     _pytest(session, "slow")
 
 

@@ -52,8 +52,8 @@ print(json.dumps({"digest": digest.hexdigest(), "calls": calls[0],
 
 def _run(mode: str) -> dict:
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    p = subprocess.run([sys.executable, "-c", SCRIPT, mode], env=env, cwd=REPO, capture_output=True, text=True,
-                       timeout=600)
+    p = subprocess.run([sys.executable, "-c", SCRIPT, mode], env=env, cwd=REPO, capture_output=True,
+                       text=True, timeout=600)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
     return json.loads(p.stdout.strip().splitlines()[-1])
 
