@@ -46,39 +46,58 @@ def asv_benchmarks(monkeypatch):
 GPU_DIR = Path(__file__).resolve().parent / "gpu"
 
 # The heavy tests: ``slow``, run by ``nox -s tests-slow``, left out of ``nox -s tests`` (docs/testing.md,
-# "The project's own tests"). Each took 10 s or more (call and setup) in a whole run of the suite on the
-# 2-core CI machine (2026-11-27, --durations): end-to-end runs of the commands (a fresh virtualenv, a
-# browser, a killed and resumed run, a crashing worker) more than checks of one function. A test id, or a
-# test's name for all its parameters; ``suites/tools/test_offline.py`` marks itself. An entry that names
-# no test of a collected file stops the run (a renamed test would otherwise move silently).
-SLOW = (
-    "suites/variants/test_autotune.py::test_verify_sweeps_a_real_fla_kernel_under_the_triton_interpreter",  # 64 s
-    "suites/unit/test_report_browser.py::test_headless_chromium_renders_the_report_offline",  # 51 s
-    "suites/unit/test_report_charts.py::test_the_chart_pages_in_chromium",  # 27 s, both pages
-    "suites/unit/test_isolate.py::test_a_crashing_variant_is_reported_and_its_other_cases_still_run",  # 37 s setup
-    "suites/unit/test_isolate.py::test_sigkill_mid_run_leaves_a_valid_file_and_resume_completes_it",  # 35 s
-    "suites/unit/test_isolate.py::test_forward_and_backward_in_one_run_with_seconds_per_variant_kind_and_dtype",
-    "suites/unit/test_isolate.py::test_in_process_mode_gives_the_same_rows_as_workers",  # 25 s
-    "suites/unit/test_isolate.py::test_the_workers_cpu_seconds_are_recorded_per_unit",  # 15-19 s
-    "suites/unit/test_isolate.py::test_a_variant_that_compiles_nothing_runs_its_units_in_one_worker_even_with_free_slots",
-    "suites/unit/test_isolate.py::test_a_variants_worker_takes_its_next_units_and_never_another_variants",  # 11 s
-    "suites/unit/test_isolate.py::test_rows_of_a_run_over_several_gpus_name_their_workers_gpu",  # 10 s
-    "suites/unit/test_gpu_command.py::test_a_run_killed_mid_way_is_completed_by_the_next",  # 30-40 s
-    "suites/unit/test_gpu_command.py::test_a_package_in_a_folder_of_its_own_runs_there_and_joins_the_results_set",
-    "suites/unit/test_gpu_command.py::test_ggml_built_before_the_run_is_verified_beside_the_others",  # 11-15 s
-    "suites/perf/test_asv.py::test_asv_run_times_the_cpu_grid_into_one_results_file",  # 17-60 s
-    "suites/variants/test_packing.py::test_fla_packing_under_the_triton_interpreter",  # 14 s
-    "suites/tools/test_installed_commands.py",  # a fresh virtualenv with the wheel installed: 13-17 s setup
-    "suites/tools/test_layout.py::test_the_gpu_marker_is_the_gpu_folder",  # 27 s: three collections
-    "suites/variants/test_interp_patch_once.py",  # 2 subprocesses with FLA under the interpreter: 20 s CPU
-)
+# "The project's own tests"). Each took 10 s or more (call, or its module's setup) in a whole run of the
+# suite on the 2-core CI machine, by --durations (2026-11-27; seconds in a quiet run, [in a run beside
+# other work]): end-to-end runs of the commands (a fresh virtualenv, a browser, a killed and resumed run,
+# a crashing worker) more than checks of one function. Per file: test names (all their parameters) or
+# test ids; ``suites/tools/test_offline.py`` (232 s) marks itself. A name that is no test of its file
+# stops the run, so a renamed test cannot drift into the quick session unnoticed.
+SLOW: dict[str, tuple[str, ...]] = {
+    "suites/variants/test_autotune.py": (
+        "test_verify_sweeps_a_real_fla_kernel_under_the_triton_interpreter",  # 64 s
+    ),
+    "suites/variants/test_packing.py": ("test_fla_packing_under_the_triton_interpreter",),  # 14 s
+    "suites/variants/test_interp_patch_once.py": (  # two processes with FLA under the interpreter
+        "test_patching_once_per_launch_gives_the_same_bits_with_few_patch_calls",
+    ),
+    "suites/unit/test_report_browser.py": ("test_headless_chromium_renders_the_report_offline",),  # 51 s
+    "suites/unit/test_report_charts.py": ("test_the_chart_pages_in_chromium",),  # 14 + 12 s
+    "suites/unit/test_isolate.py": (
+        "test_a_crashing_variant_is_reported_and_its_other_cases_still_run",  # 37 s setup (its crashed run)
+        "test_sigkill_mid_run_leaves_a_valid_file_and_resume_completes_it",  # 35 s
+        "test_forward_and_backward_in_one_run_with_seconds_per_variant_kind_and_dtype",  # 26 s
+        "test_in_process_mode_gives_the_same_rows_as_workers",  # 25 s
+        "test_a_variant_that_compiles_nothing_runs_its_units_in_one_worker_even_with_free_slots",  # 15 s
+        "test_the_workers_cpu_seconds_are_recorded_per_unit",  # 15 s
+        "test_a_variants_worker_takes_its_next_units_and_never_another_variants",  # 11 s
+        "test_rows_of_a_run_over_several_gpus_name_their_workers_gpu",  # 10 s
+    ),
+    "suites/unit/test_gpu_command.py": (
+        "test_a_run_killed_mid_way_is_completed_by_the_next",  # 30 s
+        "test_a_package_in_a_folder_of_its_own_runs_there_and_joins_the_results_set",  # 11 s
+        "test_ggml_built_before_the_run_is_verified_beside_the_others",  # 11 s
+    ),
+    "suites/unit/test_nox_gpu_h100.py": ("test_every_row_is_classified",),  # 18 s [187 s]
+    "suites/unit/test_mutants.py": tuple(f"test_every_mutant_is_killed[{m}]" for m in (
+        "kda.mutant.state_transposed",  # 24 s
+        "gdn.mutant.state_transposed",  # 15 s
+        "wkv7.mutant.wrong_decay_encoding",  # 14 s
+        "gdn.mutant.value_heads_tiled",  # [42 s]
+        "kda.mutant.value_heads_tiled",  # [26 s]
+        "gla.mutant.wrong_decay_encoding",  # [20 s]
+        "wkv6.mutant.wrong_decay_encoding",  # [17 s]
+    )),
+    "suites/perf/test_asv.py": ("test_asv_run_times_the_cpu_grid_into_one_results_file",),  # 17-60 s
+    "suites/tools/test_installed_commands.py": (  # 13-17 s setup: a fresh virtualenv with the wheel
+        "test_every_printed_command_runs_as_printed_outside_the_checkout",
+    ),
+    "suites/tools/test_layout.py": ("test_the_gpu_marker_is_the_gpu_folder",),  # 27 s: three collections
+}
 
 
-def _slow_entry(nodeid: str) -> str | None:
-    for entry in SLOW:
-        if nodeid == entry or nodeid.startswith((entry + "[", entry + "::")):
-            return entry
-    return None
+def _slow(nodeid: str) -> bool:
+    file, _, name = nodeid.partition("::")
+    return any(name == entry or name.startswith(entry + "[") for entry in SLOW.get(file, ()))
 
 
 def pytest_collection_modifyitems(config, items):  # noqa: ARG001
@@ -87,10 +106,10 @@ def pytest_collection_modifyitems(config, items):  # noqa: ARG001
         if GPU_DIR in Path(str(item.path)).resolve().parents:
             item.add_marker(pytest.mark.gpu)
         modules.setdefault(item.nodeid.split("::")[0], getattr(item, "module", None))
-        if _slow_entry(item.nodeid) is not None:
+        if _slow(item.nodeid):
             item.add_marker(pytest.mark.slow)
-    stale = [e for e in SLOW if "::" in e and e.split("::")[0] in modules
-             and not hasattr(modules[e.split("::")[0]], e.split("::")[1])]
+    stale = [f"{file}::{name}" for file, names in SLOW.items() if file in modules
+             for name in names if not hasattr(modules[file], name.split("[")[0])]
     if stale:
         raise pytest.UsageError(f"suites/conftest.py SLOW names tests that do not exist: {', '.join(stale)}")
 
