@@ -68,19 +68,17 @@ def _see_host_packages(session: nox.Session) -> None:
         f.write("\n".join(dirs) + "\n")
 
 
-def _install_runtime(session: nox.Session, *groups: str, ggml: bool = True, compile_all: bool = True) -> None:
+def _install_runtime(session: nox.Session, *groups: str, ggml: bool = True) -> None:
     """torch first (so nothing pulls a different build), then the named groups.
 
     With ``WKVBENCH_WHEELHOUSE`` set (a folder made by ``nox -s wheelhouse``), nothing is fetched:
     every package comes from that folder, on top of the interpreter's own torch/triton. ``ggml=False``
-    leaves ggml-python out (``gpu`` builds it itself, in the background). ``compile_all=False``: pip
-    writes no bytecode of the installed packages (Python compiles the modules a run imports, on import).
+    leaves ggml-python out (``gpu`` builds it itself, in the background).
     """
-    no_compile = [] if compile_all else ["--no-compile"]
     if TORCH == "system":
         _see_host_packages(session)
     else:
-        session.install(*_offline(), *no_compile, TORCH)
+        session.install(*_offline(), TORCH)
     reqs = [r for g in groups for r in GROUPS[g] if ggml or not r.startswith("ggml-python")]
     jobs = {"CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)}
     if ggml and "-dggml_cuda=on" in os.environ.get("CMAKE_ARGS", "").lower():
@@ -89,7 +87,7 @@ def _install_runtime(session: nox.Session, *groups: str, ggml: bool = True, comp
         session.install(*_offline(), *BUILD_BACKEND)
         session.install(*_offline(), "--no-build-isolation", "--no-deps", _ggml_source(session), env=jobs)
     # ggml-python compiles ggml's CPU backend from its sdist
-    session.install(*_offline(), *no_compile, *reqs, env=jobs)
+    session.install(*_offline(), *reqs, env=jobs)
     session.run("python", "-c", "import sys, numpy, torch; print(sys.version.split()[0], 'numpy', numpy.__version__, 'torch', torch.__version__)")
 
 
@@ -159,9 +157,10 @@ def verify(session: nox.Session) -> None:
     """
     gpu = ("gpu-kernels",) if TORCH == "system" or WHEELHOUSE else ()
     # the package's own dependencies and the kernel packages, not the test tools (pytest, playwright, scipy,
-    # ...: a third of the install); no bytecode of the whole of torch, triton, transformers and keras
-    # either: a fresh `nox -s verify` on 2 cores, install included, within 3 minutes (issue 47)
-    _install_runtime(session, "package", "cpu-kernels", *gpu, compile_all=False)
+    # asv, plotly, ...), which verify never imports (issue 47: a fresh `nox -s verify` on 2 cores)
+    # (pip --no-compile was tried: where PYTHONDONTWRITEBYTECODE is set, every worker then compiled torch
+    # and FLA from source, doubling the workers' start-up CPU)
+    _install_runtime(session, "package", "cpu-kernels", *gpu)
     # without a GPU, FLA's Triton kernels run as their `.interp` twins (docs/verification.md): the mode is
     # process-global and must be set before Python starts; on a GPU box the CUDA variants run instead
     env = {} if _has_cuda(session) or "TRITON_INTERPRET" in os.environ else {"TRITON_INTERPRET": "1"}
