@@ -25,6 +25,11 @@ collect_ignore_glob = ["data/*"]
 def pytest_configure(config):  # noqa: ARG001
     # CLI runs without --output write here, not into the checkout's reports/results
     os.environ.setdefault("WKVBENCH_RESULTS_DIR", tempfile.mkdtemp(prefix="wkvbench-test-results-"))
+    worker = os.environ.get("PYTEST_XDIST_WORKER")  # a pytest-xdist worker inherits the controller's folder:
+    if worker:  # a folder of its own in it (two workers' verify-<second>.json would otherwise collide)
+        own = Path(os.environ["WKVBENCH_RESULTS_DIR"]) / worker
+        own.mkdir(parents=True, exist_ok=True)
+        os.environ["WKVBENCH_RESULTS_DIR"] = str(own)
 
 
 @pytest.fixture
