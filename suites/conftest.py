@@ -55,8 +55,8 @@ GPU_DIR = Path(__file__).resolve().parent / "gpu"
 # suite on the 2-core CI machine, by --durations (2026-11-27; seconds in a quiet run, [in a run beside
 # other work]): end-to-end runs of the commands (a fresh virtualenv, a browser, a killed and resumed run,
 # a crashing worker) more than checks of one function. Per file: test names (all their parameters) or
-# test ids; ``suites/tools/test_offline.py`` (232 s) marks itself. A name that is no test of its file
-# stops the run, so a renamed test cannot drift into the quick session unnoticed.
+# test ids; ``suites/tools/test_offline.py`` (232 s) marks itself. Tests that share an expensive module
+# fixture go together (else both sessions would build it). A name that is no test of its file stops the run, so a renamed test cannot drift into the quick session unnoticed.
 SLOW: dict[str, tuple[str, ...]] = {
     "suites/variants/test_autotune.py": (
         "test_verify_sweeps_a_real_fla_kernel_under_the_triton_interpreter",  # 64 s
@@ -68,7 +68,10 @@ SLOW: dict[str, tuple[str, ...]] = {
     "suites/unit/test_report_browser.py": ("test_headless_chromium_renders_the_report_offline",),  # 51 s
     "suites/unit/test_report_charts.py": ("test_the_chart_pages_in_chromium",),  # 14 + 12 s
     "suites/unit/test_isolate.py": (
-        "test_a_crashing_variant_is_reported_and_its_other_cases_still_run",  # 37 s setup (its crashed run)
+        # the three tests of one crashed run (its module fixture: 37 s), kept together: built once, here
+        "test_a_crashing_variant_is_reported_and_its_other_cases_still_run",
+        "test_a_plugin_that_cannot_import_in_the_worker_crashes_only_its_own_variant",
+        "test_the_good_variant_passes_and_the_run_fails_overall",
         "test_sigkill_mid_run_leaves_a_valid_file_and_resume_completes_it",  # 35 s
         "test_forward_and_backward_in_one_run_with_seconds_per_variant_kind_and_dtype",  # 26 s
         "test_in_process_mode_gives_the_same_rows_as_workers",  # 25 s
@@ -78,7 +81,11 @@ SLOW: dict[str, tuple[str, ...]] = {
         "test_rows_of_a_run_over_several_gpus_name_their_workers_gpu",  # 10 s
     ),
     "suites/unit/test_gpu_command.py": (
+        # the four tests of one gpu run (its module fixture: 24-27 s), kept together: built once, here
+        "test_one_results_set_with_both_kinds_properties_and_the_time_breakdown",
+        "test_a_second_run_keeps_what_is_done",
         "test_a_run_killed_mid_way_is_completed_by_the_next",  # 30 s
+        "test_merge_adds_the_ggml_part_and_recounts",
         "test_a_package_in_a_folder_of_its_own_runs_there_and_joins_the_results_set",  # 11 s
         "test_ggml_built_before_the_run_is_verified_beside_the_others",  # 11 s
     ),
