@@ -56,7 +56,8 @@ GPU_DIR = Path(__file__).resolve().parent / "gpu"
 # other work]): end-to-end runs of the commands (a fresh virtualenv, a browser, a killed and resumed run,
 # a crashing worker) more than checks of one function. Per file: test names (all their parameters) or
 # test ids; ``suites/tools/test_offline.py`` (232 s) marks itself. Tests that share an expensive module
-# fixture go together (else both sessions would build it). A name that is no test of its file stops the run, so a renamed test cannot drift into the quick session unnoticed.
+# fixture go together (else both sessions would build it). A name that is no test of its file stops the
+# run, so a renamed test cannot drift into the quick session unnoticed.
 SLOW: dict[str, tuple[str, ...]] = {
     "suites/variants/test_autotune.py": (
         "test_verify_sweeps_a_real_fla_kernel_under_the_triton_interpreter",  # 64 s
