@@ -5,7 +5,8 @@
 """wkvbench sessions.
 
     nox -s verify   # the verification matrix on whatever hardware is present (CPU by default)
-    nox -s tests    # the project's own tests (what CI runs)
+    nox -s tests    # the project's own tests, less the heavy ones (CI runs both)
+    nox -s tests-slow   # the heavy ones (marker slow: end-to-end runs, fresh virtualenvs, the browser)
     nox -s gpu      # the whole GPU evidence of a box: verify (all dtypes, backward, properties), bench, asv, report
     nox -s bench    # GPU benchmarks (device time, roofline, asv history) and CPU timings
     nox -s report   # the static HTML report from the committed results (reports/html/index.html)
@@ -35,7 +36,9 @@ nox.options.sessions = ["tests"]
 nox.options.reuse_venv = "yes"
 
 PYPROJECT = nox.project.load_toml("pyproject.toml")
-GROUPS: dict[str, list[str]] = PYPROJECT["dependency-groups"]
+# the groups, and "package": the package's own dependencies (numpy, rich)
+GROUPS: dict[str, list[str]] = {**PYPROJECT["dependency-groups"],
+                                "package": PYPROJECT["project"]["dependencies"]}
 TORCH = os.environ.get("WKVBENCH_TORCH", "torch==2.13.0")
 
 
@@ -122,11 +125,27 @@ def _venv_params() -> dict:
     return {"venv_params": ["--system-site-packages"]} if TORCH == "system" else {}
 
 
+def _pytest(session: nox.Session, marker: str) -> None:
+    """pytest on the tests ``-m marker`` selects, spread over the cores by pytest-xdist, one file per
+    worker process at a time (``--dist loadfile``: a module's fixtures are built once; docs/testing.md)."""
+    _install_runtime(session, "test", "cpu-kernels", "clash")
+    workers = str(min(os.cpu_count() or 1, 8))
+    session.run("python", "-m", "pytest", "-n", workers, "--dist", "loadfile", "-m", marker, *session.posargs,
+                env={"PYTHONHASHSEED": "0"})
+
+
 @nox.session(**_venv_params())
 def tests(session: nox.Session) -> None:
-    """The project's own tests: oracle self-checks, the judge, the registry, every CPU variant vs the oracle."""
-    _install_runtime(session, "test", "cpu-kernels", "clash")
-    session.run("python", "-m", "pytest", *session.posargs, env={"PYTHONHASHSEED": "0"})
+    """The project's own tests, less the heavy ones (``nox -s tests-slow``): oracle self-checks, the judge,
+    the registry, every CPU variant vs the oracle. CI runs both sessions (.ci/run)."""
+    _pytest(session, "not slow")
+
+
+@nox.session(name="tests-slow", **_venv_params())
+def tests_slow(session: nox.Session) -> None:
+    """The heavy tests (marker ``slow``, suites/conftest.py ``SLOW``): end-to-end runs of the commands, a
+    fresh virtualenv, the offline install, the browser, killed and resumed runs."""
+    _pytest(session, "slow")
 
 
 @nox.session(**_venv_params())
@@ -137,7 +156,11 @@ def verify(session: nox.Session) -> None:
     Writes ``reports/results/verify-<timestamp>.json``; exits non-zero on any failure.
     """
     gpu = ("gpu-kernels",) if TORCH == "system" or WHEELHOUSE else ()
-    _install_runtime(session, "test", "cpu-kernels", *gpu)
+    # the package's own dependencies and the kernel packages, not the test tools (pytest, playwright, scipy,
+    # asv, plotly, ...), which verify never imports (issue 47: a fresh `nox -s verify` on 2 cores)
+    # (pip --no-compile was tried: where PYTHONDONTWRITEBYTECODE is set, every worker then compiled torch
+    # and FLA from source, doubling the workers' start-up CPU)
+    _install_runtime(session, "package", "cpu-kernels", *gpu)
     # without a GPU, FLA's Triton kernels run as their `.interp` twins (docs/verification.md): the mode is
     # process-global and must be set before Python starts; on a GPU box the CUDA variants run instead
     env = {} if _has_cuda(session) or "TRITON_INTERPRET" in os.environ else {"TRITON_INTERPRET": "1"}

@@ -288,6 +288,7 @@ def fork_triton_reason(device: str, package_reason: str | None, interpreted, pre
             return ("set TRITON_INTERPRET=1 in the environment before starting Python (process-global: triton "
                     f"chooses interpreter or compiler per @triton.jit when {what} are imported)")
         _interpreter_takes_first_config()
+        _interpreter_patches_once()
         patch_interpreted_aliases(prefix=prefix)
         return None
     import torch
@@ -314,6 +315,7 @@ def triton_reason(device: str, root: str = "fla") -> str | None:
                     "compiled, "
                     "not interpreted; set it before starting Python")
         _interpreter_takes_first_config()
+        _interpreter_patches_once()
         patch_interpreted_aliases(f"{root}.ops")
         return None
     if device != "cuda":
@@ -362,6 +364,69 @@ def _interpreter_takes_first_config() -> None:
         return [0.0] * len(quantiles) if quantiles else 0.0  # all tie: min() keeps the first config
 
     autotuner.Autotuner.do_bench = property(lambda self: self._do_bench or untimed)
+
+
+
+def _interpreter_patches_once() -> None:
+    """Make the Triton interpreter patch ``triton.language`` once per kernel launch, not once more on
+    every call of a ``@triton.jit`` helper inside the kernel (a speed-up only: the same patches, the
+    same values, bit for bit: suites/variants/test_interp_patch_once.py).
+
+    triton 3.9's interpreter runs a kernel with ``tl``'s builtins replaced by their NumPy implementations
+    (``interpreter._patch_lang``: every member of ``tl``, ``tl.math``, ``tl.tensor``, ... inspected and
+    wrapped), undone when the launch ends. A device function (FLA's ``exp``, ``tl.sum``, ...; called in
+    the time loop of every recurrent kernel) calls ``_patch_lang`` again on each call, which finds every
+    builtin already wrapped and re-sets the other attributes to equal copies: no change, at about 0.4 ms
+    a call, a quarter of the CPU time of an interpreted ``gdn.fla.fused_recurrent`` case. So while a
+    launch's patches are in place, a device function whose modules they cover skips it; any other call
+    goes to triton's own, and its modules count as covered for the rest of the launch (``tl.sum``, a
+    device function of ``triton.language.standard``, patches ``tl.core``, which triton never restores;
+    a second call would find nothing left to patch either). Launches run one at a time (the patches are
+    process-global: two threads launching at once would undo each other's). Installed with
+    ``_interpreter_takes_first_config``, only where kernels are interpreted; left out (triton's own
+    behaviour) where the interpreter's internals are not as expected."""
+    import inspect
+    import threading
+
+    try:
+        import triton.language as tl
+        from triton.runtime import interpreter as interp
+    except ImportError:
+        return
+    real, launch = getattr(interp, "_patch_lang", None), getattr(interp, "GridExecutor", None)
+    if (real is None or launch is None or getattr(real, "wkvbench_once", False)
+            or not hasattr(interp, "_LangPatchScope")):
+        return
+    call = launch.__call__
+    # the patches are process-global: one launch at a time (the availability probes of verify's parent
+    # run side by side in threads; two launches interleaved would each see the other's patches undone)
+    lock, here = threading.RLock(), threading.local()
+
+    def patch_lang(fn):
+        mine = frozenset(id(v) for v in fn.__globals__.values() if inspect.ismodule(v) and v in (tl, tl.core))
+        patched = getattr(here, "patched", None)
+        if patched is None:  # not inside a launch (or the launch's own call): triton's own
+            scope = real(fn)
+            if getattr(here, "starting", False):
+                here.starting, here.patched = False, mine
+            return scope
+        if mine <= patched:
+            return interp._LangPatchScope()  # a device function: its patches are the launch's, in place
+        scope = real(fn)  # a device function reaching other modules (``tl.sum``: ``tl.core``): triton's own,
+        here.patched = patched | mine  # whose patches stay (triton never undoes them): once
+        return scope
+
+    def launch_once(self, *args, **kwargs):
+        with lock:
+            here.starting, here.patched = True, None
+            try:
+                return call(self, *args, **kwargs)
+            finally:
+                here.starting, here.patched = False, None
+
+    patch_lang.wkvbench_once = True
+    interp._patch_lang = patch_lang
+    launch.__call__ = launch_once
 
 
 @functools.cache
