@@ -234,10 +234,10 @@ def test_the_newest_committed_run_of_each_machine_comes_first(committed_page):
     # conventions runs of the same day (kda on the edge set, gdn/kda/gdn_wy on the gpu set); each covers less
     # than the machine's results set (a fresh run, 2026-11-26) and the boundary domains' edge run (2026-11-25),
     # so those stay current beside them
-    # The two nox -s gpu runs of the serving packages (reports/gpu/h100-2026-11-27-nox-gpu*, gpu set) are newer
-    # still; they supersede only the serving run's rwkv7-hf and rwkv-fla files (the same variants, every dtype,
-    # judged again): the FlashInfer rows of the first were SKIP (cutlass not found) and the second is bf16 only
-    sets = ["gpu", "gpu", "default", "gpu", "default", "gpu", "edge", "gpu", "gpu", "edge"]
+    # The nox -s gpu run of the serving packages with their bench (reports/gpu/h100-2026-11-27-serving-bench,
+    # gpu set, every dtype) is the newest: it supersedes the two earlier nox -s gpu runs of the same variants
+    # (reports/gpu/h100-2026-11-27-nox-gpu*) and the serving run's files it covers
+    sets = ["gpu", "default", "default", "edge", "gpu", "gpu", "edge", "edge"]
     for h, case_set in zip(h100, sets, strict=False):
         assert h.startswith(f"NVIDIA H100 80GB HBM3 · case set {case_set} ·") and h.endswith("current"), h
     edge = [h for h in h100 if h.startswith("NVIDIA H100 80GB HBM3 · case set edge · devices cuda")]
@@ -270,7 +270,9 @@ def test_the_newest_committed_run_of_each_machine_comes_first(committed_page):
     # are chosen per implementation, not per file: rwkv-fla's file (3 variants of its own environment) and
     # the file of FLA's RWKV-7 chunk alone, timed just before it, share none, so both stay current (issue 46;
     # under the old rule, which counted variants, the first hid the second)
-    assert now.count("badge current") == 7
+    # and the serving kernels' bench inside nox -s gpu (2026-11-27): implementations no other file has
+    assert now.count("badge current") == 8
+    assert "reports/gpu/h100-2026-11-27-serving-bench/bench.json.gz" in now
     assert "reports/gpu/h100-2026-11-27-serving/bench-models-wkv7.json" in now
     assert "reports/gpu/h100-2026-11-27-serving/bench-models-rwkvfla.json" in now
     assert "reports/gpu/h100-2026-11-27-oracle-at-size/bench.json" in now

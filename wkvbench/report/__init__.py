@@ -313,9 +313,20 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
             rc.offer(m, op)
             for r in (r for g in groups if g.machine == m for r in g.rows if row_op(r) == op):
                 rc.offer(m, op, row_dtype(r))
-            pages[f"{DETAILS_DIR}/{href}"] = render(
-                "page.j2", part="rows", machine=m, op=op, n=n, options=rc.options(op_key, dtype_key),
-                rows=rows_by[(m, op)], machine_page=f"{slug(m)}.html", chart_data=rc.payload(), **common)
+            # the current files' rows on the page, the superseded ones on a page of their own: earlier runs
+            # accumulate (the H100's gdn page passed 3 MB with both, 2026-11-27)
+            now = [v for v in rows_by[(m, op)] if v["current"]]
+            old = [v for v in rows_by[(m, op)] if not v["current"]]
+            if not now:  # no current file of this operator: its earlier rows are the page
+                now, old = old, []
+            earlier = href.removesuffix(".html") + "-earlier.html" if old else None
+            kw = {"machine": m, "op": op, "n": n, "options": rc.options(op_key, dtype_key),
+                  "machine_page": f"{slug(m)}.html", "chart_data": rc.payload(), **common}
+            pages[f"{DETAILS_DIR}/{href}"] = render("page.j2", part="rows", rows=now, earlier_page=earlier,
+                                                     earlier_of=None, **kw)
+            if earlier:
+                pages[f"{DETAILS_DIR}/{earlier}"] = render("page.j2", part="rows", rows=old, earlier_of=href,
+                                                          earlier_page=None, **kw)
     page = render(
         "page.j2",
         part="main",
