@@ -29,7 +29,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wkvkernels.base import KernelVariant, availability, variants
+from wkvkernels.base import Availability, KernelVariant, availability, variants
 from wkvkernels.cases import Case
 
 from ..judge.check import PASS, Checker
@@ -140,14 +140,12 @@ def gates_from(path: Path) -> dict[tuple, dict]:
             for r in rows if r.kind == "forward"}
 
 
-def benchable(v: KernelVariant, case: Case):
+def benchable(v: KernelVariant, case: Case) -> Availability:
     """Whether ``bench`` runs ``v`` on ``case``: available, supporting the case, within the variant's
     ``bench_max_T``; an ``Availability`` with the reason where not."""
     av = availability(v.name)
     av = v.supports(case) if av else av
     if av and v.bench_max_T is not None and case.shape.T > v.bench_max_T[0]:
-        from wkvkernels.base import Availability
-
         T, why = v.bench_max_T
         return Availability.no(f"T = {case.shape.T} is above the {T} tokens this bench times for it: {why}")
     return av
