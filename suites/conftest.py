@@ -63,6 +63,7 @@ SLOW: dict[str, tuple[str, ...]] = {
         "test_verify_sweeps_a_real_fla_kernel_under_the_triton_interpreter",  # 64 s
     ),
     "suites/variants/test_packing.py": ("test_fla_packing_under_the_triton_interpreter",),  # 14 s
+    "suites/unit/test_fibench.py": ("test_a_torch_bound_cpp_solution_is_built_and_judged",),  # 26 s: a C++ build
     "suites/variants/test_interp_patch_once.py": (  # two processes with FLA under the interpreter
         "test_patching_once_per_launch_gives_the_same_bits_with_few_patch_calls",
     ),

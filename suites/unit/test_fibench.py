@@ -224,7 +224,19 @@ def test_a_solution_that_cannot_load_here_says_why(tmp_path):
         assert "no CUDA device" in v.available().reason
     sol["spec"]["language"] = "cuda"
     (tmp_path / "cuda.json").write_text(json.dumps(sol))
-    assert "only python and triton" in F.solution_variant(tmp_path / "cuda.json", DEFS).available().reason
+    assert "only torch-bound C++/CUDA" in F.solution_variant(tmp_path / "cuda.json", DEFS).available().reason
+    sol["spec"]["binding"] = "tvm-ffi"
+    (tmp_path / "tvm.json").write_text(json.dumps(sol))
+    assert "binding 'tvm-ffi'" in F.solution_variant(tmp_path / "tvm.json", DEFS).available().reason
+    sol["spec"]["binding"] = "torch"
+    (tmp_path / "torch.json").write_text(json.dumps(sol))
+    from torch.utils.cpp_extension import CUDA_HOME
+
+    why = F.solution_variant(tmp_path / "torch.json", DEFS).available().reason
+    assert ("nvcc" in why) if not CUDA_HOME else ("no CUDA device" in why or torch.cuda.is_available())
+    sol["spec"]["language"] = "rust"
+    (tmp_path / "rust.json").write_text(json.dumps(sol))
+    assert "language 'rust'" in F.solution_variant(tmp_path / "rust.json", DEFS).available().reason
     sol["definition"] = "gdn_decode_qk16_v32_d128_k_last"
     sol["spec"]["language"] = "python"
     (tmp_path / "other.json").write_text(json.dumps(sol))
@@ -239,7 +251,7 @@ def test_cli_fib_runs_and_summarises(tmp_path, capsys):
     try:
         rc = main(["fib", "--definition", str(DATA / "definitions" / "gdn_decode_qk4_v8_d128_k_last.json"),
                    "--workloads", str(wl), "--solution", str(DATA / "solutions" / "gdn_decode_bf16_state.json"),
-                   "--variant", "gdn.fib.*", "--trials", "1"])
+                   "--variant", "gdn.fib.*", "--trials", "1", "--output", str(tmp_path / "fib.json")])
     finally:
         for n in ("gdn.fib.reference", "gdn.fib.bf16_state"):
             unregister(n)
@@ -247,6 +259,16 @@ def test_cli_fib_runs_and_summarises(tmp_path, capsys):
     assert rc == 0
     assert "theirs passes / ours fails: 1; ours passes / theirs fails: 0" in out
     assert "theirs passes, ours fails: gdn.fib.bf16_state" in out
+    from wkvbench.results.model import read
+    from wkvbench.results.schemas import FIB
+
+    doc = read(tmp_path / "fib.json", FIB)
+    rows = {r["variant"]: r for r in doc.rows}
+    assert set(rows) == {"gdn.fib.reference", "gdn.fib.bf16_state"}
+    bf16 = rows["gdn.fib.bf16_state"]
+    assert (bf16["ours_pass"], bf16["theirs_pass"]) == (False, True) and bf16["ours"][0]["status"] == "FAIL"
+    assert bf16["ours"][0]["errors"]["state"]["rel"] > bf16["ours"][0]["errors"]["state"]["limit"]
+    assert bf16["theirs"][0]["max_abs"] < 1e-2 and bf16["workload"].startswith("fib/gdn_decode_qk4_v8")
 
 
 def test_verify_with_the_workloads_as_cases_in_workers(tmp_path, capsys):
@@ -307,3 +329,22 @@ def test_a_bf16_blob_reads_as_float32_also_after_ml_dtypes_is_imported():
     assert ml_dtypes.bfloat16 is not None
     x = read_safetensors(blob, "a")
     assert x.dtype == np.float32 and x.shape == (40, 8)
+
+
+@pytest.mark.skipif(not __import__("shutil").which("c++"), reason="no C++ compiler (c++) on PATH to build the solution")
+def test_a_torch_bound_cpp_solution_is_built_and_judged(fib_variants, tmp_path, monkeypatch):
+    """A C++ solution with a torch binding (fixture: the reference's arithmetic in libtorch) is compiled as
+    flashinfer-bench's TorchBuilder compiles it (torch.utils.cpp_extension.load) into a cache keyed by its
+    sources, called with our inputs in the definition's form, and judged: both verdicts pass. The GPU
+    solutions of their repository are built the same way (docs/flashinfer-bench.md)."""
+    from wkvkernels.base import get
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    v = fib_variants["gdn.fib.cpp_libtorch"]
+    assert v.available() and v.backend == "cpp" and not v.dps
+    fc = next(fc for fc in F.fib_cases(DEFS, [DATA / "workloads"]) if fc.workload.startswith("3f0c2a51"))
+    rows = F.compare([get("gdn.fib.cpp_libtorch")], [fc], fib_variants["gdn.fib.reference"], trials=2)
+    (row,) = rows
+    assert [r.status for r in row.ours] == ["PASS", "PASS"] and row.theirs_pass is True
+    built = list((tmp_path / "cache" / "wkvbench" / "fib").glob("cpp_libtorch-*/*.so"))
+    assert len(built) == 1, built

@@ -481,3 +481,73 @@ def test_a_warm_up_of_the_models_set_has_a_name_a_file_can_take():
     names = {warm_name("gdn.sglang.fused_recurrent_update", "bf16", g) for g in groups}
     assert len(names) == len(groups) and all(len(n) <= 160 for n in names)
     assert warm_name("wkv7.fla.chunk", "bf16", ("quick", "decode")) == "warm-wkv7.fla.chunk-bf16-quick+decode"
+
+
+def test_an_own_env_package_is_warmed_beside_its_verification_in_its_folder(monkeypatch, tmp_path):
+    """rwkv-fla's bench autotuned up to 100 s a row in the bench's one process (H100, 2026-11-27): its
+    warm-ups run beside its verification, one per core, in its folder's environment; only warm-ups (its
+    properties run after its verification), only its variants, only when the run times anything."""
+    import collections
+    import threading
+
+    from wkvbench.gpu import run as gpu_run
+    from wkvbench.gpu import side
+
+    monkeypatch.setenv("TRITON_CACHE_AUTOTUNING", "0")  # no warm marker counts: every warm-up is listed
+    folder = tmp_path / "own"
+    folder.mkdir()
+    opt = gpu_run.Options(out=tmp_path / "out", variants=("*.rwkvfla.*",), dtypes=("bf16",),
+                          own_envs=(("rwkv-fla", str(folder)),), side_jobs=3)
+    run = gpu_run.GpuRun(opt)
+    run.ngpu, run.state.provenance = 1, {"gpu": {"name": "NVIDIA H100"}, "versions": {}}
+    started = []
+
+    def fake_run_side(r, tasks, slots, stop, counts, env=None):
+        started.append((tasks, slots, env))
+
+    monkeypatch.setattr(gpu_run, "run_side", fake_run_side)
+    t = run._env_warm("rwkv-fla", "*.rwkvfla.*")
+    t.join()
+    (tasks, slots, env), = started
+    names = [n for n, _, _ in tasks]
+    assert names and all(n.startswith("warm-") and ".rwkvfla." in n for n in names), names
+    assert {v for _, _, v in tasks} >= {"wkv7.rwkvfla.chunk", "wkv6.rwkvfla.chunk"}
+    assert slots == 3 and env["PYTHONPATH"].split(os.pathsep)[0] == str(folder)
+    assert all("--warm-only" in cmd and "bf16" in cmd for _, cmd, _ in tasks)
+    # a run that times nothing warms nothing
+    run.opt.phases = ("verify", "side", "report")
+    assert run._env_warm("rwkv-fla", "*.rwkvfla.*") is None
+    # run_side gives each task the package's environment
+    seen = []
+
+    class P:
+        cpu_s = 0.0
+
+    class FakeRun:
+        ngpu = 1
+
+        class procs:
+            @staticmethod
+            def start(name, cmd, e):
+                seen.append(e)
+                return P()
+
+            @staticmethod
+            def poll(p):
+                return 0
+
+        class state:
+            provenance: dict = {}
+
+            @staticmethod
+            def add_variant(*a):
+                pass
+
+            @staticmethod
+            def add_cpu(*a):
+                pass
+
+    monkeypatch.setattr(side.time, "sleep", lambda s: None)
+    side.run_side(FakeRun(), [("warm-x", ["x"], "v")], 1, threading.Event(), collections.Counter(),
+                  env={"PYTHONPATH": str(folder)})
+    assert seen[0]["PYTHONPATH"] == str(folder) and seen[0]["OMP_NUM_THREADS"] == "1"

@@ -22,6 +22,9 @@ def add_parser(sub) -> None:
                    help="variants to judge (default: gdn.fib.* and gdn.torch.recurrent)")
     p.add_argument("--trials", type=int, default=3,
                    help="seeds per workload, as its 3 trials of fresh inputs")
+    p.add_argument("--output", default=None, metavar="FILE",
+                   help="write the rows (ours and theirs per trial) to FILE (wkvbench.fib/1), rewritten after "
+                        "each row")
     p.add_argument("--dataset-root", default=None, metavar="DIR",
                    help="where the workloads' safetensors paths start (default: the folder above the "
                         "JSONL's 'workloads' folder, else the JSONL's folder)")
@@ -39,15 +42,45 @@ def _fib(args: argparse.Namespace, console: Console) -> int:
     chosen = fibench.select(args.variant or ["gdn.fib.*", "gdn.torch.recurrent"], variants("gdn"))
     for fc in fcases:
         console.print(f"{fc.label}: {fc.case.id} ({fc.mapping})")
-    rows = fibench.compare(chosen, fcases, get("gdn.fib.reference"), trials=args.trials)
-    for r in rows:
-        ours = "/".join(x.status for x in r.ours)
-        theirs = "/".join("pass" if v.passed else "FAIL" for v in r.theirs) or "-"
-        worst = max(r.theirs, key=lambda v: v.max_abs) if r.theirs else None
-        extra = f" max|err| {worst.max_abs:.3g}" if worst else ""
-        reason = next((x.reason for x in r.ours if x.status != "PASS"), "")
-        console.print(f"{r.fcase.label} {r.variant}: ours {ours} ({r.worst}) | theirs {theirs}{extra}"
-                      + (f"\n    {reason[:200]}" if reason else ""), highlight=False, markup=False)
+    done: list = []
+
+    def on_row(r) -> None:
+        done.append(r)
+        _print_row(console, r)
+        if args.output:
+            _write(args, src, chosen, done)
+
+    rows = fibench.compare(chosen, fcases, get("gdn.fib.reference"), trials=args.trials, on_row=on_row)
+    _summary(console, rows)
+    return 0
+
+
+def _write(args: argparse.Namespace, src, chosen, rows) -> None:
+    import json
+    from pathlib import Path
+
+    from ..results.provenance import provenance
+    from ..results.schemas import FIB, atomic_write
+
+    doc = {"schema": FIB, "provenance": provenance(),
+           "selection": {**src.as_dict(), "variants": [v.name for v in chosen], "trials": args.trials},
+           "rows": [r.as_row() for r in rows]}
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(out, json.dumps(doc, indent=1, default=str) + "\n")
+
+
+def _print_row(console: Console, r) -> None:
+    ours = "/".join(x.status for x in r.ours)
+    theirs = "/".join("pass" if v.passed else "FAIL" for v in r.theirs) or "-"
+    worst = max(r.theirs, key=lambda v: v.max_abs) if r.theirs else None
+    extra = f" max|err| {worst.max_abs:.3g}" if worst else ""
+    reason = next((x.reason for x in r.ours if x.status != "PASS"), "")
+    console.print(f"{r.fcase.label} {r.variant}: ours {ours} ({r.worst}) | theirs {theirs}{extra}"
+                  + (f"\n    {reason[:200]}" if reason else ""), highlight=False, markup=False)
+
+
+def _summary(console: Console, rows) -> None:
     theirs_only = [r for r in rows if r.theirs_pass and r.ours_pass is False]
     ours_only = [r for r in rows if r.ours_pass and r.theirs_pass is False]
     both = [r for r in rows if r.ours_pass is not None and r.theirs_pass is not None]
@@ -59,4 +92,3 @@ def _fib(args: argparse.Namespace, console: Console) -> int:
         console.print(f"  theirs passes, ours fails: {r.variant} on {r.fcase.label}", markup=False)
     for r in ours_only:
         console.print(f"  ours passes, theirs fails: {r.variant} on {r.fcase.label}", markup=False)
-    return 0

@@ -365,12 +365,20 @@ class GpuRun:
             return True, "not selected"
         env = {**untimed_env(), **self._env_of(pkg)}
         part = self.work / f"verify-env-{pkg}.json"
+        # its Triton warm-ups at the bench shapes beside its verification, as the main environment's side
+        # tasks (the first serving run, H100 2026-11-27: rwkv-fla's bench took 471 s for 49 rows, up to
+        # 100 s a row of autotuning in the bench's one process)
+        warm = self._env_warm(pkg, glob)
         if not complete(part):
             p = self.procs.start(f"verify-{pkg}", self._verify_cmd(part, variants=[glob]), env)
             rc = self.procs.wait(p)
             self.state.add_cpu("verify", p.cpu_s)
+            if warm is not None:
+                warm.join()
             if rc not in (0, 1, 3) or not complete(part):
                 return False, f"verify exited with {rc}: " + tail(self.procs.logs / f"verify-{pkg}.log", 3)
+        if warm is not None:
+            warm.join()
         if "side" in self.opt.phases:  # its properties, as the side tasks do for the main environment's
             props = self.work / f"props-env-{pkg}.json"
             p = self.procs.start(f"props-{pkg}", py("properties", "--variant", glob, "--dtype", "bf16", "--dtype",
@@ -381,6 +389,25 @@ class GpuRun:
         doc = json.loads(self.verify.read_text())
         mine = collections.Counter(r["status"] for r in doc.get("results", []) if fnmatch(r["variant"], glob))
         return True, f"{pkg} ({dict(self.opt.own_envs)[pkg]}): " + ", ".join(f"{n} {s}" for s, n in sorted(mine.items()))
+
+    def _env_warm(self, pkg: str, glob: str) -> threading.Thread | None:
+        """``pkg``'s warm-ups (``bench --warm-only`` in its folder's environment, one per core), started in a
+        thread; None when the run times nothing or they are all done."""
+        from ..run.verify import select_variants
+
+        if not self.ngpu or "bench" not in self.opt.phases:
+            return None
+        excl = tuple(x for x in self.opt.exclude if x != glob)
+        mine = [v for v in select_variants((), (), excl, self.opt.variants) if fnmatch(v.name, glob)]
+        tasks = side_tasks(self, ggml=False, variants=mine)
+        if not tasks:
+            return None
+        slots = self.opt.side_jobs or (os.cpu_count() or 2)
+        say(f"env-{pkg}: {len(tasks)} warm-up processes beside its verification, {slots} at a time")
+        t = threading.Thread(target=run_side, args=(self, tasks, slots, threading.Event(), collections.Counter(),
+                                                    self._env_of(pkg)), daemon=True)
+        t.start()
+        return t
 
     def _env_bench(self, pkg: str) -> tuple[bool, str]:
         """``pkg``'s bench rows, timed in its own folder's environment and joined into bench.json."""

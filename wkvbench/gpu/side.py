@@ -18,13 +18,15 @@ from pathlib import Path
 from ..run.procs import complete, py, say, tail, untimed_env
 
 
-def side_tasks(run, ggml: bool) -> list[tuple[str, list[str], str]]:
+def side_tasks(run, ggml: bool, variants: list | None = None) -> list[tuple[str, list[str], str]]:
     """(name, command, variant) of the warm-up and properties processes of ``run`` (a ``GpuRun``),
-    slowest first."""
+    slowest first. ``variants``: those of a package in a folder of its own (``--own-env``), whose
+    warm-ups alone are returned (its properties run after its verification, ``GpuRun._env_verify``)."""
     from ..run.units import cost_rank
 
     tasks = []
-    for v in sorted(run._selected("cuda"), key=lambda v: (cost_rank(v), v.name)):
+    pool = run._selected("cuda") if variants is None else [v for v in variants if v.device == "cuda"]
+    for v in sorted(pool, key=lambda v: (cost_rank(v), v.name)):
         if (v.backend == "ggml") != ggml or v.operator == "gdn_wy":
             continue
         if "bench" in run.opt.phases and run.ngpu and v.backend == "triton":
@@ -40,7 +42,7 @@ def side_tasks(run, ggml: bool) -> list[tuple[str, list[str], str]]:
                                             *(x for st in group for x in ("--set", st)),
                                             "--output", str(run.work / f"{name}.json")), v.name))
         out = run.work / f"props-{v.name}.json"
-        if "side" in run.opt.phases and not complete(out):
+        if variants is None and "side" in run.opt.phases and not complete(out):
             tasks.append((f"props-{v.name}", py("properties", "--variant", v.name, "--dtype", "bf16",
                                                  "--dtype", "fp32", "--output", str(out)), v.name))
     return tasks
@@ -59,19 +61,21 @@ def warm_name(variant: str, dtype: str, group) -> str:
     return f"warm-{variant}-{dtype}-{len(group)}sets-{digest}"
 
 
-def run_side(run, tasks, slots: int, stop: threading.Event, counts: collections.Counter) -> None:
+def run_side(run, tasks, slots: int, stop: threading.Event, counts: collections.Counter,
+             env: dict[str, str] | None = None) -> None:
     """Run the side tasks, ``slots`` at a time, each on the GPU that runs the fewest of them (a box of
     several GPUs: on the first box of two H200s, 2026-11-26, every warm-up autotuned on GPU 0 while GPU 1
-    idled); per-variant seconds and CPU seconds into run.json."""
+    idled); per-variant seconds and CPU seconds into run.json. ``env``: added to every task's environment
+    (a package's own folder on ``PYTHONPATH``)."""
     from ..run.isolate import gpu_of
 
-    ngpu = run.ngpu
+    ngpu, env_extra = run.ngpu, env
     queue = list(tasks)
     running: list[tuple[str, subprocess.Popen, float, str, int]] = []
     while (queue or running) and not stop.is_set():
         while queue and len(running) < slots:
             name, cmd, variant = queue.pop(0)
-            env = {"OMP_NUM_THREADS": "1", **untimed_env()}
+            env = {"OMP_NUM_THREADS": "1", **untimed_env(), **(env_extra or {})}
             gpu = 0
             if ngpu > 1:
                 load = collections.Counter(g for *_, g in running)

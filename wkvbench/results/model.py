@@ -19,6 +19,7 @@ from typing import TypedDict
 
 from .schemas import (
     BENCH,
+    FIB,
     GATE,
     NOISE,
     ORACLE_RATE,
@@ -206,6 +207,7 @@ KINDS: dict[str, Kind] = {k.schema: k for k in (
     Kind(GATE, "decisions", frozenset({"category", "variant", "verdict"})),
     Kind(NOISE, "rows", frozenset({"variant", "case"})),
     Kind(SANITIZE, "runs", frozenset({"variant", "tool"})),
+    Kind(FIB, "rows", frozenset({"workload", "case", "variant", "ours", "theirs"})),
     Kind(ORACLE_RATE, None),  # python -m wkvbench.perf.oracle_rate: one dict per operator under "ops"
 )}
 

@@ -156,8 +156,9 @@ class Definition:
             if spec.get("shape") and a is not None:
                 var.update({ax: n for ax, n in zip(spec["shape"], a.shape)})
         consts = {"num_q_heads": self.H, "num_k_heads": self.H, "num_v_heads": self.HV, "head_size": self.N}
+        device = next((a.device for a in args if isinstance(a, torch.Tensor)), "cpu")
         return [torch.empty([var.get(ax, consts.get(ax)) for ax in spec["shape"]],
-                            dtype=getattr(torch, spec["dtype"])) for spec in self.outputs.values()]
+                            dtype=getattr(torch, spec["dtype"]), device=device) for spec in self.outputs.values()]
 
     def canonical(self, outs: list) -> dict:
         """Their outputs (``output``, then the state or the pool) as our canonical arrays."""
@@ -524,6 +525,8 @@ class FibVariant(KernelVariant):
         if not isinstance(d, Definition):
             raise Unsupported(d)
         args = d.arguments(inputs)
+        if self.device != "cpu":  # a GPU solution: its inputs (and so its allocated outputs) on the device
+            args = [a.to(self.device) if hasattr(a, "to") else a for a in args]
         return d, args, (d.allocate(args) if self.dps else None)
 
     def call(self, native: tuple) -> list:
@@ -555,9 +558,64 @@ def reference_variant(definitions: list[Definition]) -> FibVariant:
     return FibVariant("gdn.fib.reference", definitions, Definition.reference_fn)
 
 
+_BUILT = (".cu", ".cpp", ".cc", ".cxx", ".c")  # the C/C++/CUDA sources their TorchBuilder compiles
+
+
+def _build_reason(lang: str, binding: str | None) -> str:
+    """Why a C++/CUDA solution cannot be built here, or ""."""
+    if binding != "torch":
+        return (f"language {lang!r} with binding {binding!r}: only torch-bound C++/CUDA solutions are built "
+                f"here (flashinfer-bench's TorchBuilder); python and triton ones are imported")
+    try:
+        from torch.utils.cpp_extension import CUDA_HOME
+    except ImportError:
+        return "torch is not installed (its cpp_extension builds the solution)"
+    if lang == "cuda" and not CUDA_HOME:
+        return "a CUDA solution needs nvcc (CUDA_HOME): torch.utils.cpp_extension found no CUDA toolkit"
+    return ""
+
+
+def _build(sol: dict, slug: str, func: str) -> Callable:
+    """A torch-bound C++/CUDA solution compiled as flashinfer-bench 0.1.2's ``TorchBuilder`` does
+    (``compile/builders/torch_builder.py``): its sources written to a folder, the C/C++/CUDA ones given to
+    ``torch.utils.cpp_extension.load`` with that folder on the include path, the entry symbol read from
+    the module. The folder is keyed by the sources' digest under ``~/.cache/wkvbench/fib``, so the
+    verification's workers build once (cpp_extension's lock) and a later run reuses the build."""
+    import hashlib
+    import os
+
+    from torch.utils.cpp_extension import load
+
+    digest = hashlib.sha256(json.dumps(sol["sources"], sort_keys=True).encode()).hexdigest()[:12]
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "wkvbench" / "fib"
+    root = cache / f"{slug[:80]}-{digest}"
+    paths = _write_sources(sol, root)
+    mod = load(name=f"fib_{slug[:80]}_{digest}", sources=[str(p) for p in paths if p.suffix in _BUILT],
+               extra_include_paths=[str(root)], with_cuda=sol["spec"].get("language") == "cuda",
+               build_directory=str(root), verbose=False)
+    if not hasattr(mod, func):
+        raise AttributeError(f"solution {sol['name']}: the built module exports no {func!r}")
+    return getattr(mod, func)
+
+
+def _write_sources(sol: dict, root: Path) -> list[Path]:
+    root.mkdir(parents=True, exist_ok=True)
+    out = []
+    for src in sol["sources"]:
+        target = (root / src["path"]).resolve()
+        if root.resolve() not in target.parents:
+            raise ValueError(f"solution {sol['name']}: source path {src['path']!r} leaves its folder")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.is_file() or target.read_text() != src["content"]:
+            target.write_text(src["content"])
+        out.append(target)
+    return out
+
+
 def solution_variant(path: str | Path, definitions: list[Definition]) -> FibVariant:
-    """``gdn.fib.<solution name>``: a Solution JSON's entry point (python/triton sources, imported from a
-    temporary folder), for the one loaded definition it names."""
+    """``gdn.fib.<solution name>``: a Solution JSON's entry point, for the one loaded definition it names:
+    python/triton sources imported from a temporary folder, torch-bound C++/CUDA ones built
+    (:func:`_build`)."""
     sol = json.loads(Path(path).read_text())
     spec = sol["spec"]
     lang = spec.get("language") or (spec.get("languages") or ["?"])[0]
@@ -567,18 +625,18 @@ def solution_variant(path: str | Path, definitions: list[Definition]) -> FibVari
     hw = [h.lower() for h in spec.get("target_hardware", [])]
     device = "cpu" if "cpu" in hw else "cuda"
     why = "" if defs else f"its definition {sol['definition']} is not loaded"
-    if lang not in ("python", "triton"):
-        why = f"language {lang!r}: only python and triton sources load here (no build step)"
+    built = lang in ("cuda", "cpp")
+    if built:
+        why = why or _build_reason(lang, spec.get("binding"))
+    elif lang not in ("python", "triton"):
+        why = f"language {lang!r}: only python and triton sources load here, and torch-bound C++/CUDA ones build"
     file, _, func = spec["entry_point"].partition("::")
 
     def entry(_d: Definition) -> Callable:
+        if built:
+            return _build(sol, slug, func)
         root = Path(tempfile.mkdtemp(prefix=f"fib_{slug}_"))
-        for src in sol["sources"]:
-            target = (root / src["path"]).resolve()
-            if root.resolve() not in target.parents:
-                raise ValueError(f"solution {sol['name']}: source path {src['path']!r} leaves its folder")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(src["content"])
+        _write_sources(sol, root)
         sys.path.insert(0, str(root))
         try:
             mod_name = f"fib_solution_{slug}"
@@ -697,12 +755,26 @@ class Comparison:
         return f"{best[0]} {best[1]:.2g}x limit" if best[0] else ""
 
 
+    def as_row(self) -> dict:
+        """This comparison as a row of a ``wkvbench.fib/1`` file (``wkvbench fib --output``)."""
+        from dataclasses import asdict
+
+        ours = [{"seed": r.case.seed, "status": r.status, "reason": r.reason,
+                 "errors": {k: {"rel": e.rel, "limit": r.limits.get(k)} for k, e in r.errors.items()}}
+                for r in self.ours]
+        return {"workload": self.fcase.label, "case": self.fcase.case.id, "variant": self.variant,
+                "mapping": self.fcase.mapping, "ours": ours, "ours_pass": self.ours_pass,
+                "theirs": [asdict(v) for v in self.theirs], "theirs_pass": self.theirs_pass, "worst": self.worst}
+
+
 def compare(variants: list[KernelVariant], fcases: list[FibCase], reference: FibVariant,
-            trials: int = TRIALS, checker: Any = None) -> list[Comparison]:
+            trials: int = TRIALS, checker: Any = None,
+            on_row: Callable[[Comparison], None] | None = None) -> list[Comparison]:
     """Each variant on each workload, ``trials`` seeds (0..trials-1, fresh inputs each, as their 3 trials):
     our check against the float64 oracle, and their rule against the definition's reference ``run()`` on
     the same inputs. A variant that is not a :class:`FibVariant` (an in-tree adapter) is compared in the
-    definition's form through :meth:`Definition.from_canonical`."""
+    definition's form through :meth:`Definition.from_canonical`. ``on_row``: called with each row as it
+    is made (the command prints it and rewrites its output file: a crash loses nothing finished)."""
     from ..judge.check import Checker
 
     checker = checker or Checker()
@@ -731,6 +803,8 @@ def compare(variants: list[KernelVariant], fcases: list[FibCase], reference: Fib
                     continue
                 row.theirs.append(fib_verdict(outs, refs))
             rows.append(row)
+            if on_row is not None:
+                on_row(row)
     return rows
 
 
