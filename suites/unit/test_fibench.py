@@ -348,3 +348,35 @@ def test_a_torch_bound_cpp_solution_is_built_and_judged(fib_variants, tmp_path, 
     assert [r.status for r in row.ours] == ["PASS", "PASS"] and row.theirs_pass is True
     built = list((tmp_path / "cache" / "wkvbench" / "fib").glob("cpp_libtorch-*/*.so"))
     assert len(built) == 1, built
+
+
+def test_a_comparison_that_cannot_be_judged_loses_neither_the_row_nor_the_run(fib_variants, monkeypatch):
+    """A fault of ours in applying their rule (the first H100 run: a GPU solution's outputs against the CPU
+    reference, "Expected all tensors to be on the same device") leaves that trial unjudged by their rule
+    (None, with the reason), never a FAIL of theirs, and the other rows are made."""
+    from wkvkernels.base import get
+
+    def broken(outs, refs, *a):
+        raise RuntimeError("Expected all tensors to be on the same device")
+
+    monkeypatch.setattr(F, "fib_verdict", broken)
+    fcs = [fc for fc in F.fib_cases(DEFS, [DATA / "workloads"]) if "decode" in fc.label]
+    seen = []
+    rows = F.compare([get("gdn.fib.reference"), get("gdn.torch.recurrent")], fcs,
+                     fib_variants["gdn.fib.reference"], trials=1, on_row=seen.append)
+    assert len(rows) == len(seen) == 2 * len(fcs)
+    for r in rows:
+        assert r.ours_pass is True and r.theirs_pass is None
+        assert r.theirs[0].how == "error" and "not judged: RuntimeError" in r.theirs[0].reason
+        row = r.as_row()
+        assert row["theirs_pass"] is None and row["ours"][0]["status"] == "PASS"
+
+
+def test_a_verdict_compares_on_the_cpu_and_a_row_keeps_a_short_reason():
+    out = torch.zeros(2, 3, dtype=torch.bfloat16)
+    v = F.fib_verdict([out, torch.zeros(2)], [out.clone(), torch.zeros(2)])
+    assert v.passed and v.max_abs == 0.0
+    long = "TypeError: run(): incompatible function arguments. Invoked with: tensor(" + "0.1, " * 500
+    cut = F._short(long)
+    assert len(cut) < 700 and cut.startswith("TypeError: run()") and "characters cut" in cut
+    assert F._short("short") == "short"

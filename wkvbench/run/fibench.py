@@ -704,6 +704,10 @@ def fib_verdict(outs: list, refs: list, atol: float = ATOL, rtol: float = RTOL) 
     theirs = _their_stats() if (atol, rtol) == (ATOL, RTOL) else None
     how = "flashinfer_bench.bench.utils.compute_error_stats" if theirs else "re-implemented"
     v = FibVerdict(True, how=how)
+    # a GPU solution's outputs against the reference's, which ran on the CPU: compared on the CPU (the
+    # first H100 run, 2026-11-27, stopped here: "Expected all tensors to be on the same device")
+    outs = [o.detach().cpu() if isinstance(o, torch.Tensor) else o for o in outs]
+    refs = [r.detach().cpu() if isinstance(r, torch.Tensor) else r for r in refs]
     for name, o, r in zip(("output", "state"), outs, refs):
         if tuple(o.shape) != tuple(r.shape):
             return FibVerdict(False, reason=f"{name}: INCORRECT_SHAPE {list(o.shape)} vs {list(r.shape)}",
@@ -741,7 +745,11 @@ class Comparison:
 
     @property
     def theirs_pass(self) -> bool | None:
-        return all(v.passed for v in self.theirs) if self.theirs else None
+        """Their rule's verdict over the trials; None where it was not applied (skipped, or a trial our
+        comparison could not judge: ``how`` "error")."""
+        if not self.theirs or any(v.how == "error" for v in self.theirs):
+            return None
+        return all(v.passed for v in self.theirs)
 
     @property
     def worst(self) -> str:
@@ -759,12 +767,18 @@ class Comparison:
         """This comparison as a row of a ``wkvbench.fib/1`` file (``wkvbench fib --output``)."""
         from dataclasses import asdict
 
-        ours = [{"seed": r.case.seed, "status": r.status, "reason": r.reason,
+        ours = [{"seed": r.case.seed, "status": r.status, "reason": _short(r.reason),
                  "errors": {k: {"rel": e.rel, "limit": r.limits.get(k)} for k, e in r.errors.items()}}
                 for r in self.ours]
         return {"workload": self.fcase.label, "case": self.fcase.case.id, "variant": self.variant,
                 "mapping": self.fcase.mapping, "ours": ours, "ours_pass": self.ours_pass,
-                "theirs": [asdict(v) for v in self.theirs], "theirs_pass": self.theirs_pass, "worst": self.worst}
+                "theirs": [{**asdict(v), "reason": _short(v.reason)} for v in self.theirs], "theirs_pass": self.theirs_pass, "worst": self.worst}
+
+
+def _short(reason: str, limit: int = 600) -> str:
+    """A reason as a results row keeps it: an exception's message can print whole tensors (pybind's
+    "incompatible function arguments ... Invoked with: tensor(...)", 940 KB for 15 rows on the H100)."""
+    return reason if len(reason) <= limit else reason[:limit] + f" ... [{len(reason) - limit} characters cut]"
 
 
 def compare(variants: list[KernelVariant], fcases: list[FibCase], reference: FibVariant,
@@ -801,7 +815,11 @@ def compare(variants: list[KernelVariant], fcases: list[FibCase], reference: Fib
                 except Exception as exc:  # their RUNTIME_ERROR
                     row.theirs.append(FibVerdict(False, reason=f"RUNTIME_ERROR {type(exc).__name__}: {exc}"))
                     continue
-                row.theirs.append(fib_verdict(outs, refs))
+                try:
+                    row.theirs.append(fib_verdict(outs, refs))
+                except Exception as exc:  # a fault of ours in comparing: this row unjudged, not the run lost
+                    row.theirs.append(FibVerdict(False, reason=f"not judged: {type(exc).__name__}: {exc}",
+                                                 how="error"))
             rows.append(row)
             if on_row is not None:
                 on_row(row)
