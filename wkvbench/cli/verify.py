@@ -48,6 +48,7 @@ def _verify(args: argparse.Namespace, console: Console) -> int:
     sel.domains, sel.case_ids, sel.seed = tuple(args.domain), tuple(args.case), args.seed
     sel.case_set, sel.backward, sel.with_backward = args.case_set, args.backward, args.with_backward
     sel.extra_cases, sel.configs = tuple(args.extra_case), args.configs
+    _check_cases(args)
     sel.fib = _fib_source(args)
     prior, out = [], args.output
     if args.resume is not None:
@@ -113,6 +114,17 @@ def _verify(args: argparse.Namespace, console: Console) -> int:
         return _kill_report(report, console, out)
     print_report(report, console, details=args.details, results=out)
     return exit_status(report.counts())
+
+
+def _check_cases(args: argparse.Namespace) -> None:
+    """A malformed ``--case``/``--extra-case`` id or a negative ``--seed``, refused before the kernel
+    registry is imported (FLA, torch: 10-15 s of a 2-core machine for a typo)."""
+    from wkvkernels.cases import Case
+
+    if args.seed is not None and args.seed < 0:
+        raise ValueError(f"seed must be >= 0, got {args.seed}")
+    for text in (*args.case, *args.extra_case):
+        Case.parse(text)
 
 
 def _fib_source(args: argparse.Namespace):
