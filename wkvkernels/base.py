@@ -39,10 +39,13 @@ from wkvkernels.releases import Releases, out_of_range
 
 @dataclass(frozen=True)
 class Availability:
-    """``ok`` or not, and always the reason when not. Falsy when unavailable."""
+    """``ok`` or not, and always the reason when not. Falsy when unavailable. ``error``: the check itself
+    failed (an availability probe or ``supports()`` raised): the row is an ERROR with the reason, never a
+    SKIP (a crash is never a skip)."""
 
     ok: bool
     reason: str | None = None
+    error: bool = False
 
     def __post_init__(self) -> None:
         if not self.ok and not self.reason:
@@ -58,6 +61,11 @@ class Availability:
     @classmethod
     def no(cls, reason: str) -> Availability:
         return cls(False, reason)
+
+    @classmethod
+    def failed(cls, reason: str) -> Availability:
+        """The check could not answer (it raised): an ERROR of the rows it decides, with ``reason``."""
+        return cls(False, reason, error=True)
 
 
 # the precisions a variant may declare its state in (``KernelVariant.state_precision``)
@@ -224,17 +232,18 @@ def variants(operator: str | None = None) -> list[KernelVariant]:
 
 @functools.cache
 def availability(name: str) -> Availability:
-    """``get(name).available()``, cached, with any exception turned into a reason; a package release
-    outside the adapter's ``releases`` is refused first (``releases.out_of_range``)."""
+    """``get(name).available()``, cached, with any exception turned into a failed check (``error``: its
+    rows are ERROR, not SKIP); a package release outside the adapter's ``releases`` is refused first
+    (``releases.out_of_range``)."""
     try:
         v = get(name)
         if (reason := out_of_range(v.source, v.releases)) is not None:
             return Availability.no(reason)
         result = v.available()
     except Exception as exc:  # an availability probe must never take the run down
-        return Availability.no(f"availability check raised {type(exc).__name__}: {exc}")
+        return Availability.failed(f"availability check raised {type(exc).__name__}: {exc}")
     if not isinstance(result, Availability):
-        return Availability.no(f"available() returned {result!r}, not an Availability")
+        return Availability.failed(f"available() returned {result!r}, not an Availability")
     return result
 
 

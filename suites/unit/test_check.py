@@ -107,3 +107,52 @@ def test_rounding_floor_of_bf16_is_about_1_6e3_for_gaussian_data():
     assert 1.3e-3 < e.floor < 1.9e-3 and e.floor_x == pytest.approx(1.0)
     zeros = tensor_error(np.zeros_like(ref), ref, "bf16")
     assert zeros.rel == pytest.approx(1.0) and zeros.floor_x > 500
+
+
+class _CheckRaises(Tampered):
+    """A variant whose availability probe or ``supports()`` raises (the first serving run's
+    ``gdn_wy.vllm.recompute_w_u``, whose missing ``entry`` raised in ``available()``)."""
+
+    def __init__(self, name, where):
+        super().__init__(name)
+        self.where = where
+
+    def available(self):
+        if self.where == "available":
+            raise AttributeError("'VllmVariant' object has no attribute 'entry'")
+        return self.base.available()
+
+    def supports(self, case):
+        if self.where == "supports":
+            raise KeyError("conventions")
+        return self.base.supports(case)
+
+
+@pytest.mark.parametrize("where", ["available", "supports"])
+def test_a_raising_availability_check_is_an_error_not_a_skip(where, tmp_path):
+    """A crash is never a skip: verify, the backward, the bench and the properties give such a variant's
+    rows ERROR with what raised; a variant that is merely unavailable stays a SKIP."""
+    from wkvbench.checks.properties import determinism
+    from wkvbench.judge.check import check_backward
+    from wkvbench.perf.bench import Bench, BenchSelection, benchable
+    from wkvkernels import base
+
+    v = _CheckRaises(f"wkv7.test.raises_in_{where}", where)
+    register(v)
+    base.availability.cache_clear()
+    try:
+        needle = "availability check raised AttributeError" if where == "available" else "supports() raised KeyError"
+        res = Checker().check(v, CASE)
+        assert res.status == ERROR and needle in res.reason, res
+        back = check_backward(Checker(), v, Case("wkv7", "model", Shape(1, 4, 1, 8), "fp32"))
+        assert back.status == ERROR and needle in back.reason
+        assert benchable(v, CASE).error
+        row = Bench(BenchSelection(variant_globs=(v.name,)), tmp_path / "b.json")._row(v, "decode", CASE)
+        assert row["status"] == "ERROR" and needle in row["reason"]
+        prop = determinism(v, CASE)
+        assert prop.status == ERROR and needle in prop.reason
+    finally:
+        unregister(v.name)
+        base.availability.cache_clear()
+    # merely unavailable: SKIP, as before
+    assert base.Availability.no("not installed").error is False

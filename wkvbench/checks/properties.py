@@ -34,7 +34,7 @@ from wkvkernels.base import KernelVariant, Unsupported, availability
 from wkvkernels.cases import Case
 from wkvkernels.ops import default_state, op_spec
 
-from ..judge.check import FAIL, PASS, SKIP, Checker, mark_known, validate_case_inputs
+from ..judge.check import ERROR, FAIL, PASS, SKIP, Checker, mark_known, validate_case_inputs
 from ..judge.metrics import UNIT_ROUNDOFF, tensor_error
 from ..judge.validate import InvalidInput
 
@@ -91,11 +91,16 @@ def _run(variant: KernelVariant, inputs: dict, case: Case) -> dict:
     return variant.to_canonical(variant.run(variant.prepare(dict(inputs), case)))
 
 
-def _skip_reason(variant: KernelVariant, case: Case) -> str | None:
+def _refused(variant: KernelVariant, case: Case) -> tuple[str, str] | None:
+    """(SKIP, why) where ``variant`` does not run ``case``; (ERROR, why) where its availability check or
+    ``supports()`` raised (a crash is never a skip); None where it runs."""
     av = availability(variant.name)
     if av:
-        av = variant.supports(case)
-    return None if av else av.reason
+        try:
+            av = variant.supports(case)
+        except Exception as exc:
+            av = type(av).failed(f"supports() raised {type(exc).__name__}: {exc}")
+    return None if av else (ERROR if av.error else SKIP, av.reason or "")
 
 
 def _compare(a: dict, b: dict, names, case: Case) -> tuple[bool, float, dict]:
@@ -131,8 +136,8 @@ def state_passing(variant: KernelVariant, case: Case, splits: tuple[int, ...], c
     piece_cases = [replace(case, shape=replace(case.shape, T=b - a, h0=case.shape.h0 or i > 0))
                    for i, (a, b) in enumerate(zip((0, *splits), (*splits, case.shape.T)))]
     for c in (case, *piece_cases):
-        if (why := _skip_reason(variant, c)) is not None:
-            return PropertyResult("state_passing", variant.name, case, SKIP, why)
+        if (refused := _refused(variant, c)) is not None:
+            return PropertyResult("state_passing", variant.name, case, *refused)
     spec = op_spec(case.op)
     inputs = checker.inputs(case)
     whole = _run(variant, inputs, case)
@@ -167,8 +172,8 @@ def batch_invariance(variant: KernelVariant, case: Case, checker: Checker | None
     checker = checker or Checker()
     single = replace(case, shape=replace(case.shape, B=1))
     for c in (case, single):
-        if (why := _skip_reason(variant, c)) is not None:
-            return PropertyResult("batch_invariance", variant.name, case, SKIP, why)
+        if (refused := _refused(variant, c)) is not None:
+            return PropertyResult("batch_invariance", variant.name, case, *refused)
     spec = op_spec(case.op)
     inputs = checker.inputs(case)
     batched = _run(variant, inputs, case)
@@ -194,8 +199,8 @@ def batch_invariance(variant: KernelVariant, case: Case, checker: Checker | None
 @_skips_unsupported("determinism")
 def determinism(variant: KernelVariant, case: Case, checker: Checker | None = None) -> PropertyResult:
     checker = checker or Checker()
-    if (why := _skip_reason(variant, case)) is not None:
-        return PropertyResult("determinism", variant.name, case, SKIP, why)
+    if (refused := _refused(variant, case)) is not None:
+        return PropertyResult("determinism", variant.name, case, *refused)
     inputs = checker.inputs(case)
     a, b = _run(variant, inputs, case), _run(variant, inputs, case)
     same, worst, per = _compare(a, b, op_spec(case.op).outputs, case)

@@ -380,9 +380,9 @@ class Checker:
             try:
                 av = variant.supports(case)
             except Exception as exc:
-                av = type(av).no(f"supports() raised {type(exc).__name__}: {exc}")
+                av = type(av).failed(f"supports() raised {type(exc).__name__}: {exc}")
         if not av:
-            return CheckResult(variant.name, case, SKIP, av.reason or "")
+            return CheckResult(variant.name, case, ERROR if av.error else SKIP, av.reason or "")
         inputs = self.inputs(case) if inputs is None else inputs
         try:
             effective = variant.effective_inputs(inputs, case.dtype)
@@ -598,9 +598,13 @@ def check_backward(checker: Checker, variant: KernelVariant, case: Case) -> Chec
         return CheckResult(variant.name, case, SKIP, "the backward is judged in the canonical form only, not in "
                            "production conventions (docs/conventions.md)", kind="backward")
     av = availability(variant.name)
-    av = variant.supports(case) if av else av
+    if av:
+        try:
+            av = variant.supports(case)
+        except Exception as exc:
+            av = type(av).failed(f"supports() raised {type(exc).__name__}: {exc}")
     if not av:
-        return CheckResult(variant.name, case, SKIP, av.reason or "", kind="backward")
+        return CheckResult(variant.name, case, ERROR if av.error else SKIP, av.reason or "", kind="backward")
     if why := variant.backward_unavailable(case):
         return CheckResult(variant.name, case, SKIP, why, kind="backward")
     spec = op_spec(case.op)

@@ -144,7 +144,11 @@ def benchable(v: KernelVariant, case: Case) -> Availability:
     """Whether ``bench`` runs ``v`` on ``case``: available, supporting the case, within the variant's
     ``bench_max_T``; an ``Availability`` with the reason where not."""
     av = availability(v.name)
-    av = v.supports(case) if av else av
+    if av:
+        try:
+            av = v.supports(case)
+        except Exception as exc:
+            av = Availability.failed(f"supports() raised {type(exc).__name__}: {exc}")
     if av and v.bench_max_T is not None and case.shape.T > v.bench_max_T[0]:
         T, why = v.bench_max_T
         return Availability.no(f"T = {case.shape.T} is above the {T} tokens this bench times for it: {why}")
@@ -234,7 +238,7 @@ class Bench:
                **({"model": src} if (src := model_source(set_name)) else {})}
         av = benchable(v, case)
         if not av:
-            return {**row, "status": "SKIP", "reason": av.reason}
+            return {**row, "status": "ERROR" if av.error else "SKIP", "reason": av.reason}
         clock = clock_of(v)
         if clock is None:
             return {**row, "status": "SKIP", "reason": f"no clock for {v.backend} on {v.device}: bench times "

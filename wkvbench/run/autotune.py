@@ -169,12 +169,12 @@ def sweep(checker, variant, case, kind: str, alive=None):
     sweep. ``alive(round)`` is called after each round (the isolated runner's heartbeat)."""
     from wkvkernels.base import availability
 
-    from ..judge.check import PASS, SKIP, CheckResult, check_backward
+    from ..judge.check import ERROR, PASS, SKIP, CheckResult, check_backward
 
     label = f"{kind}-configs"
     av = availability(variant.name)
     if not av:
-        return CheckResult(variant.name, case, SKIP, av.reason or "unavailable", kind=label)
+        return CheckResult(variant.name, case, ERROR if av.error else SKIP, av.reason or "unavailable", kind=label)
     install()
 
     def run():
