@@ -22,7 +22,7 @@ from .properties import (
     PropertyResult,
     _compare,
     _run,
-    _skip_reason,
+    _refused,
     _skips_unsupported,
     step,
 )
@@ -100,8 +100,8 @@ def packing_invariance(variant: KernelVariant, case: Case, lengths: tuple[int, .
     packed_case = replace(case, shape=replace(case.shape, B=1, T=total))
     alone_cases = {L: replace(case, shape=replace(case.shape, B=1, T=L)) for L in set(lengths) if L > 0}
     for c in (packed_case, *alone_cases.values()):
-        if (why := _skip_reason(variant, c)) is not None:
-            return PropertyResult(prop, variant.name, case, SKIP, why)
+        if (refused := _refused(variant, c)) is not None:
+            return PropertyResult(prop, variant.name, case, *refused)
     with poison_uninitialized():
         res = _packing(variant, case, packed_case, alone_cases, lengths, slack, checker, backward)
     return mark_known(res, "packing:" + case.id)
