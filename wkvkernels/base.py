@@ -247,6 +247,23 @@ def availability(name: str) -> Availability:
     return result
 
 
+def supported(v: KernelVariant, case: Any, name: str | None = None) -> Availability:
+    """Whether ``v`` runs ``case``: ``availability(name or v.name)``, then ``v.supports(case)``. A
+    ``supports()`` that raises, or answers with something other than an ``Availability``, is a failed
+    check (``Availability.failed``: its rows are ERROR, not SKIP). ``name``: the registered variant whose
+    availability counts (a wrapper's base)."""
+    av = availability(name or v.name)
+    if not av:
+        return av
+    try:
+        av = v.supports(case)
+    except Exception as exc:
+        return Availability.failed(f"supports() raised {type(exc).__name__}: {exc}")
+    if not isinstance(av, Availability):
+        return Availability.failed(f"supports() returned {av!r}, not an Availability")
+    return av
+
+
 def refusal(v: KernelVariant, case: Any, inputs: dict | None = None) -> str | None:
     """Why ``v`` will not run ``case``: its ``supports()`` reason, or, given the case's ``inputs``, the
     ``Unsupported`` that ``prepare`` raises on their values (RWKV-5: a decay that varies over time).

@@ -292,8 +292,8 @@ def test_warm_up_calls_the_benchmark_shape_once_and_only_behind_a_passing_gate(t
     leaves it UNVERIFIED, untimed) is not called at size, nor is a shape the variant does not support.
     On CPU, with the variant's ``run`` recorded."""
     from wkvbench.judge.check import CheckResult
-    from wkvbench.perf.bench import Bench, gate_case
-    from wkvkernels.base import get
+    from wkvbench.perf.bench import Bench, benchable, gate_case
+    from wkvkernels.base import Availability, get
     from wkvkernels.cases import Case
 
     v = get("wkv7.torch.recurrent")
@@ -317,9 +317,14 @@ def test_warm_up_calls_the_benchmark_shape_once_and_only_behind_a_passing_gate(t
     b2 = Bench(BenchSelection(devices=("cpu",), dtypes=("fp32",)), tmp_path / "b2.json")
     monkeypatch.setattr(b2.checker, "check", lambda var, c: CheckResult(var.name, c, "FAIL", "planted"))
     assert b2._warm(v, case) is False and len(seen) == calls  # red gate: not called at size
+    assert b2.gates_not_passed() == ["wkv7.torch.recurrent: FAIL"] and b.gates_not_passed() == []
     b3 = Bench(BenchSelection(devices=("cpu",), dtypes=("fp32",)), tmp_path / "b3.json")
+    monkeypatch.setattr(type(v), "supports", lambda self, c: Availability.no("not this shape"))
+    assert b3._warm(v, case) is False and len(seen) == calls and not b3._gates
+    # a supports() that answers with something else than an Availability: a failed check, never run
     monkeypatch.setattr(type(v), "supports", lambda self, c: False)
     assert b3._warm(v, case) is False and len(seen) == calls and not b3._gates
+    assert benchable(v, case).error and "not an Availability" in benchable(v, case).reason
 
 
 def test_a_declared_bench_length_limit_is_a_skip_with_its_reason_and_leaves_verification_alone(tmp_path,

@@ -50,7 +50,10 @@ def test_without_the_baseline_the_row_and_the_summary_say_so(variant, monkeypatc
     def no_torch(name):
         return Availability.no("torch not installed") if ".torch." in name else real(name)
 
+    from wkvkernels import base
+
     monkeypatch.setattr(check, "availability", no_torch)
+    monkeypatch.setattr(base, "availability", no_torch)  # read by base.supported, which the checker asks
     res = Checker().check(variant, CASE)
     assert res.status == PASS and res.baseline == {}
     assert res.baseline_missing.startswith("gla.torch.recurrent cannot run (torch not installed)")

@@ -55,11 +55,10 @@ def _leak(res):
 
 
 def test_a_batch_leak_fails_batch_invariance(monkeypatch):
-    from wkvbench.checks import properties
-    from wkvkernels import Availability
+    from wkvkernels import Availability, base
 
     leaky = Tampered("wkv7.test.leaky", _leak)
-    monkeypatch.setattr(properties, "availability", lambda name: Availability.yes())
+    monkeypatch.setattr(base, "availability", lambda name: Availability.yes())  # read by base.supported
     res = batch_invariance(leaky, _case(leaky), CHECKER)
     assert res.status == FAIL and "sequence 0 y" in res.reason
 
@@ -89,11 +88,10 @@ class _Refusing(Tampered):
 
 @pytest.fixture
 def available(monkeypatch):
-    from wkvbench.checks import properties
     from wkvbench.cli import properties as props_cli
-    from wkvkernels import Availability
+    from wkvkernels import Availability, base
 
-    for mod in (properties, props_cli):
+    for mod in (base, props_cli):  # base.supported reads base.availability
         monkeypatch.setattr(mod, "availability", lambda name: Availability.yes())
 
 

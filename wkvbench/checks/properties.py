@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from wkvkernels.base import KernelVariant, Unsupported, availability
+from wkvkernels.base import KernelVariant, Unsupported, supported
 from wkvkernels.cases import Case
 from wkvkernels.ops import default_state, op_spec
 
@@ -94,12 +94,7 @@ def _run(variant: KernelVariant, inputs: dict, case: Case) -> dict:
 def _refused(variant: KernelVariant, case: Case) -> tuple[str, str] | None:
     """(SKIP, why) where ``variant`` does not run ``case``; (ERROR, why) where its availability check or
     ``supports()`` raised (a crash is never a skip); None where it runs."""
-    av = availability(variant.name)
-    if av:
-        try:
-            av = variant.supports(case)
-        except Exception as exc:
-            av = type(av).failed(f"supports() raised {type(exc).__name__}: {exc}")
+    av = supported(variant, case)
     return None if av else (ERROR if av.error else SKIP, av.reason or "")
 
 

@@ -51,7 +51,7 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
         console.print(f"[red]error:[/red] {exc}")
         return 2
     if args.warm_only:
-        gated = sorted({f"{v}: {g['status']}" for (v, _), g in bench._gates.items() if g["status"] != "PASS"})
+        gated = bench.gates_not_passed()
         console.print(f"warmed {bench.warmed} of {len(sel.plan())} rows"
                       + (f" (left cold, their gate not PASS: {'; '.join(gated)})" if gated else ""))
         return 0

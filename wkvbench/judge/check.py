@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from wkvkernels.base import KernelVariant, Unsupported, availability, variants
+from wkvkernels.base import KernelVariant, Unsupported, availability, supported, variants
 from wkvkernels.cases import Case
 from wkvkernels.ops import contract_dtypes, default_state, op_spec, round_inputs, round_to
 from wkvoracle import ORACLES
@@ -375,12 +375,7 @@ class Checker:
 
     def _measure(self, variant: KernelVariant, case: Case, inputs: dict | None = None) -> CheckResult:
         t0 = time.perf_counter()
-        av = availability(variant.base.name if isinstance(variant, StateRounded) else variant.name)
-        if av:
-            try:
-                av = variant.supports(case)
-            except Exception as exc:
-                av = type(av).failed(f"supports() raised {type(exc).__name__}: {exc}")
+        av = supported(variant, case, variant.base.name if isinstance(variant, StateRounded) else None)
         if not av:
             return CheckResult(variant.name, case, ERROR if av.error else SKIP, av.reason or "")
         inputs = self.inputs(case) if inputs is None else inputs
@@ -597,12 +592,7 @@ def check_backward(checker: Checker, variant: KernelVariant, case: Case) -> Chec
     if case.shape.in_conventions:
         return CheckResult(variant.name, case, SKIP, "the backward is judged in the canonical form only, not in "
                            "production conventions (docs/conventions.md)", kind="backward")
-    av = availability(variant.name)
-    if av:
-        try:
-            av = variant.supports(case)
-        except Exception as exc:
-            av = type(av).failed(f"supports() raised {type(exc).__name__}: {exc}")
+    av = supported(variant, case)
     if not av:
         return CheckResult(variant.name, case, ERROR if av.error else SKIP, av.reason or "", kind="backward")
     if why := variant.backward_unavailable(case):

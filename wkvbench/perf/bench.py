@@ -29,7 +29,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wkvkernels.base import Availability, KernelVariant, availability, variants
+from wkvkernels.base import Availability, KernelVariant, supported, variants
 from wkvkernels.cases import Case
 
 from ..judge.check import PASS, Checker
@@ -143,12 +143,7 @@ def gates_from(path: Path) -> dict[tuple, dict]:
 def benchable(v: KernelVariant, case: Case) -> Availability:
     """Whether ``bench`` runs ``v`` on ``case``: available, supporting the case, within the variant's
     ``bench_max_T``; an ``Availability`` with the reason where not."""
-    av = availability(v.name)
-    if av:
-        try:
-            av = v.supports(case)
-        except Exception as exc:
-            av = Availability.failed(f"supports() raised {type(exc).__name__}: {exc}")
+    av = supported(v, case)
     if av and v.bench_max_T is not None and case.shape.T > v.bench_max_T[0]:
         T, why = v.bench_max_T
         return Availability.no(f"T = {case.shape.T} is above the {T} tokens this bench times for it: {why}")
@@ -204,6 +199,11 @@ class Bench:
         if self.partial.is_file():
             rows.update((_key(r), r) for r in partial_rows(self.partial))
         return [r for r in rows.values() if r["status"] != "ERROR"]
+
+    def gates_not_passed(self) -> list[str]:
+        """``"<variant>: <status>"`` of every gate this bench checked (or read) that is not PASS: the rows
+        it left untimed (or, with ``warm_only``, cold), one entry per variant and status."""
+        return sorted({f"{v}: {g['status']}" for (v, _), g in self._gates.items() if g["status"] != "PASS"})
 
     # -- pieces --------------------------------------------------------------------------------
     def _gate(self, v: KernelVariant, case: Case) -> dict:
