@@ -43,31 +43,37 @@ def _fib(args: argparse.Namespace, console: Console) -> int:
     for fc in fcases:
         console.print(f"{fc.label}: {fc.case.id} ({fc.mapping})")
     done: list = []
+    head = _head(args, src, chosen) if args.output else None  # provenance once, not per row
 
     def on_row(r) -> None:
         done.append(r)
         _print_row(console, r)
-        if args.output:
-            _write(args, src, chosen, done)
+        if head is not None:
+            _write(args.output, head, done)
 
     rows = fibench.compare(chosen, fcases, get("gdn.fib.reference"), trials=args.trials, on_row=on_row)
     _summary(console, rows)
     return 0
 
 
-def _write(args: argparse.Namespace, src, chosen, rows) -> None:
+def _head(args: argparse.Namespace, src, chosen) -> dict:
+    """The ``wkvbench.fib/1`` document without its rows: schema, provenance, selection."""
+    from ..results.provenance import provenance
+    from ..results.schemas import FIB
+
+    return {"schema": FIB, "provenance": provenance(),
+            "selection": {**src.as_dict(), "variants": [v.name for v in chosen], "trials": args.trials}}
+
+
+def _write(output: str, head: dict, rows) -> None:
     import json
     from pathlib import Path
 
-    from ..results.provenance import provenance
-    from ..results.schemas import FIB, atomic_write
+    from ..results.schemas import atomic_write
 
-    doc = {"schema": FIB, "provenance": provenance(),
-           "selection": {**src.as_dict(), "variants": [v.name for v in chosen], "trials": args.trials},
-           "rows": [r.as_row() for r in rows]}
-    out = Path(args.output)
+    out = Path(output)
     out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(out, json.dumps(doc, indent=1, default=str) + "\n")
+    atomic_write(out, json.dumps({**head, "rows": [r.as_row() for r in rows]}, indent=1, default=str) + "\n")
 
 
 def _print_row(console: Console, r) -> None:

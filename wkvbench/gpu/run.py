@@ -369,16 +369,15 @@ class GpuRun:
         # tasks (the first serving run, H100 2026-11-27: rwkv-fla's bench took 471 s for 49 rows, up to
         # 100 s a row of autotuning in the bench's one process)
         warm = self._env_warm(pkg, glob)
+        rc = 0
         if not complete(part):
             p = self.procs.start(f"verify-{pkg}", self._verify_cmd(part, variants=[glob]), env)
             rc = self.procs.wait(p)
             self.state.add_cpu("verify", p.cpu_s)
-            if warm is not None:
-                warm.join()
-            if rc not in (0, 1, 3) or not complete(part):
-                return False, f"verify exited with {rc}: " + tail(self.procs.logs / f"verify-{pkg}.log", 3)
         if warm is not None:
             warm.join()
+        if rc not in (0, 1, 3) or not complete(part):
+            return False, f"verify exited with {rc}: " + tail(self.procs.logs / f"verify-{pkg}.log", 3)
         if "side" in self.opt.phases:  # its properties, as the side tasks do for the main environment's
             props = self.work / f"props-env-{pkg}.json"
             p = self.procs.start(f"props-{pkg}", py("properties", "--variant", glob, "--dtype", "bf16", "--dtype",

@@ -762,7 +762,6 @@ class Comparison:
                     best = (k, e.rel / lim)
         return f"{best[0]} {best[1]:.2g}x limit" if best[0] else ""
 
-
     def as_row(self) -> dict:
         """This comparison as a row of a ``wkvbench.fib/1`` file (``wkvbench fib --output``)."""
         from dataclasses import asdict
@@ -772,7 +771,8 @@ class Comparison:
                 for r in self.ours]
         return {"workload": self.fcase.label, "case": self.fcase.case.id, "variant": self.variant,
                 "mapping": self.fcase.mapping, "ours": ours, "ours_pass": self.ours_pass,
-                "theirs": [{**asdict(v), "reason": _short(v.reason)} for v in self.theirs], "theirs_pass": self.theirs_pass, "worst": self.worst}
+                "theirs": [{**asdict(v), "reason": _short(v.reason)} for v in self.theirs],
+                "theirs_pass": self.theirs_pass, "worst": self.worst}
 
 
 def _short(reason: str, limit: int = 600) -> str:
