@@ -57,3 +57,39 @@ def test_their_rule_passes_the_raw_gate_decodes_ours_fails():
     findings = (REPO / "FINDINGS.md").read_text()
     assert "passes raw-gate decodes whose fp32 state is 16-24x the rounding floor" in findings
     assert "cannot be called by its harness" in findings
+
+
+RERUN = REPO / "reports" / "gpu" / "h100-2026-11-28-fib"
+
+
+def test_the_contest_entry_fails_ours_and_passes_theirs_on_every_decode_workload():
+    doc = read(RERUN / "lmu-css-decode.json", FIB)
+    assert doc.commit.startswith("29321ef") and doc.provenance["gpu"]["name"] == "NVIDIA H100 80GB HBM3"
+    rows = doc.rows
+    assert [r["workload"].rsplit("/", 1)[1] for r in rows] == ["b0016a11", "b0064a11", "b0256a11"]
+    for r in rows:
+        assert r["variant"] == "gdn.fib.fla_recurrent" and r["ours_pass"] is False and r["theirs_pass"] is True
+        for o in r["ours"]:
+            st = o["errors"]["state"]
+            assert o["status"] == "FAIL" and 2.4e-7 < st["rel"] < 3.7e-7 and 1.4 < st["rel"] / st["limit"] < 2.1
+        assert max(t["max_abs"] for t in r["theirs"]) < 5e-4
+    assert "The contest entry of team lmu-css" in (REPO / "FINDINGS.md").read_text()
+
+
+def test_the_rerun_repeats_the_b16_rows_and_adds_flashinfers_decodes_at_b64():
+    old = {(r["workload"], r["variant"]): r for r in _rows("intree.json")}
+    new = read(RERUN / "intree-decode.json", FIB).rows
+    same = [r for r in new if (r["workload"], r["variant"]) in old and r["workload"].endswith("b0016a11")]
+    assert len(same) == 22
+    for r in same:  # the same inputs (seeds 0-2) and kernels: the same statuses and errors to the digit
+        o = old[(r["workload"], r["variant"])]
+        assert [t["status"] for t in r["ours"]] == [t["status"] for t in o["ours"]]
+        for t, u in zip(r["ours"], o["ours"]):
+            assert set(t["errors"]) == set(u["errors"])
+            for name, e in t["errors"].items():
+                assert e["rel"] == pytest.approx(u["errors"][name]["rel"], rel=1e-6), (r["variant"], name)
+    b64 = {r["variant"]: r for r in new if r["workload"].endswith("b0064a11")}
+    for v in ("gdn.flashinfer.decode", "gdn.flashinfer.decode_vlast"):
+        assert b64[v]["ours_pass"] is False and b64[v]["theirs_pass"] is True
+    for v in ("gdn.flashinfer.decode_bf16state", "gdn.flashinfer.chunk", "gdn.fib.reference"):
+        assert b64[v]["ours_pass"] is True and b64[v]["theirs_pass"] is True

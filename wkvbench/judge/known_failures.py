@@ -87,6 +87,10 @@ KNOWN_FAILURES: dict[tuple[str, str], str | None] = {
     # Listed before the forward entries below, whose "*/bf16/*" would match these ids too.
     **{("wkv4.fla.fused_recurrent*", f"state:*/{dt}/*@16,32"): "FLA fused_recurrent_rwkv4 returns the (a, b, p) "
        "state in k's dtype: carrying it across a split doubles the error" for dt in ("bf16", "fp16")},
+    # rwkv-fla 0.7.202508221413's copy does the same: H100, 2026-11-28 (reports/gpu/h100-2026-11-28-own-envs/,
+    # its properties in nox -s gpu), the same case split at (16, 32): aa 0.00326 vs 0.00149, as FLA's.
+    **{("wkv4.rwkvfla.fused_recurrent*", f"state:*/{dt}/*@16,32"): "rwkv-fla's fused_recurrent_rwkv4 (FLA's) returns "
+       "the (a, b, p) state in k's dtype: carrying it across a split doubles the error" for dt in ("bf16", "fp16")},
     # FLA's fused_recurrent_rwkv4 under the Triton interpreter (CPU, TRITON_INTERPRET=1, 2026-11-25, edge
     # set) differs from the H100 kernel measured below on lwneg: bf16 aa 6.2e-9 (9.3x floor, limit
     # 2.7e-9) at B1-T15-H1-N64, 3.1e-8 (23.5x) at B1-T65-H1-N64, 3.5e-4 (1.3e5x; bb 4.6x) at
@@ -201,6 +205,21 @@ KNOWN_FAILURES: dict[tuple[str, str], str | None] = {
     # as close to the float64 backward as alone (1.2-2.6x the bf16 floor).
     **{(f"{op}.fla.chunk*", "packing:*"): "FLA chunked backward never writes the gradient rows after "
        "cu_seqlens[-1] (padded packing)" for op in ("gla", "wkv6", "wkv7")},
+    # The chunked kernels of FLA's forks number a packed chunk's sequence as indices.eq(0).cumsum(0) - 1 in
+    # prepare_chunk_indices (rwkv-fla 0.7.202508221413 rwkvfla/ops/utils/index.py and its top-level fla copy; vLLM
+    # 0.33.0 third_party/flash_linear_attention/ops/index.py): a sequence of length 0 has no chunk, so every later
+    # chunk is given the previous sequence's number and reads and writes the wrong token range and state.
+    # fla-core 0.6.0 numbers them with _segmented_arange (its chunked kernels pass this case). H100, 2026-11-28
+    # (reports/gpu/h100-2026-11-28-own-envs/), {wkv6,wkv7,gdn}/model/B6-T63-H2-N64-h0/bf16/s0, lengths
+    # 5, 0, 1, 17, 63, 2 + 7 slack rows: y of the sequences after the empty one 0.19-1.4 relative, then NaN
+    # (0.002-0.003 alone); CPU (Triton interpreter, fp32) 2026-11-28, wkv7.rwkvfla.chunk.interp: 0.728 vs 1.0e-7.
+    **{(f"{v}*", "packing:*"): "the fork's prepare_chunk_indices numbers every sequence after an empty one "
+       "(length 0 in cu_seqlens) as the one before it (rwkv-fla's backward also leaves the slack gradient rows "
+       "unwritten, as FLA's)" for v in ("wkv6.rwkvfla.chunk", "wkv7.rwkvfla.chunk", "gdn.vllm.chunk")},
+    # rwkv-fla's copy of FLA's fused_recurrent backward: the same slack rows (H100, 2026-11-28,
+    # wkv6/model/B6-T63-H2-N64-h0/bf16/s0: 896 NaN in each gradient's 7 slack rows; forward bitwise equal).
+    ("wkv6.rwkvfla.fused_recurrent*", "packing:*"): "rwkv-fla's fused_recurrent backward (FLA's) never writes the "
+                                                    "gradient rows after cu_seqlens[-1] (padded packing)",
     # FLA's fused_recurrent backward (fla/ops/common/fused_recurrent.py) forms the log-gate gradient as
     # the reverse running sum of q*dq - k*dk, reading dq back from its bf16 output: when decays -> 0 the
     # true gradient is ~0 and the sum is the cancellation of O(1) bf16-rounded terms. H100, 2026-11-23
