@@ -164,6 +164,13 @@ class SglangTriton(FlaTriton):
         f, kw, buf = self.call(inputs, case)
         return f, kw, buf, bool(case.shape.P)
 
+    def prepare_packed(self, inputs: dict, case: Any, cu_seqlens: np.ndarray) -> Any:
+        """Like ``prepare``, for sequences packed into one B = 1 row (``properties --property packing``):
+        ``cu_seqlens`` goes to the function, and the N sequences' initial states (canonical ``[N, HV, V, K]``)
+        are its pool, whose slots then hold their final states. FlaTriton's version takes ``prepare``'s
+        two-tuple; this one's is the pool's four-tuple."""
+        return self.prepare({**inputs, "cu_seqlens": np.asarray(cu_seqlens, np.int64)}, case)
+
     def run(self, native: Any) -> Any:
         f, kw, buf, pooled_case = native
         return self.result(f(**kw)), buf, pooled_case

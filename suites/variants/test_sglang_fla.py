@@ -110,3 +110,32 @@ def test_the_cutedsl_decode_tells_the_oracle_its_bf16_dt_bias():
 
     np.testing.assert_array_equal(eff["dt_bias"], round_to(inputs["dt_bias"].astype(np.float64), "bf16"))
     assert not np.array_equal(eff["dt_bias"], inputs["dt_bias"].astype(np.float64))
+
+
+def test_packed_sequences_go_through_the_pool_of_their_states(monkeypatch):
+    """``properties --property packing``: the N packed sequences' initial states become the pool, cu_seqlens is
+    passed, and their final states are read back from the pool (before, FlaTriton's two-tuple unpacking of
+    ``prepare`` raised on this adapter's four-tuple)."""
+    import torch
+
+    from wkvkernels.gdn import sglang_triton
+
+    seen = {}
+
+    def chunk(**kw):
+        seen.update(kw)
+        kw["initial_state"][:] += 1.0  # the fork updates the pool in place
+        return kw["q"].clone(), None, None
+
+    monkeypatch.setattr(sglang_triton, "fn", lambda *_: chunk)
+    v = get("gdn.sglang.chunk.interp")
+    case = Case("gdn", "model", Shape(1, 20, 1, 64, h0=True, HV=2), "fp16")
+    inputs = generate(case)
+    cu = np.array([0, 5, 5, 20])
+    inputs["state"] = np.stack([inputs["state"][0]] * 3)  # one initial state per packed sequence
+    native = v.prepare_packed(inputs, case, cu)
+    out = v.to_canonical(v.run(native))
+    assert seen["cu_seqlens"].tolist() == [0, 5, 5, 20] and seen["initial_state_indices"].tolist() == [0, 1, 2]
+    assert seen["initial_state"].dtype == torch.float32 and seen["initial_state"].shape == (3, 2, 64, 64)
+    np.testing.assert_array_equal(out["state"], inputs["state"] + 1.0)
+    assert out["y"].shape == inputs["q"].shape
