@@ -1,6 +1,6 @@
-"""The maintainers' scripts under tools/: each shell script parses (``bash -n``), and ``detach.sh`` starts a
+"""The maintainers' shell scripts under tools/: each parses (``bash -n``), and ``detach.sh`` starts a
 command detached and collects it (exit code, log) from a later call, or says at once that nothing was
-started (a fresh machine); ``vllm_files.py`` unpacks vLLM's wheel less what its FLA fork never loads."""
+started (a fresh machine)."""
 
 from __future__ import annotations
 
@@ -60,33 +60,3 @@ def test_detach_wait_collects_in_the_call_that_sees_the_job_end(tmp_path):
     early = _detach("wait", str(d), "0", "touch", str(tmp_path / "too-early"))
     assert early.returncode == 3 and not (tmp_path / "too-early").exists()
     go.touch()
-
-
-def test_vllm_files_leaves_out_the_extensions_the_fork_never_loads(tmp_path):
-    import importlib.util
-    import tarfile
-    import zipfile
-
-    spec = importlib.util.spec_from_file_location("vllm_files", TOOLS / "vllm_files.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    wheel = tmp_path / "vllm-0.33.0-cp38-abi3-manylinux_2_28_x86_64.whl"
-    kept = ["vllm/__init__.py", "vllm/_C_stable_libtorch.abi3.so", "vllm/cumem_allocator.abi3.so",
-            "vllm/third_party/flash_linear_attention/ops/chunk.py", "vllm/vllm_flash_attn/__init__.py",
-            "vllm-0.33.0.dist-info/METADATA"]
-    left = ["vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so", "vllm/_moe_C_stable_libtorch.abi3.so", "vllm/vllm-rs",
-            "vllm/third_party/deep_gemm/_C_extension.abi3.so", "vllm/third_party/fmha_sm100/cutlass/x.hpp",
-            "vllm/_flashmla_C.abi3.so", "vllm/_flashkda_C.abi3.so"]
-    with zipfile.ZipFile(wheel, "w") as z:
-        for n in kept + left:
-            z.writestr(n, "x")
-    dest = tmp_path / "vf"
-    assert mod.main([str(wheel), str(dest), "--tar", str(tmp_path / "vf.tar.gz")]) == 0
-    got = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
-    assert got == sorted(kept)
-    with tarfile.open(tmp_path / "vf.tar.gz") as t:
-        assert "vf/vllm/_C_stable_libtorch.abi3.so" in t.getnames()
-    other = tmp_path / "other.whl"
-    with zipfile.ZipFile(other, "w") as z:
-        z.writestr("pkg/__init__.py", "")
-    assert mod.main([str(other), str(tmp_path / "o")]) == 2  # not a vLLM wheel: a clear refusal
