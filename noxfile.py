@@ -256,8 +256,8 @@ def _install_serving(session: nox.Session) -> list[str]:
     """The serving engines' and the other new kernel packages (pyproject's ``gpu-env``), each its last listed
     release without its declared dependencies (their torch pins and serving stacks), with the ``gpu-needs``
     that their kernels' imports reach: ``main`` ones into this environment, ``own`` ones into a folder each
-    (``pip --target``), returned as ``--own-env PKG=DIR`` arguments of ``wkvbench gpu``. A package pip cannot
-    install (not in an offline wheelhouse, say) is left out with a warning: its variants read as SKIP with
+    (``pip --target``; the needs with their own dependencies), returned as ``--own-env PKG=DIR`` arguments
+    of ``wkvbench gpu``. A package pip cannot install (not in an offline wheelhouse, say) is left out with a warning: its variants read as SKIP with
     the reason "not installed"."""
     args: list[str] = []
     for pkg, spec in _serving():
@@ -266,7 +266,10 @@ def _install_serving(session: nox.Session) -> list[str]:
             if spec["gpu-env"] == "own":
                 folder = os.path.join(session.create_tmp(), "own-env", pkg)
                 session.run_install("python", "-m", "pip", "install", "-q", *_offline(), "--no-deps", "--upgrade",
-                                    "--target", folder, req, *needs, silent=True)
+                                    "--target", folder, req, silent=True)
+                if needs:  # with their own dependencies (openai's httpx2, jiter, ...): the folder is all they get
+                    session.run_install("python", "-m", "pip", "install", "-q", *_offline(), "--upgrade",
+                                        "--target", folder, *needs, silent=True)
                 args += ["--own-env", f"{pkg}={folder}"]
             else:
                 if needs:

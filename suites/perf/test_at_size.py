@@ -73,6 +73,9 @@ def test_a_kernel_wrong_only_at_size_is_timed_and_fails_at_size(tmp_path, stand_
     for r in (right, wrong):  # both pass their small gate case, so both are timed
         assert r["status"] == "OK" and r["verify"]["status"] == "PASS", r
         assert r["at_size"]["oracle"] == "wkvoracle.FAST" and "at_size" in r["phase_s"]
+        parts = r["at_size_s"]  # the at-size part's breakdown, within its total
+        assert set(parts) == {"prepare", "call_copy", "handover"}, parts
+        assert all(x >= 0 for x in parts.values()) and sum(parts.values()) <= r["phase_s"]["at_size"] + 0.003
     assert right["at_size"]["status"] == "PASS", right["at_size"]
     assert right["at_size"]["floor_x"]["y"] < 20 and right["at_size"]["floor_x"]["state"] < 20
     bad = wrong["at_size"]

@@ -319,20 +319,27 @@ class Bench:
         from ..run.autotune import recording
 
         t0 = time.perf_counter()
+        parts: dict[str, float] = {}  # where the at-size part goes (issue 47): not summed into phase_s
         try:
             native = v.prepare(dict(self._canonical(case)), case)
+            parts["prepare"] = round(time.perf_counter() - t0, 3)
             with recording() as picks:  # the same autotune keys as the timed calls
                 raw = v.run(native)
             if picks:
                 row["autotune"] = picks
-            out = v.to_canonical(raw)
+            out = v.to_canonical(raw)  # waits for the call: the call and the copy back, together
+            parts["call_copy"] = round(time.perf_counter() - t0 - parts["prepare"], 3)
         except Exception as exc:  # noqa: BLE001 - the row's ERROR at size, with where it raised
             tb = traceback.extract_tb(exc.__traceback__)[-1]
             self.judge.skip(row, v, case, "ERROR", f"the call at size raised {type(exc).__name__}: {exc} "
                                                    f"(at {tb.filename.rsplit('/', 1)[-1]}:{tb.lineno})"[:500])
         else:
+            t1 = time.perf_counter()
+            native = raw = None  # the device buffers go before the hand-over
             self.judge.submit(row, v, case, out)
+            parts["handover"] = round(time.perf_counter() - t1, 3)
         row["phase_s"]["at_size"] = round(time.perf_counter() - t0, 3)
+        row["at_size_s"] = parts
 
     # -- driving -------------------------------------------------------------------------------
     def document(self, complete: bool) -> dict:
