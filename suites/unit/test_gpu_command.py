@@ -551,3 +551,27 @@ def test_an_own_env_package_is_warmed_beside_its_verification_in_its_folder(monk
     side.run_side(FakeRun(), [("warm-x", ["x"], "v")], 1, threading.Event(), collections.Counter(),
                   env={"PYTHONPATH": str(folder)})
     assert seen[0]["PYTHONPATH"] == str(folder) and seen[0]["OMP_NUM_THREADS"] == "1"
+
+
+def test_an_own_env_package_runs_only_the_variants_the_run_selects(tmp_path):
+    """``--variant 'kda.vllm.*'`` verified and timed every variant of vLLM's folder on the H100 (2026-11-28):
+    its processes were given the package's glob. They get the names the selection leaves, and the glob only
+    when nothing narrows it."""
+    from wkvbench.gpu import run as gpu_run
+
+    folder = tmp_path / "own"
+    folder.mkdir()
+
+    def args(variants=(), exclude=()):
+        opt = gpu_run.Options(out=tmp_path / "out", variants=variants, exclude=exclude, dtypes=("bf16",),
+                              own_envs=(("vllm", str(folder)),))
+        r = gpu_run.GpuRun(opt)
+        r.opt.exclude = (*r.opt.exclude, "*.vllm.*")  # as run() adds the folders' globs for the main processes
+        return r._env_variant_args("vllm")
+
+    assert args() == ["--variant", "*.vllm.*"]
+    narrowed = args(variants=("kda.vllm.*",))[1::2]
+    assert narrowed and all(n.startswith("kda.vllm.") for n in narrowed), narrowed
+    assert "kda.vllm.chunk" in narrowed and args(variants=("kda.vllm.*",))[0::2] == ["--variant"] * len(narrowed)
+    left = args(exclude=("*.interp",))[1::2]
+    assert "gdn.vllm.chunk" in left and not any(n.endswith(".interp") for n in left), left

@@ -125,6 +125,19 @@ class GpuRun:
 
         return {pkg: PACKAGES[pkg].variants for pkg, _ in self.opt.own_envs}
 
+    def _env_variant_args(self, pkg: str) -> list[str]:
+        """The ``--variant`` arguments of ``pkg``'s processes: its package glob, or, where the run's ``--variant``
+        or ``--exclude`` narrow it, the names they leave (``--variant 'kda.vllm.*'`` verified and timed every
+        variant of vLLM's folder on the H100 on 2026-11-28, its warm-ups alone were narrowed)."""
+        from ..run.verify import select_variants
+
+        glob = self._env_globs()[pkg]
+        excl = tuple(x for x in self.opt.exclude if x not in self._env_globs().values())
+        if not self.opt.variants and not excl:
+            return ["--variant", glob]
+        names = sorted(v.name for v in select_variants((), (), excl, self.opt.variants) if fnmatch(v.name, glob))
+        return [x for n in names for x in ("--variant", n)]
+
     def _env_of(self, pkg: str) -> dict[str, str]:
         """The environment of a process of ``pkg``'s own folder: the folder first on ``PYTHONPATH``."""
         folder = dict(self.opt.own_envs)[pkg]
@@ -371,7 +384,8 @@ class GpuRun:
         warm = self._env_warm(pkg, glob)
         rc = 0
         if not complete(part):
-            p = self.procs.start(f"verify-{pkg}", self._verify_cmd(part, variants=[glob]), env)
+            names = self._env_variant_args(pkg)[1::2]
+            p = self.procs.start(f"verify-{pkg}", self._verify_cmd(part, variants=names), env)
             rc = self.procs.wait(p)
             self.state.add_cpu("verify", p.cpu_s)
         if warm is not None:
@@ -380,8 +394,8 @@ class GpuRun:
             return False, f"verify exited with {rc}: " + tail(self.procs.logs / f"verify-{pkg}.log", 3)
         if "side" in self.opt.phases:  # its properties, as the side tasks do for the main environment's
             props = self.work / f"props-env-{pkg}.json"
-            p = self.procs.start(f"props-{pkg}", py("properties", "--variant", glob, "--dtype", "bf16", "--dtype",
-                                                     "fp32", "--output", str(props)), env)
+            p = self.procs.start(f"props-{pkg}", py("properties", *self._env_variant_args(pkg), "--dtype", "bf16",
+                                                     "--dtype", "fp32", "--output", str(props)), env)
             self.procs.wait(p)
         self._variant_times(part)
         join_verify(self.verify, part)
@@ -416,7 +430,7 @@ class GpuRun:
         if not self._in_selection(glob):
             return True, "not selected"
         verified = ["--verified", str(self.verify)] if self.verify.is_file() else []
-        args = [*(x for s in self.opt.sets for x in ("--set", s)), *self._dtype_args(), "--variant", glob,
+        args = [*(x for s in self.opt.sets for x in ("--set", s)), *self._dtype_args(), *self._env_variant_args(pkg),
                 "--time-cap", str(self.opt.time_cap_s), *verified]
         out = self.work / f"bench-env-{pkg}.json"
         doc, failed = run_on_gpus(args, self.ngpu, out, log_dir=self.procs.logs, apart=(), env=self._env_of(pkg))

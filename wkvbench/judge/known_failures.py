@@ -650,6 +650,12 @@ KNOWN_FAILURES: dict[tuple[str, str], str | None] = {
     # allow_tf32=False, as FLA's: H100 2026-11-27, w up to 8.0e-4 relative (3.1e4x floor) on
     # gdn_wy/uniform/B2-T100-H2-N128-C64/fp32/s0, u within its limit.
     ("gdn_wy.vllm.recompute_w_u", "*/fp32/*"): "vLLM's recompute_w_u computes w with a TF32 dot (~8e-4), as FLA's",
+    # vLLM's chunk_kda (ops/kda.py, chunk_delta_h.py) leaves Triton's default precision (TF32 for fp32 on the GPU)
+    # on the dots that form A, w and the chunk states (kda.py:635, 639, 916, 1047; chunk_delta_h.py:162-260) and
+    # asks for IEEE only on u and the intra-chunk output (kda.py:884, 1056): H100, 2026-11-28
+    # (reports/gpu/h100-2026-11-28-vllm-kda/), every fp32 row of the gpu set, state 1.6e-4..8.8e-4 relative
+    # (3.4e4x floor at kda/stress/B2-T64-H1-N64/fp32/s0), y 8e-6..7.8e-4; FLA's chunk_kda 3.9e-4..1.2e-3.
+    ("kda.vllm.chunk", "*/fp32/*"): "vLLM's chunk_kda computes its chunk states with TF32 dots (~1e-3), as FLA's",
     # SGLang 0.5.23's chunk_gated_delta_rule on the stress domain (FINDINGS.md, "SGLang's chunk GDN loses digits
     # on stress gates"): H100, 2026-11-27, y 0.0105-0.047 relative (6.4-52x floor) where FLA's chunk passes,
     # and the pooled T = 2 case's state 1.9e-4; rows of the other domains pass.
