@@ -256,9 +256,9 @@ def _install_serving(session: nox.Session) -> list[str]:
     """The serving engines' and the other new kernel packages (pyproject's ``gpu-env``), each its last listed
     release without its declared dependencies (their torch pins and serving stacks), with the ``gpu-needs``
     that their kernels' imports reach: ``main`` ones into this environment, ``own`` ones into a folder each
-    (``pip --target``; the needs with their own dependencies), returned as ``--own-env PKG=DIR`` arguments
-    of ``wkvbench gpu``. A package pip cannot install (not in an offline wheelhouse, say) is left out with a warning: its variants read as SKIP with
-    the reason "not installed"."""
+    (``pip --target``; ``gpu-no-deps`` without their dependencies, the needs with theirs), returned as
+    ``--own-env PKG=DIR`` arguments of ``wkvbench gpu``. A package pip cannot install (not in an offline
+    wheelhouse, say) is left out with a warning: its variants read as SKIP with the reason "not installed"."""
     args: list[str] = []
     for pkg, spec in _serving():
         req, needs = spec["releases"][-1], spec.get("gpu-needs", [])
@@ -266,7 +266,7 @@ def _install_serving(session: nox.Session) -> list[str]:
             if spec["gpu-env"] == "own":
                 folder = os.path.join(session.create_tmp(), "own-env", pkg)
                 session.run_install("python", "-m", "pip", "install", "-q", *_offline(), "--no-deps", "--upgrade",
-                                    "--target", folder, req, silent=True)
+                                    "--target", folder, req, *spec.get("gpu-no-deps", []), silent=True)
                 if needs:  # with their own dependencies (openai's httpx2, jiter, ...): the folder is all they get
                     session.run_install("python", "-m", "pip", "install", "-q", *_offline(), "--upgrade",
                                         "--target", folder, *needs, silent=True)
@@ -318,12 +318,13 @@ def wheelhouse(session: nox.Session) -> None:
     session.run("python", "-m", "pip", "download", "-d", a.dest, *target, *reqs)
     if not a.cpu:  # the packages nox -s gpu adds (pyproject's gpu-env; vLLM's wheel alone is 336 MB): each
         # without its declared dependencies, then what its kernels need (with theirs); torch and triton: the box's
-        needs = list(dict.fromkeys(n for _, spec in _serving() for n in spec.get("gpu-needs", [])))
         session.run("python", "-m", "pip", "download", "-d", a.dest, *target, "--no-deps",
                     *(spec["releases"][-1] for _, spec in _serving()),
                     *(n for _, spec in _serving() for n in spec.get("gpu-no-deps", [])))
-        if needs:
-            session.run("python", "-m", "pip", "download", "-d", a.dest, *target, *needs)
+        # resolved per package: an own folder's pins (FlashQLA's apache-tvm-ffi < 0.1.13) constrain no other
+        for _, spec in _serving():
+            if spec.get("gpu-needs"):
+                session.run("python", "-m", "pip", "download", "-d", a.dest, *target, *spec["gpu-needs"])
     # ggml-python as its source: built on the box (with CUDA there), by pip without build isolation
     # (--no-binary names ggml-python alone: ":all:" would also build its build requirements, cmake included,
     # from source to prepare its metadata)

@@ -42,6 +42,9 @@ PACKAGES: dict[str, Package] = {p.name: p for p in (
     Package("vllm", ("vllm",), "vllm", "*.vllm.*", note="its FLA fork; pins its own torch: an environment of its own"),
     Package("sglang", ("sglang",), "sglang", "*.sglang.*",
             note="its FLA fork and CuTe-DSL GDN decode; pins torch==2.14.1: its own virtualenv"),
+    Package("flash-qla", ("flash-qla",), "flash-qla", "*.flashqla.*",
+            note="TileLang GDN kernels, SM90+ only; tilelang's apache-tvm-ffi pin and fla-core's dispatch to it: "
+                 "a folder of its own"),
 )}
 
 

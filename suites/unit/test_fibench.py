@@ -380,3 +380,35 @@ def test_a_verdict_compares_on_the_cpu_and_a_row_keeps_a_short_reason():
     cut = F._short(long)
     assert len(cut) < 700 and cut.startswith("TypeError: run()") and "characters cut" in cut
     assert F._short("short") == "short"
+
+
+def test_a_failed_build_keeps_its_compiler_errors_and_repeats_them_on_later_trials(monkeypatch, tmp_path):
+    """On the H100 (2026-11-28) the prefill solutions' build errors were 17-29 KB of nvcc command lines with the
+    compiler's error cut off, and their second and third trials read cpp_extension's "cannot open shared object
+    file". The row keeps the diagnostics, and every trial the build's own error."""
+    cmd = "/usr/local/cuda/bin/nvcc -MD -MF kernel.cuda.o.d " + "-isystem /opt/torch/include " * 80
+    msg = (f"Error building extension 'fib_x': [1/3] {cmd}\nFAILED: kernel.cuda.o\n{cmd}\n"
+           "kernel.cu(1): error: expected a declaration\n/usr/include/c++/12/cstdint(65): error: the global scope "
+           "has no \"uint8_t\"\n2 errors detected in the compilation of \"kernel.cu\".\nninja: build stopped")
+    cut = F._short(f"RuntimeError: {msg}")
+    assert len(cut) < 700 and cut.startswith("RuntimeError: Error building extension 'fib_x'"), cut
+    assert "kernel.cu(1): error: expected a declaration" in cut and "characters cut" in cut, cut
+    assert "-isystem /opt/torch/include -isystem" not in cut.split(" | ", 1)[1], cut
+
+    import torch.utils.cpp_extension as ext
+
+    calls = []
+
+    def load(**kw):
+        calls.append(kw["name"])
+        raise RuntimeError(msg)
+
+    monkeypatch.setattr(ext, "load", load)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    sol = {"name": "s", "spec": {"language": "cuda"}, "sources": [{"path": "kernel.cu", "content": "x"}]}
+    errors = []
+    for _ in range(3):
+        with pytest.raises(RuntimeError) as e:
+            F._build(sol, "s", "run")
+        errors.append(str(e.value))
+    assert len(calls) == 1 and errors == [msg] * 3, errors

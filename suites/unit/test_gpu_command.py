@@ -444,7 +444,8 @@ def test_a_package_in_a_folder_of_its_own_runs_there_and_joins_the_results_set(t
     assert hf and all(s == "SKIP" and "own folder" in why for v in hf for s, why in by[v]), by
     # the main verification left them out; their own process verified them
     assert "--exclude '*.rwkv7hf.*'" in (out / "logs" / "verify.log").read_text().split("\n", 1)[0]
-    assert "--variant '*.rwkv7hf.*'" in (out / "logs" / "verify-rwkv7-hf.log").read_text().split("\n", 1)[0]
+    own_cmd = (out / "logs" / "verify-rwkv7-hf.log").read_text().split("\n", 1)[0]
+    assert all(f"--variant {v}" in own_cmd for v in hf) and "wkv7.torch.recurrent" not in own_cmd, own_cmd
 
 
 def test_own_env_names_a_known_package_and_a_folder(tmp_path):
@@ -468,7 +469,11 @@ def test_every_package_nox_runs_beside_the_gpu_session_is_a_known_kernel_package
         assert spec["gpu-env"] in ("main", "own") and PACKAGES[pkg].variants == spec["variants"]
         assert not any(n.split("=")[0].split("<")[0].split(">")[0].strip() in ("torch", "triton")
                        for n in spec.get("gpu-needs", []))
-    assert {k for k, v in serving.items() if v["gpu-env"] == "own"} == {"vllm", "rwkv-fla"}
+    assert {k for k, v in serving.items() if v["gpu-env"] == "own"} == {"vllm", "rwkv-fla", "flash-qla"}
+    # an own folder's needs come with their dependencies: whatever requires torch or numpy (tilelang,
+    # torch-c-dlpack-ext, ml-dtypes) is listed without them, so that no folder shadows the box's torch
+    assert {"tilelang", "torch-c-dlpack-ext", "ml-dtypes"} <= {n.split("=")[0] for n in
+                                                            hist["flash-qla"]["gpu-no-deps"]}
 
 
 def test_a_warm_up_of_the_models_set_has_a_name_a_file_can_take():
@@ -575,3 +580,30 @@ def test_an_own_env_package_runs_only_the_variants_the_run_selects(tmp_path):
     assert "kda.vllm.chunk" in narrowed and args(variants=("kda.vllm.*",))[0::2] == ["--variant"] * len(narrowed)
     left = args(exclude=("*.interp",))[1::2]
     assert "gdn.vllm.chunk" in left and not any(n.endswith(".interp") for n in left), left
+
+
+def test_a_run_lets_its_processes_cache_bytecode_where_the_image_forbids_it(tmp_path):
+    """The GPU boxes set PYTHONDONTWRITEBYTECODE=1 and their torch has no __pycache__: every process of a run
+    compiled its imports again (8.1 s of a bench process's 26 s on the H100, 2026-11-28). The run's processes get
+    a PYTHONPYCACHEPREFIX instead, and a child really reads and writes its bytecode there."""
+    import subprocess
+    import sys
+
+    from wkvbench.gpu.run import cache_bytecode
+
+    assert cache_bytecode({}) is None and cache_bytecode({"PYTHONDONTWRITEBYTECODE": ""}) is None
+    env = {"PYTHONDONTWRITEBYTECODE": "1", "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    note = cache_bytecode(env)
+    prefix = tmp_path / "cache" / "wkvbench" / "pycache"
+    assert note and str(prefix) in note and "PYTHONDONTWRITEBYTECODE" not in env
+    assert env["PYTHONPYCACHEPREFIX"] == str(prefix)
+    mine = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": str(tmp_path / "own")}
+    cache_bytecode(mine)  # a prefix the user set is kept
+    assert mine == {"PYTHONPYCACHEPREFIX": str(tmp_path / "own")}
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "wkv_bytecode_probe.py").write_text("X = 1\n")
+    child = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    child.update(env, PYTHONPATH=str(tmp_path / "src"))
+    subprocess.run([sys.executable, "-c", "import wkv_bytecode_probe"], env=child, check=True, timeout=60)
+    assert list(prefix.rglob("wkv_bytecode_probe*.pyc")), list(prefix.rglob("*"))
+    assert not (tmp_path / "src" / "__pycache__").exists()  # nothing beside the sources

@@ -57,7 +57,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 from ..results.runfile import State, print_breakdown
-from ..run.procs import Load, Procs, complete, py, say, tail, untimed_env
+from ..run.procs import Load, Procs, cache_bytecode, complete, py, say, tail, untimed_env
 from . import ggml as ggml_build
 from .side import run_side, side_tasks
 from .verify_merge import attach_properties, verify_detail
@@ -172,6 +172,8 @@ class GpuRun:
     def run(self) -> int:
         from ..results.provenance import provenance
 
+        if (note := cache_bytecode()) is not None:  # before any process starts: they all inherit it
+            say(note)
         st = self.state
         st.runs += 1
         st.provenance = provenance()

@@ -30,7 +30,9 @@ from .model import ResultsError, from_doc, read
 from .provenance import release_named
 from .schemas import BENCH, RUN, STABILITY, VERIFY, is_results_name, read_text
 
-SKIP_DIRS = ("asv", "html", "parts")  # asv's files, the report's output, the parts of merged files
+# asv's files, the report's output, the parts of merged files, and runs that measured the suite itself (a
+# profiler attached: reports/gpu/h100-2026-11-28-at-size-profile/diagnostics/), not the kernels for the report
+SKIP_DIRS = ("asv", "html", "parts", "diagnostics")
 # git-ignored local output (``verify`` writes reports/results/ by default): not part of the committed
 # report; pass ``--results reports/results`` to build a report of local runs
 LOCAL_DIRS = ("results", "out")

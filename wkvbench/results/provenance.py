@@ -112,7 +112,8 @@ def provenance() -> dict:
         "versions": {p: _version(p) for p in PACKAGES},
         "git": {"commit": commit, "branch": _git("rev-parse", "--abbrev-ref", "HEAD"),
                 "dirty": bool(dirty) if dirty is not None else None},
-        "env": {k: v for k, v in os.environ.items() if k.startswith(("WKVBENCH_", "KERAS_", "KERNEL_", "TRITON_", "FLA_"))},
+        "env": {k: v for k, v in os.environ.items()
+                if k.startswith(("WKVBENCH_", "KERAS_", "KERNEL_", "TRITON_", "FLA_", "PYTHONPYCACHEPREFIX"))},
         "argv": sys.argv,
     }
 

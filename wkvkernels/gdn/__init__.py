@@ -8,6 +8,7 @@ from . import (  # noqa: F401  (each module registers its variants at import)
     flashinfer_decode_bf16state,
     flashinfer_decode_vlast,
     flashinfer_mtp,
+    flashqla_tilelang,
     ggml_cpu,
     ggml_cuda,
     ggml_metal,
