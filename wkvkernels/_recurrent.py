@@ -13,6 +13,7 @@ import numpy as np
 
 from wkvkernels.cases import CONVENTIONS
 from wkvkernels.ops import DTYPES, op_spec
+from wkvoracle.conventions import SAFE_GATE
 
 from ._torch import to_numpy, to_torch, torch_available
 from .base import Availability, KernelVariant
@@ -81,7 +82,12 @@ class DeltaRuleTorchRecurrent(TorchRecurrent):
         x = dict(n)
         if "A_log" in x:
             a, decay = x.pop("a").float(), torch.exp(x.pop("A_log"))
-            x["g"] = -(decay[:, None] if a.dim() == 4 else decay) * F.softplus(a + x.pop("dt_bias"))
+            decay = decay[:, None] if a.dim() == 4 else decay
+            bound = x.pop(SAFE_GATE, None)
+            if bound is not None:  # the safe form (-safe): lower_bound * sigmoid(exp(A_log) (a + dt_bias))
+                x["g"] = bound * torch.sigmoid(decay * (a + x.pop("dt_bias")))
+            else:
+                x["g"] = -decay * F.softplus(a + x.pop("dt_bias"))
             x["beta"] = torch.sigmoid(x.pop("b").float())
         G = x["v"].shape[2] // x["k"].shape[2]
         for name in ("q", "k"):

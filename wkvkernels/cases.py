@@ -64,6 +64,7 @@ CONVENTIONS: dict[str, str] = {
     "pool": "state pool indexed per sequence (index -1: padding)",
     "varlen": "packed sequences (cu_seqlens)",
     "raw": "raw gating inputs (A_log, a, dt_bias, b)",
+    "safe": "safe raw gate (lower_bound * sigmoid(exp(A_log) (a + dt_bias)))",
     "qkn": "in-kernel q/k normalisation",
 }
 # A pooled adapter may watch the slot just before and just after the pool it passes (a kernel that takes
@@ -71,7 +72,7 @@ CONVENTIONS: dict[str, str] = {
 # returns them as ``state_pool_guard``; the judge fails a case whose guards changed.
 POOL_GUARD = -3.25
 CONVENTION_OPS: dict[str, frozenset[str]] = {
-    "gdn": frozenset(CONVENTIONS), "kda": frozenset(CONVENTIONS), "gdn_wy": frozenset({"gva"}),
+    "gdn": frozenset(CONVENTIONS) - {"safe"}, "kda": frozenset(CONVENTIONS), "gdn_wy": frozenset({"gva"}),
 }
 
 
@@ -90,6 +91,9 @@ class Shape:
       ``cu_seqlens`` (lengths drawn from the seed, each at least 1). ``-varlen``.
     * ``raw``: the gates come raw, ``A_log, a, dt_bias, b``; the kernel computes
       ``g = -exp(A_log) softplus(a + dt_bias)`` and ``beta = sigmoid(b)``. ``-raw``.
+    * ``safe`` (kda, with ``raw``): the raw gate in FLA's safe form, ``g = lower_bound * sigmoid(exp(A_log)
+      (a + dt_bias))`` with ``lower_bound = -5`` (``wkvoracle.conventions.SAFE_LOWER_BOUND``), as FlashKDA
+      computes it. ``-safe``.
     * ``qkn``: q and k come unnormalised; the kernel L2-normalises them (``x / sqrt(sum x^2 + 1e-6)``).
       ``-qkn``.
     """
@@ -106,6 +110,7 @@ class Shape:
     varlen: bool = False  # B sequences of different lengths packed into T tokens (cu_seqlens)
     raw: bool = False  # raw gating inputs (A_log, a, dt_bias, b)
     qkn: bool = False  # q and k unnormalised: normalised in the kernel
+    safe: bool = False  # the raw gate in its safe form (kda, with raw)
 
     @property
     def value_heads(self) -> int:
@@ -122,7 +127,7 @@ class Shape:
         """The production conventions this shape asks of a kernel (names of ``CONVENTIONS``)."""
         return frozenset(name for name, on in (("gva", self.value_heads != self.H), ("pool", self.P > 0),
                                                ("varlen", self.varlen), ("raw", self.raw),
-                                               ("qkn", self.qkn)) if on)
+                                               ("safe", self.safe), ("qkn", self.qkn)) if on)
 
     def __str__(self) -> str:
         s = f"B{self.B}-T{self.T}-H{self.H}"
@@ -135,19 +140,19 @@ class Shape:
             s += f"-P{self.P}"
         if self.pad:
             s += f"-pad{self.pad}"
-        s += "".join(f"-{flag}" for flag in ("varlen", "raw", "qkn") if getattr(self, flag))
+        s += "".join(f"-{flag}" for flag in ("varlen", "raw", "safe", "qkn") if getattr(self, flag))
         return s + ("-h0" if self.h0 else "")
 
     @classmethod
     def parse(cls, text: str) -> Shape:
         m = re.fullmatch(r"B(\d+)-T(\d+)-H(\d+)(?:-HV(\d+))?-N(\d+)(?:-C(\d+))?(?:-P(\d+))?(?:-pad(\d+))?"
-                         r"(-varlen)?(-raw)?(-qkn)?(-h0)?", text)
+                         r"(-varlen)?(-raw)?(-safe)?(-qkn)?(-h0)?", text)
         if not m:
             raise ValueError(f"bad shape {text!r}; expected e.g. B2-T64-H2-N64[-C16][-h0], with the conventions "
-                             "B8-T1-H2-HV4-N128-P32-pad1-varlen-raw-qkn-h0 in that order")
-        B, T, H, HV, N, C, P, pad, varlen, raw, qkn, h0 = m.groups()
+                             "B8-T1-H2-HV4-N128-P32-pad1-varlen-raw-safe-qkn-h0 in that order")
+        B, T, H, HV, N, C, P, pad, varlen, raw, safe, qkn, h0 = m.groups()
         return cls(int(B), int(T), int(H), int(N), bool(h0), int(C or 0), int(HV or 0), int(P or 0),
-                   int(pad or 0), bool(varlen), bool(raw), bool(qkn))
+                   int(pad or 0), bool(varlen), bool(raw), bool(qkn), bool(safe))
 
 
 @dataclass(frozen=True, order=True)
@@ -199,6 +204,8 @@ class Case:
                 raise ValueError(f"-pad{s.pad} leaves no real row of B{s.B}")
             if s.P < s.B - s.pad:
                 raise ValueError(f"a pool of {s.P} slots cannot hold {s.B - s.pad} sequences")
+        if s.safe and not s.raw:
+            raise ValueError("-safe is a form of the raw gate: it needs -raw")
         if s.raw and self.domain not in DOMAINS and not is_source_domain(self.domain):
             raise ValueError(f"raw gates are drawn in the domains {', '.join(DOMAINS)} only, not {self.domain!r}")
         if s.varlen and s.T < s.B:

@@ -16,6 +16,8 @@ The definitions (every one float64, on the inputs as the kernel received them):
 
 * ``g = -exp(A_log) * softplus(a + dt_bias)`` and ``beta = sigmoid(b)`` (``raw``): Mamba-2's gate as
   Qwen3-Next and Kimi Linear compute it; ``dt_bias`` is per head (gdn) or per head and key (kda);
+* ``g = lower_bound * sigmoid(exp(A_log) * (a + dt_bias))`` (``safe``, kda): FLA's safe gate, as FlashKDA
+  computes it, ``lower_bound`` carried on the inputs (``SAFE_GATE``, -5);
 * ``x / sqrt(sum x^2 + 1e-6)`` for q and k (``qkn``): FLA's ``l2norm`` (eps inside the root);
 * value head ``hv`` reads key head ``hv // (HV / H)`` (``gva``: the grouped map of FLA, vLLM and
   FlashInfer; q and k are repeated, never averaged);
@@ -33,7 +35,11 @@ import numpy as np
 
 L2NORM_EPS = 1e-6  # FLA's l2norm: x / sqrt(sum x^2 + eps)
 RAW_GATES = ("A_log", "a", "dt_bias", "b")
-CONVENTION_INPUTS = (*RAW_GATES, "cu_seqlens", "state_pool", "state_indices")
+# the safe form of the raw gate (``-safe``, kda): its lower bound rides on the inputs under this name. fla-core
+# 0.6.0 fla/ops/kda/chunk.py: lower_bound "Recommended value: -5", and chunk_kda raises unless -5 <= lower_bound < 0
+SAFE_GATE = "gate_lower_bound"
+SAFE_LOWER_BOUND = -5.0
+CONVENTION_INPUTS = (*RAW_GATES, SAFE_GATE, "cu_seqlens", "state_pool", "state_indices")
 
 
 def softplus(x: np.ndarray) -> np.ndarray:
@@ -41,7 +47,12 @@ def softplus(x: np.ndarray) -> np.ndarray:
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(x, np.float64)))
+    """``1 / (1 + exp(-x))`` to float64's relative precision on both sides: ``exp(x) / (1 + exp(x))`` where
+    x < 0. (``0.5 (1 + tanh(x / 2))``, used before 2026-11-28, cancels where x is very negative: 1 + tanh
+    keeps only the digits tanh has beyond -1.)"""
+    x = np.asarray(x, np.float64)
+    e = np.exp(-np.abs(x))  # never overflows
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
 def l2normalize(x: np.ndarray, eps: float = L2NORM_EPS) -> np.ndarray:
@@ -49,13 +60,17 @@ def l2normalize(x: np.ndarray, eps: float = L2NORM_EPS) -> np.ndarray:
     return x / np.sqrt(np.sum(x * x, axis=-1, keepdims=True) + eps)
 
 
-def raw_gates(A_log, a, dt_bias, b, *, softplus_fn: Callable = softplus) -> tuple[np.ndarray, np.ndarray]:
+def raw_gates(A_log, a, dt_bias, b, *, softplus_fn: Callable = softplus,
+              lower_bound: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(g, beta)`` from raw gating inputs: ``a`` ``[..., HV]`` (gdn) or ``[..., HV, K]`` (kda), ``A_log``
-    ``[HV]``, ``dt_bias`` ``[HV]`` or ``[HV, K]``, ``b`` ``[..., HV]``."""
+    ``[HV]``, ``dt_bias`` ``[HV]`` or ``[HV, K]``, ``b`` ``[..., HV]``. With ``lower_bound`` (``-safe``):
+    ``g = lower_bound * sigmoid(exp(A_log) (a + dt_bias))``, FLA's safe gate (fla/ops/kda/gate.py)."""
     a, A_log, dt_bias = (np.asarray(x, np.float64) for x in (a, A_log, dt_bias))
     decay = np.exp(A_log)
     if a.ndim == 4:  # kda: one rate per head, applied to every key of it
         decay = decay[:, None]
+    if lower_bound is not None:
+        return lower_bound * sigmoid(decay * (a + dt_bias)), sigmoid(b)
     return -decay * softplus_fn(a + dt_bias), sigmoid(b)
 
 
@@ -76,8 +91,9 @@ def canonical(inputs: dict, *, qkn: bool = False, head_map: str = "grouped",
     "tiled", a mutant's: ``hv % H``), computed in float64. Every other tensor is left as given (the fast
     oracle reads them in place), pool, indices and ``cu_seqlens`` too (:func:`solve` reads them)."""
     x = dict(inputs)
+    bound = x.pop(SAFE_GATE, None)
     if "A_log" in x:
-        x["g"], x["beta"] = raw_gates(*(x.pop(n) for n in RAW_GATES), softplus_fn=softplus_fn)
+        x["g"], x["beta"] = raw_gates(*(x.pop(n) for n in RAW_GATES), softplus_fn=softplus_fn, lower_bound=bound)
     H, HV = x["k"].shape[2], x["v"].shape[2]
     for n in ("q", "k"):
         if n not in x:  # gdn_wy: k only

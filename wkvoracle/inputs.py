@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from .conventions import SAFE_GATE, SAFE_LOWER_BOUND
 from .gdn_wy import kkt_inverse
 
 LW_MODEL_BOUND = -0.6065306597126334  # -exp(-1/2), RWKV-7's decay bound (spec §4.1)
@@ -42,7 +43,7 @@ def _rng(case) -> np.random.Generator:
     key = [case.seed, zlib.crc32(case.op.encode()), zlib.crc32(case.domain.encode()),
            s.B, s.T, s.H, s.N, s.C, int(s.h0)]
     if s.in_conventions:  # only then: the inputs of every case without conventions stay as they were
-        key += [s.HV, s.P, s.pad, int(s.varlen), int(s.raw), int(s.qkn)]
+        key += [s.HV, s.P, s.pad, int(s.varlen), int(s.raw), int(s.qkn)] + ([1] if s.safe else [])
     return np.random.default_rng(key)
 
 
@@ -451,7 +452,7 @@ def _with_conventions(op: str, rng, domain: str, s) -> dict:
     """The inputs of a case in production conventions: the canonical draws of the same problem (one row
     per sequence, value heads throughout), then put into the conventions the shape names."""
     HV, nseq = s.value_heads, s.B
-    flat = replace(s, B=1 if s.varlen else s.B, H=HV, HV=0, P=0, pad=0, varlen=False, raw=False, qkn=False,
+    flat = replace(s, B=1 if s.varlen else s.B, H=HV, HV=0, P=0, pad=0, varlen=False, raw=False, qkn=False, safe=False,
                    h0=s.h0 and not s.varlen)
     out = _drawn(op, rng, domain, flat)
     G = HV // s.H
@@ -477,6 +478,8 @@ def _with_conventions(op: str, rng, domain: str, s) -> dict:
         else:
             scale = RAW_LOGIT_SCALE[domain]
             out["a"], out["b"] = scale * rng.standard_normal(g.shape), scale * rng.standard_normal(beta.shape)
+        if s.safe:  # the same draws; the gate's form is marked on the inputs (wkvoracle.conventions.raw_gates)
+            out[SAFE_GATE] = SAFE_LOWER_BOUND
     if s.qkn:
         for n in ("q", "k"):
             out[n] = out[n] * rng.uniform(*QKN_SCALE, (*out[n].shape[:-1], 1))

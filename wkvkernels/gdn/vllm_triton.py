@@ -86,7 +86,7 @@ class GdnVllmFusedSigmoidGating(_vllm.VllmPooled):
     operator = "gdn"
     algorithm = "fused_recurrent"
     entry = ("fused_sigmoid_gating", "fused_sigmoid_gating_delta_rule_update")
-    conventions = frozenset(CONVENTIONS)
+    conventions = frozenset(CONVENTIONS) - {"safe"}  # its gate (and KDA's subclass's): the softplus form
     supports_packing = False
     is_kda = False
 

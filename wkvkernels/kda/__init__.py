@@ -6,5 +6,6 @@ from . import (  # noqa: F401  (each module registers its variants at import)
     flashinfer_recurrent,
     sglang_triton,
     torch_recurrent,
+    vllm_flashkda,
     vllm_triton,
 )

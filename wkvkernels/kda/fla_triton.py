@@ -78,7 +78,7 @@ class KdaFlaFusedRecurrentPool(KdaFlaFusedRecurrent):
 
     name = "kda.fla.fused_recurrent_pool"
     entry = ("ops.kda.fused_recurrent", "fused_recurrent_kda_fwd")
-    conventions = frozenset(CONVENTIONS)
+    conventions = frozenset(CONVENTIONS) - {"safe"}  # its gate: the softplus form (no safe_gate passed)
     supports_packing = False
 
     def supports(self, case: Any) -> Availability:
