@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 from wkvkernels import get
@@ -37,3 +38,27 @@ class Tampered:
         if self.corrupt_grad:
             self.corrupt_grad(g)
         return g
+
+
+@contextlib.contextmanager
+def on_cpu(cls: type, name: str):
+    """A CUDA adapter class registered as ``name`` on the CPU and always available, for its conversions to be
+    judged against a stand-in of its kernel (FlashQLA's, FlashKDA's: packages that cannot run here)."""
+    from wkvkernels.base import Availability, register, unregister
+
+    v = register(type(f"{cls.__name__}OnCpu", (cls,), {"name": name, "device": "cpu",
+                                                      "available": lambda self: Availability.yes()}))
+    try:
+        yield v
+    finally:
+        unregister(v.name)
+
+
+def judged(v, case_id: str):
+    """``v``'s verdict on ``case_id`` by the judge, after checking that ``v`` takes the case."""
+    from wkvbench.judge.check import Checker
+    from wkvkernels.cases import Case
+
+    case = Case.parse(case_id)
+    assert v.supports(case), v.supports(case).reason
+    return Checker().check(v, case)

@@ -14,7 +14,7 @@ import types
 import pytest
 
 from wkvkernels import get, variants
-from wkvkernels.base import Availability, register, unregister
+from suites.helpers import judged, on_cpu
 from wkvkernels.cases import Case
 from wkvkernels.releases import PACKAGES
 
@@ -82,16 +82,8 @@ def stand_in(monkeypatch):
     for m in (root, ops, gdr):
         monkeypatch.setitem(sys.modules, m.__name__, m)
 
-    class OnCpu(GdnFlashQlaChunk):
-        name = "gdn.flashqla_standin.chunk"
-        device = "cpu"
-
-        def available(self):
-            return Availability.yes()
-
-    v = register(OnCpu)
-    yield v, _flashqla
-    unregister(v.name)
+    with on_cpu(GdnFlashQlaChunk, "gdn.flashqla_standin.chunk") as v:
+        yield v, _flashqla
 
 
 @pytest.mark.parametrize("case_id", [
@@ -100,13 +92,8 @@ def stand_in(monkeypatch):
     "gdn/uniform/B3-T200-H2-HV4-N128-varlen-qkn-h0/bf16/s0",  # packed sequences, q/k normalised inside
 ])
 def test_its_conversions_pass_the_judge_through_a_stand_in(stand_in, case_id):
-    from wkvbench.judge.check import PASS, Checker
-
-    v, _ = stand_in
-    case = Case.parse(case_id)
-    assert v.supports(case), v.supports(case).reason
-    res = Checker().check(v, case)
-    assert res.status == PASS, (res.status, res.reason)
+    res = judged(stand_in[0], case_id)
+    assert res.status == "PASS", (res.status, res.reason)
 
 
 def test_a_stand_in_that_forgets_the_transpose_fails(stand_in, monkeypatch):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from wkvkernels import get
-from wkvkernels.base import Availability, register, unregister
+from suites.helpers import judged, on_cpu
 from wkvkernels.cases import Case
 from wkvoracle.conventions import SAFE_GATE, SAFE_LOWER_BOUND, canonical
 from wkvoracle.inputs import generate
@@ -105,16 +105,8 @@ def stand_in(monkeypatch):
     ops = _StandIn()
     monkeypatch.setattr(vllm_flashkda, "flashkda_ops", lambda: ops)
 
-    class OnCpu(vllm_flashkda.KdaVllmFlashKda):
-        name = "kda.vllm_standin.flashkda"
-        device = "cpu"
-
-        def available(self):
-            return Availability.yes()
-
-    v = register(OnCpu)
-    yield v, ops
-    unregister(v.name)
+    with on_cpu(vllm_flashkda.KdaVllmFlashKda, "kda.vllm_standin.flashkda") as v:
+        yield v, ops
 
 
 @pytest.mark.parametrize("case_id", [
@@ -123,13 +115,8 @@ def stand_in(monkeypatch):
     "kda/stress/B1-T20-H2-N128-raw-safe-qkn/bf16/s0",  # no initial state
 ])
 def test_its_conversions_pass_the_judge_through_a_stand_in(stand_in, case_id):
-    from wkvbench.judge.check import PASS, Checker
-
-    v, _ = stand_in
-    case = Case.parse(case_id)
-    assert v.supports(case), v.supports(case).reason
-    res = Checker().check(v, case)
-    assert res.status == PASS, (res.status, res.reason)
+    res = judged(stand_in[0], case_id)
+    assert res.status == "PASS", (res.status, res.reason)
 
 
 def test_a_stand_in_with_its_state_key_first_fails(stand_in):
