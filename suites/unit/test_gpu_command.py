@@ -511,7 +511,7 @@ def test_an_own_env_package_is_warmed_beside_its_verification_in_its_folder(monk
         started.append((tasks, slots, env))
 
     monkeypatch.setattr(gpu_run, "run_side", fake_run_side)
-    t = run._env_warm("rwkv-fla", "*.rwkvfla.*")
+    t = run._env_warm("rwkv-fla")
     t.join()
     (tasks, slots, env), = started
     names = [n for n, _, _ in tasks]
@@ -521,7 +521,7 @@ def test_an_own_env_package_is_warmed_beside_its_verification_in_its_folder(monk
     assert all("--warm-only" in cmd and "bf16" in cmd for _, cmd, _ in tasks)
     # a run that times nothing warms nothing
     run.opt.phases = ("verify", "side", "report")
-    assert run._env_warm("rwkv-fla", "*.rwkvfla.*") is None
+    assert run._env_warm("rwkv-fla") is None
     # run_side gives each task the package's environment
     seen = []
 

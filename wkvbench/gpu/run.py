@@ -125,18 +125,25 @@ class GpuRun:
 
         return {pkg: PACKAGES[pkg].variants for pkg, _ in self.opt.own_envs}
 
-    def _env_variant_args(self, pkg: str) -> list[str]:
-        """The ``--variant`` arguments of ``pkg``'s processes: its package glob, or, where the run's ``--variant``
-        or ``--exclude`` narrow it, the names they leave (``--variant 'kda.vllm.*'`` verified and timed every
-        variant of vLLM's folder on the H100 on 2026-11-28, its warm-ups alone were narrowed)."""
+    def _env_selected(self, pkg: str) -> list:
+        """``pkg``'s variants that the run's ``--variant``/``--exclude`` leave (the folders' own globs, which
+        ``run`` adds to the main processes' exclusions, left out)."""
         from ..run.verify import select_variants
 
         glob = self._env_globs()[pkg]
         excl = tuple(x for x in self.opt.exclude if x not in self._env_globs().values())
-        if not self.opt.variants and not excl:
-            return ["--variant", glob]
-        names = sorted(v.name for v in select_variants((), (), excl, self.opt.variants) if fnmatch(v.name, glob))
-        return [x for n in names for x in ("--variant", n)]
+        return [v for v in select_variants((), (), excl, self.opt.variants) if fnmatch(v.name, glob)]
+
+    def _env_variants(self, pkg: str) -> list[str]:
+        """What ``pkg``'s processes get as ``--variant``: its package glob, or, where the run's ``--variant`` or
+        ``--exclude`` narrow it, the names they leave (``--variant 'kda.vllm.*'`` verified and timed every
+        variant of vLLM's folder on the H100 on 2026-11-28, its warm-ups alone were narrowed)."""
+        if not self.opt.variants and not set(self.opt.exclude) - set(self._env_globs().values()):
+            return [self._env_globs()[pkg]]
+        return sorted(v.name for v in self._env_selected(pkg))
+
+    def _env_variant_args(self, pkg: str) -> list[str]:
+        return [x for g in self._env_variants(pkg) for x in ("--variant", g)]
 
     def _env_of(self, pkg: str) -> dict[str, str]:
         """The environment of a process of ``pkg``'s own folder: the folder first on ``PYTHONPATH``."""
@@ -376,18 +383,17 @@ class GpuRun:
         from .verify_merge import join_verify
 
         glob = self._env_globs()[pkg]
-        if "verify" not in self.opt.phases or not self._in_selection(glob):
+        if "verify" not in self.opt.phases or not self._env_selected(pkg):
             return True, "not selected"
         env = {**untimed_env(), **self._env_of(pkg)}
         part = self.work / f"verify-env-{pkg}.json"
         # its Triton warm-ups at the bench shapes beside its verification, as the main environment's side
         # tasks (the first serving run, H100 2026-11-27: rwkv-fla's bench took 471 s for 49 rows, up to
         # 100 s a row of autotuning in the bench's one process)
-        warm = self._env_warm(pkg, glob)
+        warm = self._env_warm(pkg)
         rc = 0
         if not complete(part):
-            names = self._env_variant_args(pkg)[1::2]
-            p = self.procs.start(f"verify-{pkg}", self._verify_cmd(part, variants=names), env)
+            p = self.procs.start(f"verify-{pkg}", self._verify_cmd(part, variants=self._env_variants(pkg)), env)
             rc = self.procs.wait(p)
             self.state.add_cpu("verify", p.cpu_s)
         if warm is not None:
@@ -405,16 +411,12 @@ class GpuRun:
         mine = collections.Counter(r["status"] for r in doc.get("results", []) if fnmatch(r["variant"], glob))
         return True, f"{pkg} ({dict(self.opt.own_envs)[pkg]}): " + ", ".join(f"{n} {s}" for s, n in sorted(mine.items()))
 
-    def _env_warm(self, pkg: str, glob: str) -> threading.Thread | None:
+    def _env_warm(self, pkg: str) -> threading.Thread | None:
         """``pkg``'s warm-ups (``bench --warm-only`` in its folder's environment, one per core), started in a
         thread; None when the run times nothing or they are all done."""
-        from ..run.verify import select_variants
-
         if not self.ngpu or "bench" not in self.opt.phases:
             return None
-        excl = tuple(x for x in self.opt.exclude if x != glob)
-        mine = [v for v in select_variants((), (), excl, self.opt.variants) if fnmatch(v.name, glob)]
-        tasks = side_tasks(self, ggml=False, variants=mine)
+        tasks = side_tasks(self, ggml=False, variants=self._env_selected(pkg))
         if not tasks:
             return None
         slots = self.opt.side_jobs or (os.cpu_count() or 2)
@@ -429,7 +431,7 @@ class GpuRun:
         from ..perf.bench_merge import merge, run_on_gpus
 
         glob = self._env_globs()[pkg]
-        if not self._in_selection(glob):
+        if not self._env_selected(pkg):
             return True, "not selected"
         verified = ["--verified", str(self.verify)] if self.verify.is_file() else []
         args = [*(x for s in self.opt.sets for x in ("--set", s)), *self._dtype_args(), *self._env_variant_args(pkg),
@@ -448,13 +450,6 @@ class GpuRun:
             self.state.add_variant(r["variant"], "bench", r.get("seconds") or 0.0)
         counts = collections.Counter(r["status"] for r in rows)
         return not failed, ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no rows"
-
-    def _in_selection(self, glob: str) -> bool:
-        """Whether the run's ``--variant``/``--exclude`` leave any variant of ``glob``."""
-        from ..run.verify import select_variants
-
-        excl = tuple(x for x in self.opt.exclude if x != glob)
-        return any(fnmatch(v.name, glob) for v in select_variants((), (), excl, self.opt.variants))
 
     def _side_by_side(self) -> None:
         """The bench's side-by-side tables (every implementation of each operator, shape and dtype, fastest
