@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 from wkvkernels._fla import FlaTriton
 from wkvkernels._torch import torch_available
 from wkvkernels.base import Availability, KernelVariant
-from wkvkernels.releases import Releases
+from wkvkernels.releases import Releases, dist_versions
 
 RELEASE = "0.1.3"
 HOPPER_HEAD = 128  # hopper/fused_fwd.py: assert K == V == 128
@@ -79,12 +79,4 @@ class FlashQlaTileLang(FlaTriton):
         return KernelVariant.supports(self, case)  # not FlaTriton's: its refusals are fla-core's releases'
 
     def versions(self) -> dict[str, str]:
-        from importlib.metadata import PackageNotFoundError, version
-
-        out = {}
-        for dist in ("flash-qla", "tilelang", "apache-tvm-ffi", "torch"):
-            try:
-                out[dist] = version(dist)
-            except PackageNotFoundError:
-                out[dist] = "not installed"
-        return out
+        return dist_versions("flash-qla", "tilelang", "apache-tvm-ffi", "torch")

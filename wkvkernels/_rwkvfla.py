@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from wkvkernels._fla import FlaTriton
-from wkvkernels.releases import Releases
+from wkvkernels.releases import Releases, dist_versions
 
 RELEASE = "0.7.202508221413"  # the one release read; its versions are dated (0.7.YYYYMMDDhhmm)
 
@@ -34,12 +34,4 @@ class RwkvFlaTriton(FlaTriton):
     releases = Releases(since=RELEASE, why=f"the release whose kernels were read ({RELEASE}, 2025-08-22)")
 
     def versions(self) -> dict[str, str]:
-        from importlib.metadata import PackageNotFoundError, version
-
-        out = {}
-        for dist in ("rwkv-fla", "triton", "torch"):
-            try:
-                out[dist] = version(dist)
-            except PackageNotFoundError:
-                out[dist] = "not installed"
-        return out
+        return dist_versions("rwkv-fla", "triton", "torch")

@@ -37,7 +37,7 @@ from wkvkernels import _fla_env
 from wkvkernels._fla import FlaTriton, register_with_interp  # noqa: F401 - re-exported for the adapters
 from wkvkernels._torch import guarded_pool, poisoned, pool_outputs, to_numpy, to_torch, torch_available
 from wkvkernels.base import Availability, dtype_name
-from wkvkernels.releases import Releases
+from wkvkernels.releases import Releases, dist_versions
 
 FORK = "sglang.kernels.ops.attention.fla"
 # the fork's modules the adapters call (imported together: any failure is the reason)
@@ -84,15 +84,7 @@ def triton_reason(device: str) -> str | None:
 
 
 def versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {}
-    for dist in ("sglang", "triton", "torch"):
-        try:
-            out[dist] = version(dist)
-        except PackageNotFoundError:
-            out[dist] = "not installed"
-    return out
+    return dist_versions("sglang", "triton", "torch")
 
 
 class SglangTriton(FlaTriton):

@@ -62,6 +62,18 @@ def parse(version: str) -> tuple[int, ...]:
     return parts + (0,) * (3 - len(parts))
 
 
+def dist_versions(*dists: str) -> dict[str, str]:
+    """The installed version of each distribution, "not installed" for one that is not (adapters' ``versions``:
+    the package and its toolchain, for reasons and provenance)."""
+    out = {}
+    for dist in dists:
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
+
+
 def installed(package: str) -> tuple[str, str] | None:
     """``(distribution, version)`` of the installed release of ``package`` (a ``PACKAGES`` name), or
     None. Where several of its distributions are installed (``flash-linear-attention`` >= 0.3.2 is a
