@@ -19,13 +19,14 @@ here (``cu_seqlens`` every T tokens) and its outputs unpacked. It runs in vLLM's
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import Any, ClassVar
 
 import numpy as np
 
 from wkvkernels import _vllm
-from wkvkernels._torch import to_numpy, to_torch
-from wkvkernels.base import Availability, KernelVariant, register
+from wkvkernels._torch import to_numpy, to_torch, torch_available
+from wkvkernels.base import Availability, KernelVariant, dtype_name, register
 from wkvoracle.conventions import SAFE_GATE
 
 HEAD = 128  # fla-core's verifier: "FlashKDA requires K=128", "V=128"
@@ -53,8 +54,11 @@ class KdaVllmFlashKda(KernelVariant):
     conventions = frozenset({"varlen", "raw", "safe", "qkn"})
 
     def available(self) -> Availability:
-        if (reason := _vllm.vllm_reason()) is not None:
+        # the extension alone, not vLLM's FLA fork (_vllm.vllm_reason): nothing of the fork is called here
+        if (reason := torch_available()) is not None:
             return Availability.no(reason)
+        if importlib.util.find_spec("vllm") is None:
+            return Availability.no(f"vllm not installed: {_vllm.HOW}")
         import torch
 
         if not torch.cuda.is_available():
@@ -114,8 +118,6 @@ class KdaVllmFlashKda(KernelVariant):
         return kw["out"], kw["final_state"], shape
 
     def returned_dtypes(self, out: Any, case: Any) -> dict[str, str | None]:
-        from wkvkernels.base import dtype_name
-
         o, h, _ = out
         return {"y": dtype_name(o), "state": dtype_name(h)}
 
