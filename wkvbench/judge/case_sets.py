@@ -46,6 +46,11 @@ _CONVENTION_SHAPES = (
 _GPU_CONVENTION_SHAPES = (Shape(4, 1, 2, 128, HV=4, P=9, pad=1, raw=True, qkn=True),
                           Shape(3, 200, 2, 128, h0=True, HV=4, varlen=True, raw=True, qkn=True))
 CONVENTION_SET_OPS = ("gdn", "kda")  # the operators whose default and gpu sets include them
+# KDA's safe raw gate (``-safe``: g = lower_bound * sigmoid(exp(A_log)(a + dt_bias)), the gate FlashKDA
+# computes), gpu set only: the convention's kernels need K = V = 128 and no grouped value heads, packed
+# sequences with initial states and a plain batch.
+_GPU_SAFE_SHAPES = (Shape(3, 200, 2, 128, h0=True, varlen=True, raw=True, safe=True, qkn=True),
+                    Shape(2, 37, 2, 128, h0=True, raw=True, safe=True, qkn=True))
 
 CASE_SETS: tuple[str, ...] = ("default", "gpu", "edge")
 _EDGE_SHAPES = (Shape(1, 1, 1, 64, h0=True), Shape(1, 15, 1, 64), Shape(1, 17, 1, 64, h0=True),
@@ -73,6 +78,7 @@ def _shapes(op: str, domain: str, case_set: str = "default") -> tuple[Shape, ...
         return (_GDN_WY_SHAPES + (Shape(2, 37, 1, 64, C=16, HV=2),)
                 + ((*_GPU_GDN_WY_SHAPES, Shape(2, 100, 2, 128, C=64, HV=4)) if gpu else ()))
     conv = (_CONVENTION_SHAPES + (_GPU_CONVENTION_SHAPES if gpu else ())) if op in CONVENTION_SET_OPS else ()
+    conv += _GPU_SAFE_SHAPES if gpu and op == "kda" else ()
     return (_DEFAULT_SHAPES + (_GPU_SHAPES if gpu else ()) + (_STRESS_SHAPES if domain == "stress" else ())
             + conv)
 

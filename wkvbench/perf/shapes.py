@@ -25,7 +25,7 @@ STANDARD_SETS = ("quick", "decode", "prefill", "long", "head128")
 # rows come in the serving engines' conventions (docs/conventions.md): raw gates, q/k normalised in the
 # kernel, grouped value heads; decode from a state pool larger than the batch (1.5 B slots, every eighth
 # row padding, as CUDA-graph batches pad), T = 2 and 4 decode (multi-token prediction), and packed
-# prefill of 8192 and 32768 tokens.
+# prefill of 8192 and 32768 tokens; KDA's also in the safe raw gate (FlashKDA's), 8192 tokens.
 MODEL_CONFIGS: dict[str, tuple[str, str, int, int, int, str]] = {
     # name: (operator, key heads, value heads, head size, source)
     "qwen3-next": ("gdn", 16, 32, 128, "Qwen/Qwen3-Next-80B-A3B-Instruct config.json: linear_num_key_heads 16, "
@@ -61,6 +61,9 @@ def _model_rows() -> dict[str, tuple[str, Shape]]:
             for tokens in PREFILL_TOKENS if whole else PREFILL_TOKENS[:1]:
                 rows[f"{name}.prefill-{tokens // 1024}k"] = (op, Shape(8, tokens, H, N, h0=True, HV=gva, varlen=True,
                                                                        raw=True, qkn=True))
+            if op == "kda":  # the safe raw gate FlashKDA computes (docs/conventions.md)
+                rows[f"{name}.prefill-8k-safe"] = (op, Shape(8, 8192, H, N, h0=True, varlen=True, raw=True,
+                                                              safe=True, qkn=True))
         else:
             for tokens in PREFILL_TOKENS:
                 rows[f"{name}.prefill-{tokens // 1024}k"] = (op, Shape(tokens // 4096, 4096, H, N))
