@@ -62,3 +62,37 @@ def judged(v, case_id: str):
     case = Case.parse(case_id)
     assert v.supports(case), v.supports(case).reason
     return Checker().check(v, case)
+
+
+def rejudge(row: dict, checker, fresh_state_baseline: bool = False) -> tuple[str, list[str]]:
+    """A committed verify row's verdict under today's table: each tensor's limit recomputed from its ``Tol``,
+    with the committed baseline error (``baseline_rel``) or, where the table holds the tensor to the
+    FP32_STATE baseline, that baseline run here on the case (only when the row's error lies between the two
+    bounds that need no baseline: ``min(ceiling, factor)`` floors and the ceiling). ``fresh_state_baseline``:
+    the state's same-dtype baseline is run here too (a row judged, when it ran, against the FP32_STATE one,
+    whose error its ``baseline_rel`` holds). Returns the status (PASS/FAIL/XFAIL/XPASS) and the failures."""
+    from wkvbench.judge import tolerances
+    from wkvbench.judge.check import FAIL, PASS, XFAIL
+    from wkvkernels.cases import Case
+
+    case = Case.parse(row["case"])
+    failures = []
+    for name, e in row["errors"].items():
+        tol = tolerances.lookup(row["variant"], case.op, case.dtype, name)
+        rel, floor = e["rel"], e["floor"]
+        limit = tol.ceiling * floor
+        if rel > min(tol.ceiling, tol.factor) * floor and rel <= limit:
+            if tol.baseline == tolerances.FP32_STATE:
+                base = (checker.baseline(case, run=tolerances.FP32_STATE) or {}).get(name)
+            elif fresh_state_baseline and name == "state":
+                base = (checker.baseline(case, run=tolerances.SAME_DTYPE) or {}).get(name)
+            else:
+                base = (row.get("baseline_rel") or {}).get(name)
+            if base is not None:
+                limit = min(limit, tol.factor * max(base, floor))
+        if not rel <= limit:
+            failures.append(f"{name} {rel:.3g} ({e['floor_x']:.3g}x floor) > {limit:.3g}")
+    key = f"backward:{row['case']}" if row.get("kind", "forward").startswith("backward") else row["case"]
+    why = tolerances.known_failure(row["variant"], key)
+    status = (XFAIL if why else FAIL) if failures else ("XPASS" if why else PASS)
+    return status, failures

@@ -18,6 +18,8 @@ from wkvkernels.cases import Case, Shape
 from wkvkernels.ops import default_state, op_spec, round_inputs, round_to
 from wkvoracle import ORACLES
 
+from suites.helpers import rejudge
+
 STATE_OPS = ("wkv4", "wkv6", "wkv7", "gla", "gdn", "kda")
 HALF = ("bf16", "fp16")
 # Where a half-precision state drifts: one long sequence, one head (wkv4: 64 channels), model values.
@@ -101,29 +103,7 @@ def test_a_half_precision_state_fails_the_default_cases(half_state, op, dtype):
 
 
 def _rejudge(row: dict) -> tuple[str, list[str]]:
-    """A committed forward row's verdict under today's table: each tensor's limit recomputed from its
-    ``Tol``, with the committed same-dtype baseline's error (``baseline_rel``) or, where the table holds
-    the tensor to the FP32_STATE baseline, that baseline run here on the case (only when the row's error
-    lies between the two bounds that need no baseline: ``min(ceiling, factor)`` floors and the ceiling).
-    Returns the status (PASS/FAIL/XFAIL/XPASS) and the failures."""
-    case = Case.parse(row["case"])
-    failures = []
-    for name, e in row["errors"].items():
-        tol = tolerances.lookup(row["variant"], case.op, case.dtype, name)
-        rel, floor = e["rel"], e["floor"]
-        limit = tol.ceiling * floor
-        if rel > min(tol.ceiling, tol.factor) * floor and rel <= limit:
-            if tol.baseline == tolerances.FP32_STATE:
-                base = (CHECKER.baseline(case, run=tolerances.FP32_STATE) or {}).get(name)
-            else:
-                base = (row.get("baseline_rel") or {}).get(name)
-            if base is not None:
-                limit = min(limit, tol.factor * max(base, floor))
-        if not rel <= limit:
-            failures.append(f"{name} {rel:.3g} ({e['floor_x']:.3g}x floor) > {limit:.3g}")
-    why = tolerances.known_failure(row["variant"], row["case"])
-    status = (XFAIL if why else FAIL) if failures else ("XPASS" if why else PASS)
-    return status, failures
+    return rejudge(row, CHECKER)
 
 
 def test_the_committed_h100_rows_keep_their_verdicts():

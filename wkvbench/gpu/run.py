@@ -323,7 +323,8 @@ class GpuRun:
                 say(f"verify exited with {rc}:\n{tail(self.procs.logs / 'verify.log', 20)}")
         ph.seconds += time.time() - t0
         ph.status = "done" if ok else "failed"
-        ph.detail = "only ggml variants selected (ggml-verify)" if only_ggml else verify_detail(self.verify)
+        ph.detail = ("no variant of this environment selected: the selection runs in the own-environment and ggml "
+                     "phases") if only_ggml else verify_detail(self.verify)
         side_ph.seconds = time.time() - t0
         side_ph.status = "done" if not counts["failed"] else "failed"
         side_ph.detail = f"{counts['ok']} processes finished, {counts['failed']} failed"
@@ -350,7 +351,8 @@ class GpuRun:
         from ..perf.bench_merge import merge, run_on_gpus
 
         if not ggml and all(v.backend == "ggml" for v in self._selected("cuda")):
-            return True, "no CUDA variant to time but ggml's (ggml-bench)"
+            return True, ("no CUDA variant of this environment to time: the selection is timed in the own-environment "
+                          "and ggml phases")
         # the gates from this run's verification (when it wrote one: each row checks its own case otherwise)
         verified = ["--verified", str(self.verify)] if self.verify.is_file() else []
         args = [*self._bench_args(), *verified, "--resume", *(["--backend" if ggml else "--exclude-backend", "ggml"])]
