@@ -13,7 +13,8 @@ def _v(name, backend, device="cuda", baseline=False):
 
 
 OBJS = {v.name: v for v in (_v("op.torch.recurrent", "torch", baseline=True), _v("op.rwkv.cuda", "cuda"),
-                            _v("op.fla.chunk", "triton"), _v("op.fla.twin", "triton", device="cpu"))}
+                            _v("op.fla.chunk", "triton"), _v("op.fla.twin", "triton", device="cpu"),
+                            _v("op.flashqla.chunk", "tilelang"))}
 
 
 def _units(name):
@@ -33,6 +34,7 @@ def test_units_without_compilation_share_one_chain_and_baselines_and_cold_triton
     assert by_variant["op.rwkv.cuda"] == [_units("op.rwkv.cuda")]  # one process, units in order
     assert [len(c) for c in by_variant["op.fla.chunk"]] == [1, 1, 1, 1]  # compiles side by side
     assert by_variant["op.fla.twin"] == [_units("op.fla.twin")]  # the interpreter compiles nothing
+    assert [len(c) for c in by_variant["op.flashqla.chunk"]] == [1, 1, 1, 1]  # TileLang: per shape, always apart
     assert sorted(u for ch in got for u in ch) == sorted(todo)  # every unit once
     assert [ch[0] for ch in got] == sorted((ch[0] for ch in got), key=todo.index)  # start order kept
 
@@ -50,3 +52,12 @@ def test_triton_units_an_earlier_run_compiled_join_one_chain(tmp_path, monkeypat
     # the marker names the Triton and torch it was compiled with: another version is cold again
     monkeypatch.setattr(units, "_version", lambda dist: "0.0-other")
     assert all(len(c) == 1 for c in chains(_units("op.fla.chunk"), OBJS))
+
+
+def test_tilelang_units_stay_apart_even_where_a_triton_marker_exists(tmp_path, monkeypatch):
+    """TileLang keeps its own cache: a Triton marker says nothing about it, so its units never join."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    (tmp_path / "triton").mkdir()
+    for u in _units("op.flashqla.chunk"):
+        mark_compiled(u)
+    assert [len(c) for c in chains(_units("op.flashqla.chunk"), OBJS)] == [1, 1, 1, 1]
