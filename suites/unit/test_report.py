@@ -279,7 +279,10 @@ def test_the_newest_committed_run_of_each_machine_comes_first(committed_page):
     # one of them: its file of 2026-11-27 is superseded, and the new one is current; vLLM's KDA bench inside
     # nox -s gpu (2026-11-28) is current too. The profiled bench of that day is in a diagnostics/ folder, which
     # the report does not read: its timings ran under cProfile
-    assert now.count("badge current") == 10
+    # and FlashKDA's and FlashQLA's benches on an H200 (2026-11-28): implementations no other file has, current
+    assert now.count("badge current") == 12
+    assert "reports/gpu/h200-2026-11-28-flashqla-flashkda/bench-flashkda.json.gz" in now
+    assert "reports/gpu/h200-2026-11-28-flashqla-flashkda/bench-flashqla.json.gz" in now
     assert "reports/gpu/h100-2026-11-28-vllm-kda/bench.json.gz" in now
     assert "h100-2026-11-28-at-size-profile" not in now + before
     assert "reports/gpu/h100-2026-11-28-own-envs/bench.json.gz" in now
