@@ -178,18 +178,14 @@ def import_ops(root: str = "fla"):
 def fla_versions() -> dict[str, str]:
     """Versions of FLA's distribution (fla-core, or flash-linear-attention before 0.3.2), triton and
     torch, for results provenance and reasons."""
-    from importlib.metadata import PackageNotFoundError, version
+    from wkvkernels.releases import dist_versions
 
-    out = {}
-    for dist in ("fla-core", "flash-linear-attention", "triton", "torch"):
-        try:
-            out[dist] = version(dist)
-        except PackageNotFoundError:
-            if dist != "flash-linear-attention":
-                out[dist] = "not installed"
-    if "flash-linear-attention" in out and out["fla-core"] != "not installed":
-        del out["flash-linear-attention"]  # >= 0.3.2 it is a shell around fla-core
-    elif "flash-linear-attention" in out:
+    out = dist_versions("fla-core", "flash-linear-attention", "triton", "torch")
+    # one of the two names: fla-core where it is installed (flash-linear-attention >= 0.3.2 is a shell around
+    # it) or where neither is, else flash-linear-attention (before 0.3.2)
+    if out["fla-core"] != "not installed" or out["flash-linear-attention"] == "not installed":
+        del out["flash-linear-attention"]
+    else:
         del out["fla-core"]
     return out
 
