@@ -7,20 +7,19 @@ CPU, every row passes but the three single-token backward rows listed as known f
 from __future__ import annotations
 
 import collections
-import gzip
 import json
 from pathlib import Path
 
 from suites.helpers import rejudge
 from wkvbench.judge import tolerances
 from wkvbench.judge.check import FAIL, PASS, XFAIL, Checker
+from wkvbench.results.schemas import read_text
 
 SET = Path(__file__).resolve().parents[2] / "reports/gpu/h200-2026-11-28-flashqla-flashkda"
 
 
 def _load(path: Path) -> dict:
-    with (gzip.open(path, "rt") if path.suffix == ".gz" else open(path)) as f:
-        return json.load(f)
+    return json.loads(read_text(path))
 
 
 def _rows() -> list[dict]:

@@ -6,20 +6,19 @@ property FAILs are known failures under today's tables."""
 from __future__ import annotations
 
 import collections
-import gzip
 import json
 from pathlib import Path
 
 import pytest
 
 from wkvbench.judge import tolerances
+from wkvbench.results.schemas import read_text
 
 SET = Path(__file__).resolve().parents[2] / "reports/gpu/h100-2026-11-28-own-envs"
 
 
 def _load(name: str) -> dict:
-    with gzip.open(SET / name, "rt") as f:
-        return json.load(f)
+    return json.loads(read_text(SET / name))
 
 
 def test_the_bench_is_complete_and_every_timed_row_passed_at_its_own_shape():

@@ -6,19 +6,18 @@ FINDINGS.md and the note say, and the verdicts hold under today's tables."""
 from __future__ import annotations
 
 import collections
-import gzip
 import json
 from pathlib import Path
 
 from wkvbench.judge import tolerances
+from wkvbench.results.schemas import read_text
 
 GPU = Path(__file__).resolve().parents[2] / "reports/gpu"
 SET = GPU / "h100-2026-11-28-vllm-kda"
 
 
 def _load(path: Path) -> dict:
-    with (gzip.open(path, "rt") if path.suffix == ".gz" else open(path)) as f:
-        return json.load(f)
+    return json.loads(read_text(path))
 
 
 def test_kda_vllm_chunk_ran_and_every_timed_row_passed_at_its_own_shape():
