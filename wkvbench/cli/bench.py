@@ -40,6 +40,9 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
         console.print(f"[red]no benchmarkable variant matches {args.variant or args.op} "
                       f"on {sel.devices}[/red]")
         return 2
+    from ..run import tuned
+
+    tuned.install_from_env()  # wkvbench gpu's record of the autotune choices, and its seeds (run/tuned.py)
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = args.output or results_dir() / f"bench-{stamp}.json"
     bench = Bench(sel, out, resume=args.resume, console=make_console(stderr=True), verified=args.verified)

@@ -32,6 +32,12 @@ def add_parser(sub) -> None:
     p.add_argument("--only", default="", help="comma-separated phases to run (verify,side,bench,asv,report)")
     p.add_argument("--time-cap", type=float, default=1.0, help="seconds of sampling per bench row at most")
     p.add_argument("--timeout", type=float, default=900.0, help="per-case limit of a verify worker (s)")
+    p.add_argument("--autotune", choices=("seeded", "tune"), default="seeded",
+                   help="seeded (default): Triton autotuners take the choices an earlier run on this machine identity "
+                        "recorded (the results set's autotune.json, or --autotune-seeds) and tune only keys it lacks; "
+                        "tune: benchmark every configuration, as on a box with no record")
+    p.add_argument("--autotune-seeds", type=Path, default=None, metavar="FILE",
+                   help="an autotune.json to seed from instead of the results set's own")
     p.add_argument("--stability", type=int, default=0, metavar="N",
                    help="after the bench, time every row N more times against triton's do_bench "
                         "(stability.json; 5 for the stability table; default: not run)")
@@ -49,6 +55,7 @@ def main(args: argparse.Namespace) -> int:
     if stale and not args.fresh:
         print(f"wkvbench gpu: {out} holds the results of commit {stale}, not of this one "
               f"({prov['git']['commit'] or 'unknown'}): starting a new results set there", flush=True)
+    seeds, seeds_from = _autotune_seeds(args, out)  # read before a fresh start removes the set
     if (args.fresh or stale) and out.exists():
         shutil.rmtree(out)
     phases = tuple(x for x in args.only.split(",") if x) or Options(out).phases
@@ -60,8 +67,32 @@ def main(args: argparse.Namespace) -> int:
                   variants=tuple(args.variant), exclude=tuple(args.exclude), jobs=args.jobs,
                   side_jobs=args.side_jobs, gpus=args.gpus, ggml_src=args.ggml_src,
                   ggml_pip=tuple(shlex.split(args.ggml_pip)), phases=phases, time_cap_s=args.time_cap,
-                  timeout_s=args.timeout, stability=args.stability, t0=t0, own_envs=own_envs)
-    return GpuRun(opt).run()
+                  timeout_s=args.timeout, stability=args.stability, t0=t0, own_envs=own_envs,
+                  autotune=args.autotune, autotune_seeds=seeds_from)
+    run = GpuRun(opt)
+    if seeds is not None and not (run.work / run.SEEDS).is_file():  # a resumed run keeps its first seeds
+        (run.work / run.SEEDS).write_text(seeds)
+    return run.run()
+
+
+def _autotune_seeds(args: argparse.Namespace, out: Path) -> tuple[str | None, str]:
+    """The text of the autotune record that seeds the run, and where it came from: ``--autotune-seeds``, else
+    the results set's own ``autotune.json`` (an earlier run's on this machine identity); none with
+    ``--autotune tune``. A file that is not an autotune record is an error before anything runs."""
+    from ..run.tuned import load_seeds
+
+    if args.autotune != "seeded":
+        return None, ""
+    path = args.autotune_seeds or out / "autotune.json"
+    if not path.is_file():
+        if args.autotune_seeds is not None:
+            raise SystemExit(f"wkvbench gpu: --autotune-seeds {path}: no such file")
+        return None, ""
+    try:
+        load_seeds(path)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(f"wkvbench gpu: {path} cannot seed the autotuners: {exc}") from None
+    return path.read_text(), str(path)
 
 
 def _own_env(text: str) -> tuple[str, str]:

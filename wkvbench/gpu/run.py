@@ -49,6 +49,7 @@ import collections
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import threading
 import time
@@ -85,6 +86,8 @@ class Options:
     t0: float | None = None  # when the install began (nox): the run's wall time counts from there
     results_root: Path = Path("reports")
     own_envs: tuple[tuple[str, str], ...] = ()  # (kernel package, folder it is installed in): --own-env
+    autotune: str = "seeded"  # "seeded": recorded choices seed the autotuners (run/tuned.py); "tune": not
+    autotune_seeds: str = ""  # where the seeds came from (the set's autotune.json of an earlier run, or a file)
 
 
 def _rows(path: Path) -> int:
@@ -198,6 +201,7 @@ class GpuRun:
         envs = self._env_globs()
         main_excl = tuple(g for g in envs.values() if g not in self.opt.exclude)
         self.opt.exclude = (*self.opt.exclude, *main_excl)  # the main processes leave them to their folders
+        self._autotune_record()
         ggml = ggml_build.start_build(self)
         try:
             ok = self._parallel(ngpu)
@@ -231,6 +235,39 @@ class GpuRun:
         self.opt.exclude = tuple(x for x in self.opt.exclude if x not in main_excl)
         self._finish()
         return 0 if ok else 1
+
+    # -- autotune choices (run/tuned.py) ------------------------------------------------------
+    SEEDS = "autotune-seeds.json"  # under work/: the seeds of this run (kept for a resume)
+
+    def _autotune_record(self) -> None:
+        """Every process of the run records its autotune choices under work/autotune/; with seeds (``cli.gpu``
+        put them in work/ before the run started), the autotuners take the recorded choices."""
+        from ..run import tuned
+
+        rec = self.work / "autotune"
+        rec.mkdir(exist_ok=True)
+        os.environ[tuned.ENV_RECORD] = str(rec.resolve())
+        seeds = self.work / self.SEEDS
+        if self.opt.autotune == "seeded" and seeds.is_file():
+            n = len(tuned.load_seeds(seeds))
+            os.environ[tuned.ENV_SEEDS] = str(seeds.resolve())
+            self.state.autotune = {"seeds": n, "file": self.opt.autotune_seeds}
+            say(f"autotune: {n} choices recorded on this machine identity ({self.opt.autotune_seeds}) seed the "
+                "autotuners; keys they do not hold are tuned (--autotune tune: tune them all)")
+        else:
+            os.environ.pop(tuned.ENV_SEEDS, None)
+            self.state.autotune = {"seeds": 0, "file": ""}
+
+    def _autotune_merge(self) -> None:
+        """The processes' records as ``autotune.json`` in the results set, and their counts into run.json."""
+        from ..perf.bench import machine_slug
+        from ..run import tuned
+
+        rec = self.work / "autotune"
+        if not rec.is_dir() or not any(rec.glob("autotune-*.jsonl")):  # nothing autotuned (a CPU-only run)
+            return
+        doc = tuned.merge(rec, self.opt.out / "autotune.json", machine=machine_slug(self.state.provenance))
+        self.state.autotune = {**self.state.autotune, **doc["counts"]}
 
     def _phase(self, name: str, fn, again: bool = False) -> bool:
         """Run one serial phase unless a previous run finished it (or ``again``); time it into run.json."""
@@ -493,6 +530,7 @@ class GpuRun:
         return p.returncode == 0, (p.stdout.strip().splitlines() or [""])[-1][:300]
 
     def _finish(self) -> None:
+        self._autotune_merge()
         props = sorted(self.work.glob("props-*.json"))
         if props and self.verify.is_file():
             attach_properties(self.verify, props)
@@ -501,9 +539,12 @@ class GpuRun:
                 f.unlink()
         for f in self.work.glob("warm-*.json"):
             f.unlink()
+        done = all(p.status == "done" for p in self.state.phases.values())
+        if done:  # merged into autotune.json; kept for a resume otherwise
+            shutil.rmtree(self.work / "autotune", ignore_errors=True)
+            (self.work / self.SEEDS).unlink(missing_ok=True)
         if self.work.is_dir() and not any(self.work.iterdir()):
             self.work.rmdir()
-        done = all(p.status == "done" for p in self.state.phases.values())
         self.state.save(complete=done)
         print_breakdown(self.state)
 

@@ -54,6 +54,14 @@ def asv_variants(globs: tuple[str, ...] = ("*",), device: str = "cuda") -> list[
             and any(fnmatch.fnmatchcase(v.name, g) for g in globs)]
 
 
+def _tuned_summary() -> dict | None:
+    """How this process autotuned (``run.tuned``: seeds, tuned, seeded), for the bench file; None outside
+    ``wkvbench gpu``."""
+    from ..run.tuned import summary
+
+    return summary()
+
+
 @dataclass
 class BenchSelection:
     variant_globs: tuple[str, ...] = ()
@@ -350,7 +358,7 @@ class Bench:
                              "min_reps": s.min_reps, "max_reps": s.max_reps, "shape_sets": list(s.sets),
                              "dtypes": list(s.dtypes), "shard": list(s.shard),
                              "shapes": {n: {op: str(sh) for op, sh in SHAPE_SETS[n].items()} for n in s.sets}},
-                "rows": self.rows}
+                "rows": self.rows, **({"autotune": tuned} if (tuned := _tuned_summary()) else {})}
 
     def save(self, complete: bool) -> None:
         self.out.parent.mkdir(parents=True, exist_ok=True)

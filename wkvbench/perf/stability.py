@@ -266,6 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     # the autotune results the bench left in Triton's cache (nox -s gpu sets this for its own runs):
     # without them every FLA row autotuned again at its first round, for minutes
     os.environ.setdefault("TRITON_CACHE_AUTOTUNING", "1")
+    from ..run import tuned
+
+    tuned.install_from_env()  # the run's seeds: the same configurations as its bench (run/tuned.py)
     con = make_console()
     try:
         doc = read(a.bench, BENCH).doc

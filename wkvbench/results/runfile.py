@@ -42,6 +42,7 @@ class State:
     runs: int = 0  # how many times the command ran on this folder (resumes + 1)
     cpu_s: dict[str, float] = field(default_factory=dict)  # CPU seconds of the processes, per phase
     timeline: list[list] = field(default_factory=list)  # [s since start, CPU busy %, GPU busy %, GPU GiB]
+    autotune: dict = field(default_factory=dict)  # the autotune choices: seeds, tuned, seeded (run/tuned.py)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
@@ -58,6 +59,7 @@ class State:
             st.runs = doc.get("runs", 0)
             st.cpu_s = doc.get("cpu_s", {})
             st.timeline = doc.get("load", [])
+            st.autotune = doc.get("autotune", {})
         return st
 
     def phase(self, name: str) -> Phase:
@@ -81,7 +83,8 @@ class State:
                    "phases": {k: {"status": p.status, "seconds": round(p.seconds, 1), "detail": p.detail}
                               for k, p in self.phases.items()},
                    "variant_seconds": dict(sorted(self.variant_seconds.items())),
-                   "cpu_s": self.cpu_s, "cores": os.cpu_count(), "load": self.timeline}
+                   "cpu_s": self.cpu_s, "cores": os.cpu_count(), "load": self.timeline,
+                   **({"autotune": self.autotune} if self.autotune else {})}
             atomic_write(self.path, json.dumps(doc, indent=1))
 
 
@@ -121,5 +124,9 @@ def print_breakdown(st: State) -> None:
     if st.cpu_s:
         con.print("CPU seconds of the run's processes: " + ", ".join(f"{k} {v:.0f}" for k, v in st.cpu_s.items())
                   + f" ({os.cpu_count()} cores)", highlight=False)
+    if st.autotune:
+        a = st.autotune
+        con.print(f"autotune choices: {a.get('tuned', 0)} tuned on this box, {a.get('seeded', 0)} taken from "
+                  f"{a.get('seeds', 0)} recorded ones ({a.get('file', 'autotune.json')})", highlight=False)
     doc = json.loads(st.path.read_text())
     con.print(f"wall time {doc['wall_s']:.0f} s (install and serial phases); results in {st.path.parent}")

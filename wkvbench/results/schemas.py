@@ -20,6 +20,7 @@ GATE = "wkvbench.gate/1"  # a regression gate verdict
 NOISE = "wkvbench.gate-noise/1"  # the run-to-run noise the gate measured on one machine
 SANITIZE = "wkvbench.sanitize/1"  # compute-sanitizer runs of the CUDA variants
 FIB = "wkvbench.fib/1"  # wkvbench fib: flashinfer-bench workloads, our verdict and its 1e-2 rule side by side
+AUTOTUNE = "wkvbench.autotune/1"  # a `nox -s gpu` run's autotune choices per kernel and key (run/tuned.py)
 ORACLE_RATE = "wkvbench.oracle-rate/1"  # the fast float64 oracle's speed against NumPy's matmul rate
 ASV = "asv/2"  # asv's result files (api version 2), read by the gate and the report
 

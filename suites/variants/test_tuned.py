@@ -1,0 +1,220 @@
+"""Autotune choices recorded and seeded (``wkvbench.run.tuned``): a fresh ``wkvbench gpu`` run takes the
+choices an earlier run on its machine identity recorded instead of benchmarking every configuration
+again. On CPU, with Triton's own ``Autotuner`` around the stand-in kernel and clock of test_autotune."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+triton = pytest.importorskip("triton")
+
+from suites.variants.test_autotune import _KeyedKernel, _timed_tuner  # noqa: E402
+from wkvbench.run import tuned  # noqa: E402
+
+FAST_32 = {16: 3.0, 32: 1.0, 64: 2.0}
+
+
+def _bench_counting(calls: list):
+    """The stand-in clock, counting the benchmarks it runs: BLOCK 32 wins at every key."""
+    def ms(block, n):
+        calls.append(block)
+        return FAST_32[block]
+    return ms
+
+
+@pytest.fixture
+def fresh():
+    tuned.uninstall()
+    yield
+    tuned.uninstall()
+
+
+def _records(folder: Path) -> list[dict]:
+    return [json.loads(line) for f in sorted(folder.glob("autotune-*.jsonl")) for line in f.read_text().splitlines()]
+
+
+def test_every_choice_triton_makes_is_recorded_under_its_own_key(fresh, tmp_path):
+    assert tuned.install(record=tmp_path / "rec")
+    benched = []
+    t = _timed_tuner(_KeyedKernel(), _bench_counting(benched))
+    t.run(None, 7)
+    t.run(None, 7)  # Triton's in-memory cache: no second benchmark, no second record
+    t.run(None, 9)
+    assert len(benched) == 6  # three configurations at each of two keys
+    recs = _records(tmp_path / "rec")
+    assert [(r["key"], r["from"]) for r in recs] == [("[7]", "tuned"), ("[9]", "tuned")]
+    assert all(r["kernel"].endswith("_body") and r["config"].startswith("BLOCK: 32") for r in recs)
+    assert tuned.summary() == {"seeds": 0, "tuned": 2, "seeded": 0}
+
+
+def test_a_seeded_autotuner_runs_the_recorded_configuration_without_benchmarking(fresh, tmp_path):
+    tuned.install(record=tmp_path / "first")
+    _timed_tuner(_KeyedKernel(), _bench_counting([])).run(None, 7)
+    doc = tuned.merge(tmp_path / "first", tmp_path / "autotune.json", machine="box")
+    assert doc["counts"] == {"tuned": 1, "seeded": 0}
+    tuned.uninstall()
+
+    # a new process on a fresh box: the same kernel, no Triton cache, seeded from the record
+    tuned.install(record=tmp_path / "second", seeds=tmp_path / "autotune.json")
+    benched = []
+    k = _KeyedKernel()
+    t = _timed_tuner(k, _bench_counting(benched))
+    t.run(None, 7)
+    assert benched == [] and k.calls == [32]  # the recorded winner ran, nothing else compiled or timed
+    assert t.best_config.kwargs == {"BLOCK": 32}
+    t.run(None, 1000)  # a key the record lacks: tuned as before, and recorded
+    assert len(benched) == 3
+    assert [(r["key"], r["from"]) for r in _records(tmp_path / "second")] == [("[7]", "seeded"), ("[1000]", "tuned")]
+    assert tuned.summary() == {"seeds": 1, "tuned": 1, "seeded": 1}
+
+
+def test_the_bench_record_says_how_its_processes_autotuned(fresh, tmp_path):
+    from wkvbench.perf.bench import _tuned_summary
+
+    assert _tuned_summary() is None  # not installed: the bench file says nothing
+    tuned.install(record=tmp_path)
+    assert _tuned_summary() == {"seeds": 0, "tuned": 0, "seeded": 0}
+
+
+def _seed_file(tmp_path, package: str, config: str) -> Path:
+    tuned.install(record=tmp_path / "probe")
+    t = _timed_tuner(_KeyedKernel(), _bench_counting([]))
+    t.run(None, 7)
+    rec = _records(tmp_path / "probe")[0]
+    tuned.uninstall()
+    path = tmp_path / "seeds.json"
+    path.write_text(json.dumps({"schema": tuned.SCHEMA, "machine": "box", "counts": {},
+                                "choices": {package or rec["package"]: {rec["kernel"]: {rec["key"]: {
+                                    "config": config or rec["config"], "from": "tuned"}}}}}))
+    return path
+
+
+def test_a_seed_of_another_package_release_is_not_taken(fresh, tmp_path):
+    seeds = _seed_file(tmp_path, "fla-core 0.0.1", "")
+    tuned.install(seeds=seeds)
+    benched = []
+    _timed_tuner(_KeyedKernel(), _bench_counting(benched)).run(None, 7)
+    assert len(benched) == 3
+
+
+def test_a_seed_naming_a_configuration_the_kernel_no_longer_declares_is_not_taken(fresh, tmp_path):
+    seeds = _seed_file(tmp_path, "", "BLOCK: 128, num_warps: 4, num_ctas: 1, num_stages: 3")
+    tuned.install(seeds=seeds)
+    benched = []
+    _timed_tuner(_KeyedKernel(), _bench_counting(benched)).run(None, 7)
+    assert len(benched) == 3
+
+
+def test_install_from_the_environment(fresh, tmp_path):
+    assert not tuned.install_from_env({})
+    assert tuned.install_from_env({tuned.ENV_RECORD: str(tmp_path / "r")})
+    assert (tmp_path / "r").is_dir()
+
+
+def test_a_file_that_is_not_an_autotune_record_cannot_seed(tmp_path):
+    bad = tmp_path / "bench.json"
+    bad.write_text(json.dumps({"schema": "wkvbench.bench/1", "rows": []}))
+    with pytest.raises(ValueError, match="not an autotune record"):
+        tuned.load_seeds(bad)
+
+
+def test_merge_keeps_a_tuned_choice_over_a_seeded_one_and_skips_a_cut_line(tmp_path):
+    line = {"package": "fla-core 0.6.0", "kernel": "fla.k", "key": "[7]", "config": "BLOCK: 32"}
+    (tmp_path / "autotune-1.jsonl").write_text(json.dumps({**line, "from": "seeded"}) + "\n")
+    (tmp_path / "autotune-2.jsonl").write_text(json.dumps({**line, "from": "tuned"}) + "\n"
+                                               + json.dumps({**line, "key": "[9]", "from": "seeded"}) + "\n"
+                                               + '{"package": "fla-co')  # a process killed mid-write
+    doc = tuned.merge(tmp_path, tmp_path / "autotune.json")
+    assert doc["choices"]["fla-core 0.6.0"]["fla.k"] == {"[7]": {"config": "BLOCK: 32", "from": "tuned"},
+                                                         "[9]": {"config": "BLOCK: 32", "from": "seeded"}}
+    assert doc["counts"] == {"tuned": 1, "seeded": 1}
+    assert tuned.load_seeds(tmp_path / "autotune.json") == {("fla-core 0.6.0", "fla.k", "[7]"): "BLOCK: 32",
+                                                            ("fla-core 0.6.0", "fla.k", "[9]"): "BLOCK: 32"}
+
+
+def test_compare_two_machines_records():
+    def doc(choices):
+        return {"choices": {"p 1": {"k": {key: {"config": c, "from": "tuned"} for key, c in choices.items()}}}}
+
+    c = tuned.compare(doc({"[1]": "A", "[2]": "B", "[3]": "C"}), doc({"[1]": "A", "[2]": "X", "[4]": "D"}))
+    assert c["same"] == [("p 1", "k", "[1]")]
+    assert c["differ"] == [("p 1", "k", "[2]", "B", "X")]
+    assert c["only_a"] == [("p 1", "k", "[3]")] and c["only_b"] == [("p 1", "k", "[4]")]
+
+
+def _fake_package(root: Path, dist: str, version: str, top: str) -> None:
+    (root / top).mkdir(parents=True)
+    (root / top / "__init__.py").write_text("")
+    info = root / f"{dist.replace('-', '_')}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+    (info / "RECORD").write_text(f"{top}/__init__.py,,\n")
+
+
+def test_the_package_of_a_kernel_is_the_release_its_module_was_imported_from(tmp_path, monkeypatch):
+    """Two releases of one top-level module in two folders (fla-core's ``fla`` and rwkv-fla's): each
+    process names the one it imported."""
+    import importlib
+    import sys
+
+    for name, (dist, version) in {"a": ("fla-core", "0.6.0"), "b": ("rwkv-fla", "0.7.1")}.items():
+        _fake_package(tmp_path / name, dist, version, "wkvtestpkg")
+    seen = []
+    for folder in ("a", "b"):
+        monkeypatch.syspath_prepend(str(tmp_path / folder))
+        sys.modules.pop("wkvtestpkg", None)
+        importlib.invalidate_caches()
+        importlib.import_module("wkvtestpkg")
+        tuned.package_of.cache_clear()
+        seen.append(tuned.package_of("wkvtestpkg.ops.kernel"))
+    sys.modules.pop("wkvtestpkg", None)
+    tuned.package_of.cache_clear()
+    assert seen == ["fla-core 0.6.0", "rwkv-fla 0.7.1"]
+    assert tuned.package_of("nosuchmodule_xyz.k") == "nosuchmodule_xyz ?"
+
+
+def test_gpu_command_reads_the_seeds_before_a_fresh_start_removes_the_set(tmp_path):
+    import argparse
+
+    from wkvbench.cli.gpu import _autotune_seeds
+
+    out = tmp_path / "reports" / "gpu" / "box"
+    out.mkdir(parents=True)
+    ns = argparse.Namespace(autotune="seeded", autotune_seeds=None)
+    assert _autotune_seeds(ns, out) == (None, "")  # no record yet: everything is tuned
+    (out / "autotune.json").write_text(json.dumps({"schema": tuned.SCHEMA, "choices": {}}))
+    text, where = _autotune_seeds(ns, out)
+    assert json.loads(text)["schema"] == tuned.SCHEMA and where == str(out / "autotune.json")
+    assert _autotune_seeds(argparse.Namespace(autotune="tune", autotune_seeds=None), out) == (None, "")
+    (out / "autotune.json").write_text("{}")
+    with pytest.raises(SystemExit, match="cannot seed the autotuners"):
+        _autotune_seeds(ns, out)
+    with pytest.raises(SystemExit, match="no such file"):
+        _autotune_seeds(argparse.Namespace(autotune="seeded", autotune_seeds=tmp_path / "none.json"), out)
+
+
+def test_the_run_points_its_processes_at_the_record_and_the_seeds(tmp_path, monkeypatch):
+    from wkvbench.gpu.run import GpuRun, Options
+
+    for var in (tuned.ENV_RECORD, tuned.ENV_SEEDS):
+        monkeypatch.delenv(var, raising=False)
+    run = GpuRun(Options(out=tmp_path / "set", autotune_seeds="earlier/autotune.json"))
+    (run.work / run.SEEDS).write_text(json.dumps({"schema": tuned.SCHEMA, "choices": {
+        "p 1": {"k": {"[7]": {"config": "BLOCK: 32", "from": "tuned"}}}}}))
+    run._autotune_record()
+    assert os.environ[tuned.ENV_RECORD] == str((run.work / "autotune").resolve())
+    assert os.environ[tuned.ENV_SEEDS] == str((run.work / run.SEEDS).resolve())
+    assert run.state.autotune == {"seeds": 1, "file": "earlier/autotune.json"}
+    (run.work / "autotune" / "autotune-5.jsonl").write_text(json.dumps(
+        {"package": "p 1", "kernel": "k", "key": "[7]", "config": "BLOCK: 32", "from": "seeded"}) + "\n")
+    run._autotune_merge()
+    assert json.loads((tmp_path / "set" / "autotune.json").read_text())["counts"] == {"tuned": 0, "seeded": 1}
+    assert run.state.autotune["seeded"] == 1
+    run2 = GpuRun(Options(out=tmp_path / "set2", autotune="tune"))
+    (run2.work / run2.SEEDS).write_text("{}")
+    run2._autotune_record()
+    assert tuned.ENV_SEEDS not in os.environ  # --autotune tune: the seeds are not read

@@ -1,0 +1,217 @@
+"""Each GPU model's autotune choices, recorded with its results, and a fresh run seeded from them.
+
+A Triton kernel declared with ``@triton.autotune`` compiles and times every configuration the first
+time it meets an autotune key (on the H100, 2026-11-27, the warm-ups that do this at the benchmark
+shapes were 8,830 of a fresh run's worker-seconds: issue 47). Which configuration wins is a property of
+the GPU model and the software, not of the box: a second box of the same model finds the same winners,
+up to near ties. So ``wkvbench gpu`` records every choice its processes make, per kernel and autotune
+key, into ``autotune.json`` beside ``bench.json``, and a later run on the same machine identity (the
+committed set in a fresh clone) is *seeded* from that file: an autotuner meeting a recorded key takes
+the recorded configuration without compiling and timing the others. Everything else is unchanged: the
+configuration still compiles and runs, every bench row still records the configuration it ran
+(``autotune`` on the row), verification still pins and sweeps every configuration
+(``wkvbench.run.autotune``), and a key no record holds is autotuned as before, then recorded.
+``wkvbench gpu --autotune tune`` ignores the seeds.
+
+A seed applies only to the package release that made it: each record names the distribution and
+version of the kernel's top-level module, as installed where it ran (rwkv-fla's ``fla`` is not
+fla-core's), and a process seeds a kernel only from records of the release it imports.
+
+How: ``install`` (the ``bench`` and ``stability`` commands call it when ``WKVBENCH_AUTOTUNE_RECORD`` or
+``WKVBENCH_AUTOTUNE_SEEDS`` is set, as ``wkvbench gpu`` sets them) wraps ``Autotuner.run`` so that each
+autotuner's ``cache`` (Triton's own key -> configuration dict) is a :class:`SeededCache`: a lookup of a
+key that is missing but recorded inserts the recorded configuration (when the kernel still declares
+it), and every configuration Triton stores (benchmarked, from its on-disk cache, or the only one left
+after pruning) is appended to this process's record file. Triton computes the keys itself, so the
+records hold exactly its keys. ``merge`` joins the process files into one ``autotune.json``.
+
+Why not FLA's own config cache (``FLA_CACHE_MODE``, ``fla/ops/utils/cache.py``): it serves only the
+kernels FLA declares with its ``fla_cache_autotune`` (or all of them once ``triton.autotune`` is replaced
+before FLA is imported), reads one file per kernel name from one folder, and cannot tell rwkv-fla's
+kernels (same names, another package) from fla-core's; the suite runs rwkv-ops', the serving forks'
+and rwkv-fla's Triton kernels too.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from pathlib import Path
+
+from ..results.schemas import AUTOTUNE as SCHEMA
+from .autotune import kernel_name
+
+ENV_RECORD = "WKVBENCH_AUTOTUNE_RECORD"  # a folder: each process appends to autotune-<pid>.jsonl there
+ENV_SEEDS = "WKVBENCH_AUTOTUNE_SEEDS"  # an autotune.json whose choices seed this process's autotuners
+TUNED, SEEDED = "tuned", "seeded"
+
+_ORIGINAL = None
+_SEEDS: dict[tuple[str, str, str], str] = {}  # (package, kernel, key) -> configuration, as Triton prints it
+_RECORD: Path | None = None
+SEEN: dict[str, int] = {TUNED: 0, SEEDED: 0}  # choices this process made, by where they came from
+
+
+def key_text(key) -> str:
+    """Triton's autotune key (a tuple of argument values and dtype names) as the text records use."""
+    return json.dumps(list(key) if isinstance(key, tuple) else key, default=str, separators=(",", ":"))
+
+
+@functools.lru_cache(maxsize=None)
+def package_of(module: str) -> str:
+    """``"<distribution> <version>"`` of the installed package that provides the imported top-level module
+    of ``module`` (found beside the module's folder, so a package in a folder of its own ahead on
+    ``PYTHONPATH`` is told from another release of the same module name); ``"<top> ?"`` when none says."""
+    from importlib import metadata
+
+    top = module.split(".", 1)[0]
+    mod = sys.modules.get(top)
+    where = getattr(mod, "__file__", None)
+    if where:
+        site = str(Path(where).resolve().parent.parent)
+        dists = list(metadata.distributions(path=[site]))
+        for dist in dists:  # top_level.txt where the build wrote one, else the files the wheel installed
+            if top in (dist.read_text("top_level.txt") or "").split():
+                return f"{dist.metadata['Name']} {dist.version}"
+        for dist in dists:
+            if any(str(f).split("/", 1)[0] == top for f in dist.files or ()):
+                return f"{dist.metadata['Name']} {dist.version}"
+    return f"{top} ?"
+
+
+class SeededCache(dict):
+    """An autotuner's ``cache`` (key -> configuration) that fills a missing key from the seeds and records
+    every configuration stored in it."""
+
+    def __init__(self, tuner, entries=()) -> None:
+        super().__init__(entries)
+        self.tuner = tuner
+        self.kernel = kernel_name(tuner)
+        self.package = package_of(tuner.base_fn.__module__)
+
+    def __contains__(self, key) -> bool:
+        if dict.__contains__(self, key):
+            return True
+        want = _SEEDS.get((self.package, self.kernel, key_text(key)))
+        cfg = next((c for c in self.tuner.configs if str(c) == want), None) if want else None
+        if cfg is None:  # no record, or the kernel no longer declares that configuration
+            return False
+        dict.__setitem__(self, key, cfg)
+        _note(self, key, cfg, SEEDED)
+        return True
+
+    def __setitem__(self, key, cfg) -> None:
+        dict.__setitem__(self, key, cfg)
+        _note(self, key, cfg, TUNED)
+
+
+def _note(cache: SeededCache, key, cfg, origin: str) -> None:
+    SEEN[origin] += 1
+    if _RECORD is None:
+        return
+    line = json.dumps({"package": cache.package, "kernel": cache.kernel, "key": key_text(key),
+                       "config": str(cfg), "from": origin})
+    try:
+        with open(_RECORD / f"autotune-{os.getpid()}.jsonl", "a") as f:
+            f.write(line + "\n")
+    except OSError:
+        pass  # a record that cannot be written costs the next run a tuning, never this run
+
+
+def _seeded_run(self, *args, **kwargs):
+    if not isinstance(self.cache, SeededCache):
+        self.cache = SeededCache(self, self.cache)
+    return _ORIGINAL(self, *args, **kwargs)
+
+
+def install(record: str | os.PathLike | None = None, seeds: str | os.PathLike | None = None) -> bool:
+    """Record this process's autotune choices into the folder ``record`` and seed its autotuners from the
+    file ``seeds`` (either may be None). False when Triton is not importable. Idempotent."""
+    global _ORIGINAL, _RECORD
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:
+        return False
+    if record is not None:
+        _RECORD = Path(record)
+        _RECORD.mkdir(parents=True, exist_ok=True)
+    if seeds is not None:
+        _SEEDS.update(load_seeds(seeds))
+    if _ORIGINAL is None:
+        _ORIGINAL = Autotuner.run
+        Autotuner.run = _seeded_run
+    return True
+
+
+def install_from_env(environ=os.environ) -> bool:
+    """``install`` as ``WKVBENCH_AUTOTUNE_RECORD`` and ``WKVBENCH_AUTOTUNE_SEEDS`` say; False when neither is set."""
+    record, seeds = environ.get(ENV_RECORD), environ.get(ENV_SEEDS)
+    if not record and not seeds:
+        return False
+    return install(record or None, seeds or None)
+
+
+def summary() -> dict | None:
+    """What a results file says of this process's autotuning: seeds loaded, choices seeded and tuned;
+    None when ``install`` was not called."""
+    if _ORIGINAL is None:
+        return None
+    return {"seeds": len(_SEEDS), **SEEN}
+
+
+def uninstall() -> None:
+    global _ORIGINAL, _RECORD
+    if _ORIGINAL is not None:
+        from triton.runtime.autotuner import Autotuner
+
+        Autotuner.run = _ORIGINAL
+        _ORIGINAL = None
+    _RECORD = None
+    _SEEDS.clear()
+    SEEN.update({TUNED: 0, SEEDED: 0})
+
+
+def load_seeds(path: str | os.PathLike) -> dict[tuple[str, str, str], str]:
+    """(package, kernel, key) -> configuration from an ``autotune.json``; a file of another schema is an error."""
+    doc = json.loads(Path(path).read_text())
+    if doc.get("schema") != SCHEMA:
+        raise ValueError(f"{path}: not an autotune record (schema {doc.get('schema')!r}, expected {SCHEMA})")
+    return {(pkg, kernel, key): entry["config"] for pkg, kernels in doc["choices"].items()
+            for kernel, keys in kernels.items() for key, entry in keys.items()}
+
+
+def merge(folder: str | os.PathLike, out: str | os.PathLike, machine: str = "") -> dict:
+    """The process records under ``folder`` as one ``autotune.json`` at ``out``: package -> kernel -> key ->
+    ``{"config", "from"}`` (a key tuned in one process and seeded in another reads "tuned"), with the
+    counts. Returns the document."""
+    choices: dict[str, dict[str, dict[str, dict[str, str]]]] = {}
+    for f in sorted(Path(folder).glob("autotune-*.jsonl")):
+        for line in f.read_text().splitlines():
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue  # a line cut by a killed process
+            slot = choices.setdefault(r["package"], {}).setdefault(r["kernel"], {})
+            old = slot.get(r["key"])
+            if old is None or (old["from"] == SEEDED and r["from"] == TUNED):
+                slot[r["key"]] = {"config": r["config"], "from": r["from"]}
+    choices = {p: {k: dict(sorted(keys.items())) for k, keys in sorted(ks.items())} for p, ks in sorted(choices.items())}
+    counts = {TUNED: 0, SEEDED: 0}
+    for ks in choices.values():
+        for keys in ks.values():
+            for e in keys.values():
+                counts[e["from"]] += 1
+    doc = {"schema": SCHEMA, "machine": machine, "counts": counts, "choices": choices}
+    Path(out).write_text(json.dumps(doc, indent=1) + "\n")
+    return doc
+
+
+def compare(a: dict, b: dict) -> dict[str, list]:
+    """Two records' choices side by side: the keys both hold with the same configuration (``same``), with
+    another (``differ``: package, kernel, key, a's, b's), and those only one holds (``only_a``, ``only_b``)."""
+    fa = {(p, k, key): e["config"] for p, ks in a["choices"].items() for k, keys in ks.items() for key, e in keys.items()}
+    fb = {(p, k, key): e["config"] for p, ks in b["choices"].items() for k, keys in ks.items() for key, e in keys.items()}
+    return {"same": sorted(x for x in fa.keys() & fb.keys() if fa[x] == fb[x]),
+            "differ": sorted((*x, fa[x], fb[x]) for x in fa.keys() & fb.keys() if fa[x] != fb[x]),
+            "only_a": sorted(fa.keys() - fb.keys()), "only_b": sorted(fb.keys() - fa.keys())}
