@@ -71,3 +71,23 @@ def test_the_warm_ups_and_the_wall_time_as_the_readme_says(runs):
     assert (ra["cpu_s"]["side"], rb["cpu_s"]["side"]) == (1864.7, 592.3)
     slowest = max(runs["B-seeded"][2]["unit_seconds"].items(), key=lambda kv: kv[1])
     assert slowest[0] == "kda.fla.chunk|backward-configs|bf16" and round(slowest[1]) == 163
+
+
+def test_a_new_box_seeded_from_the_committed_record_times_the_same_configurations_stably(runs):
+    """C: another H200 machine, empty caches, seeded from the machine set's committed record, with the
+    5-round stability check (spread at most 1 %, within 2 % of do_bench on every row)."""
+    run, bench, stab = (_doc(f"{k}-C-committed-seeds.json.gz") for k in ("run", "bench", "stability"))
+    assert run["autotune"]["tuned"] == 0 and run["autotune"]["seeded"] == 89
+    assert run["autotune"]["file"].endswith("NVIDIA-H200-drv580.159.04-cuda13.0-torch2.11.0-triton3.6.0/autotune.json")
+    assert (run["wall_s"], run["phases"]["verify"]["seconds"], run["phases"]["bench"]["seconds"]) == (283.5, 205.3, 78.2)
+    a = {(r["variant"], r["shape"], r["dtype"]): r for r in runs["A-tune"][1]["rows"] if r["status"] == "OK"}
+    ok = [r for r in bench["rows"] if r["status"] == "OK"]
+    assert len(ok) == 50 and all(r["autotune"] == a[(r["variant"], r["shape"], r["dtype"])].get("autotune")
+                                 if "autotune" in r else "autotune" not in a[(r["variant"], r["shape"], r["dtype"])]
+                                 for r in ok)
+    assert all(r["at_size"]["status"] == "PASS" for r in ok)
+    ratios = [r["median_ms"] / a[(r["variant"], r["shape"], r["dtype"])]["median_ms"] for r in ok]
+    assert 0.994 < min(ratios) and max(ratios) < 1.032
+    assert stab["repeats"] == 5 and len(stab["rows"]) == 50 and all(r["ok"] for r in stab["rows"])
+    assert max(r["spread"] for r in stab["rows"]) < 0.0093 + 1e-4
+    assert 0.991 < min(r["ratio"] for r in stab["rows"]) and max(r["ratio"] for r in stab["rows"]) < 1.0036
