@@ -28,7 +28,7 @@ def runs():
 
 
 def test_a_tuned_every_key_and_b_took_every_one_from_the_record(runs):
-    (ra, ba, _), (rb, bb, _) = runs["A-tune"], runs["B-seeded"]
+    (ra, _, _), (rb, _, _) = runs["A-tune"], runs["B-seeded"]
     assert ra["autotune"]["tuned"] == 89 and ra["autotune"]["seeded"] == 0
     assert rb["autotune"] == {"seeds": 89, "file": "/tmp/res-A/autotune.json", "tuned": 0, "seeded": 89}
     record = json.loads((SET / "autotune.json").read_text())

@@ -218,3 +218,21 @@ def test_the_run_points_its_processes_at_the_record_and_the_seeds(tmp_path, monk
     (run2.work / run2.SEEDS).write_text("{}")
     run2._autotune_record()
     assert tuned.ENV_SEEDS not in os.environ  # --autotune tune: the seeds are not read
+
+
+def test_the_compare_command_exits_by_whether_shared_keys_agree(tmp_path, capsys):
+    def write(name, choices):
+        path = tmp_path / name
+        path.write_text(json.dumps({"schema": tuned.SCHEMA, "machine": name, "choices": {"p 1": {"m.k": {
+            key: {"config": c, "from": "tuned"} for key, c in choices.items()}}}}))
+        return str(path)
+
+    a, b, c = write("a", {"[1]": "A"}), write("b", {"[1]": "A", "[2]": "B"}), write("c", {"[1]": "X"})
+    assert tuned.main([a, b]) == 0
+    assert "1 keys agree, 0 differ, 0 only in A, 1 only in B" in capsys.readouterr().out
+    assert tuned.main([a, c]) == 1
+    out = capsys.readouterr().out
+    assert "A A" in out and "B X" in out and "0 keys agree, 1 differ" in out
+    (tmp_path / "bad").write_text("{}")
+    assert tuned.main([a, str(tmp_path / "bad")]) == 2
+    assert "not an autotune record" in capsys.readouterr().out

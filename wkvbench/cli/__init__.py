@@ -143,6 +143,8 @@ def _parser() -> argparse.ArgumentParser:
                    "`wkvbench example gdn > mygdn.py` (without a name: the list)")
     sub.add_parser("stability", add_help=False, help="the timing engine vs triton's do_bench over repeated "
                    "rounds of a bench file's rows (stability --help)")
+    sub.add_parser("autotune", add_help=False, help="two autotune.json records side by side: which keys chose "
+                   "the same configuration (autotune --help)")
     from .fib import add_parser as _add_fib
     from .gpu import add_parser as _add_gpu
     from .properties import add_parser as _add_properties
@@ -180,6 +182,10 @@ def main(argv: list[str] | None = None) -> int:
         from ..perf.stability import main as stability_main
 
         return stability_main(argv[1:])
+    if argv[:1] == ["autotune"]:  # two records of autotune choices compared (run/tuned.py); no kernel import
+        from ..run.tuned import main as autotune_main
+
+        return autotune_main(argv[1:])
     args = _parser().parse_args(argv)
     console = make_console()  # rich on a terminal, plain text (no ANSI, no live bars) in logs and pipes
     if args.command == "report":  # reads JSON only: no kernel package is imported

@@ -215,3 +215,46 @@ def compare(a: dict, b: dict) -> dict[str, list]:
     return {"same": sorted(x for x in fa.keys() & fb.keys() if fa[x] == fb[x]),
             "differ": sorted((*x, fa[x], fb[x]) for x in fa.keys() & fb.keys() if fa[x] != fb[x]),
             "only_a": sorted(fa.keys() - fb.keys()), "only_b": sorted(fb.keys() - fa.keys())}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``wkvbench autotune A.json B.json``: two records side by side (two GPU models, two releases, two runs):
+    per kernel, the keys that chose the same configuration, another one, or that one record alone holds,
+    then every key that chose differently. Exit 0 when the shared keys agree, 1 when some differ, 2 on
+    unreadable input."""
+    import argparse
+
+    from rich.table import Table
+
+    from ..console import make_console
+
+    ap = argparse.ArgumentParser(prog="wkvbench autotune", description=main.__doc__.split("\n\n")[0])
+    ap.add_argument("a", type=Path, help="an autotune.json (a wkvbench gpu results set holds one)")
+    ap.add_argument("b", type=Path, help="another")
+    args = ap.parse_args(argv)
+    con = make_console()
+    docs = []
+    for path in (args.a, args.b):
+        try:
+            load_seeds(path)
+            docs.append(json.loads(path.read_text()))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            con.print(f"[red]error:[/red] {exc if str(path) in str(exc) else f'{path}: {exc}'}", highlight=False)
+            return 2
+    c = compare(*docs)
+    t = Table(title=f"autotune choices: A {args.a} ({docs[0].get('machine') or '?'}) against B {args.b} "
+                    f"({docs[1].get('machine') or '?'})")
+    for col in ("package", "kernel", "same", "differ", "only A", "only B"):
+        t.add_column(col, justify="left" if col in ("package", "kernel") else "right")
+    per: dict[tuple[str, str], list[int]] = {}
+    for i, what in enumerate(("same", "differ", "only_a", "only_b")):
+        for entry in c[what]:
+            per.setdefault((entry[0], entry[1].rsplit(".", 1)[-1]), [0, 0, 0, 0])[i] += 1
+    for (pkg, kernel), n in sorted(per.items()):
+        t.add_row(pkg, kernel, *(str(x) for x in n))
+    con.print(t)
+    for pkg, kernel, key, ca, cb in c["differ"]:
+        con.print(f"{pkg} {kernel.rsplit('.', 1)[-1]} key {key}:\n  A {ca}\n  B {cb}", highlight=False)
+    con.print(f"{len(c['same'])} keys agree, {len(c['differ'])} differ, {len(c['only_a'])} only in A, "
+              f"{len(c['only_b'])} only in B", highlight=False)
+    return 1 if c["differ"] else 0
