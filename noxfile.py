@@ -68,15 +68,32 @@ def _see_host_packages(session: nox.Session) -> None:
         f.write("\n".join(dirs) + "\n")
 
 
-def _install_runtime(session: nox.Session, *groups: str, ggml: bool = True) -> None:
+def _bytecode_env(session: nox.Session) -> dict[str, str]:
+    """The environment in which a session's processes write the bytecode of the modules they import, into
+    its own virtualenv (``<venv>/pycache``: nothing beside the checkout's or the packages' sources), where
+    ``PYTHONDONTWRITEBYTECODE`` was set (the 2-core CPU machine's image sets it; empty is unset for Python)."""
+    return {"PYTHONDONTWRITEBYTECODE": "",
+            "PYTHONPYCACHEPREFIX": os.path.join(session.virtualenv.location, "pycache")}
+
+
+def _install_runtime(session: nox.Session, *groups: str, ggml: bool = True, lazy_bytecode: bool = False) -> None:
     """torch first (so nothing pulls a different build), then the named groups.
 
     With ``WKVBENCH_WHEELHOUSE`` set (a folder made by ``nox -s wheelhouse``), nothing is fetched:
     every package comes from that folder, on top of the interpreter's own torch/triton. ``ggml=False``
     leaves ggml-python out (``gpu`` builds it itself, in the background).
+
+    ``lazy_bytecode`` (``nox -s verify``): torch pinned in the same pip command as the groups (one
+    resolution, the same torch), and ``pip --no-compile``: pip compiles every module it installs (torch,
+    triton, transformers, keras: 27 of the 51 s of this install on the 2-core CPU machine, 2026-11-28), where
+    the session imports a fraction of them; its processes write the bytecode of what they import instead
+    (``_bytecode_env``, which the caller passes to its own commands too).
     """
+    first: list[str] = []
     if TORCH == "system":
         _see_host_packages(session)
+    elif lazy_bytecode:
+        first = [TORCH]
     else:
         session.install(*_offline(), TORCH)
     reqs = [r for g in groups for r in GROUPS[g] if ggml or not r.startswith("ggml-python")]
@@ -87,8 +104,9 @@ def _install_runtime(session: nox.Session, *groups: str, ggml: bool = True) -> N
         session.install(*_offline(), *BUILD_BACKEND)
         session.install(*_offline(), "--no-build-isolation", "--no-deps", _ggml_source(session), env=jobs)
     # ggml-python compiles ggml's CPU backend from its sdist
-    session.install(*_offline(), *reqs, env=jobs)
-    session.run("python", "-c", "import sys, numpy, torch; print(sys.version.split()[0], 'numpy', numpy.__version__, 'torch', torch.__version__)")
+    session.install(*_offline(), *(["--no-compile"] if lazy_bytecode else []), *first, *reqs, env=jobs)
+    session.run("python", "-c", "import sys, numpy, torch; print(sys.version.split()[0], 'numpy', numpy.__version__, 'torch', torch.__version__)",
+                env=_bytecode_env(session) if lazy_bytecode else None)
 
 
 def _ggml_source(session: nox.Session) -> str:
@@ -158,13 +176,14 @@ def verify(session: nox.Session) -> None:
     gpu = ("gpu-kernels",) if TORCH == "system" or WHEELHOUSE else ()
     # the package's own dependencies and the kernel packages, not the test tools (pytest, playwright, scipy,
     # asv, plotly, ...), which verify never imports (issue 47: a fresh `nox -s verify` on 2 cores)
-    # (pip --no-compile was tried: where PYTHONDONTWRITEBYTECODE is set, every worker then compiled torch
-    # and FLA from source, doubling the workers' start-up CPU)
-    _install_runtime(session, "package", "cpu-kernels", *gpu)
+    # pip --no-compile, and the run's processes write the bytecode of what they import (_bytecode_env: the
+    # 2-core machine's image sets PYTHONDONTWRITEBYTECODE=1; with it, every worker compiled torch and FLA
+    # from source, doubling their start-up CPU)
+    _install_runtime(session, "package", "cpu-kernels", *gpu, lazy_bytecode=True)
     # without a GPU, FLA's Triton kernels run as their `.interp` twins (docs/verification.md): the mode is
     # process-global and must be set before Python starts; on a GPU box the CUDA variants run instead
     env = {} if _has_cuda(session) or "TRITON_INTERPRET" in os.environ else {"TRITON_INTERPRET": "1"}
-    session.run("python", "-m", "wkvbench", "verify", *session.posargs, env=env)
+    session.run("python", "-m", "wkvbench", "verify", *session.posargs, env={**_bytecode_env(session), **env})
 
 
 @nox.session(default=False, **_venv_params())

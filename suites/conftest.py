@@ -82,6 +82,9 @@ SLOW: dict[str, tuple[str, ...]] = {
         "test_a_variants_worker_takes_its_next_units_and_never_another_variants",  # 11 s
         "test_rows_of_a_run_over_several_gpus_name_their_workers_gpu",  # 10 s
     ),
+    "suites/unit/test_forkserver.py": (
+        "test_forked_workers_give_the_rows_of_fresh_ones_and_leave_the_imports_to_the_server",  # 35 s: two runs
+    ),
     "suites/unit/test_gpu_command.py": (
         # the four tests of one gpu run (its module fixture: 24-27 s), kept together: built once, here
         "test_one_results_set_with_both_kinds_properties_and_the_time_breakdown",

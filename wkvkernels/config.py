@@ -43,6 +43,8 @@ VARS: dict[str, Var] = {v.name: v for v in (
         "<package>:<name> or package names, comma or space separated"),
     Var("WKVBENCH_TIMEOUT", "300", "verify's per-case worker time limit, seconds"),
     Var("WKVBENCH_JOBS", "", "verify workers at a time (unset: one per core, at most one per 2 GiB)"),
+    Var("WKVBENCH_FORK", "1", "verify on a CPU-only Linux machine: workers forked from one process that imported "
+        "torch and FLA once (0: every worker a fresh interpreter)"),
     Var("WKVBENCH_AUTOTUNE_ROUND", "0", "the configuration round pinned Triton autotuners run in verify"),
     Var("WKVBENCH_GIT_COMMIT", "", "the commit provenance records where the tree has no .git"),
     Var("WKVBENCH_RELEASE_REQUIREMENT", "", "verify --release: the requirement the environment was made from "
@@ -86,6 +88,15 @@ def seed() -> int:
 
 def jobs() -> int | None:
     return _whole("WKVBENCH_JOBS", 1)
+
+
+def fork_workers() -> bool:
+    value = raw("WKVBENCH_FORK")
+    if value is None:
+        return True
+    if value not in ("0", "1"):
+        raise ValueError(f"WKVBENCH_FORK must be 0 or 1, got {value!r}")
+    return value == "1"
 
 
 def autotune_round() -> int:

@@ -376,10 +376,11 @@ def test_a_variant_that_compiles_nothing_runs_its_units_in_one_worker_even_with_
 
 
 def test_the_workers_cpu_seconds_are_recorded_per_unit(tmp_path):
-    """unit_cpu_s: each unit's CPU seconds, the worker's start-up counted on its first unit."""
+    """unit_cpu_s: each unit's CPU seconds, the worker's start-up counted on its first unit (a fresh
+    interpreter here; a forked worker's imports are the fork server's: test_forkserver.py)."""
     out = tmp_path / "cpu.json"
     p = _verify("--variant", "gla.fla.naive_recurrent", "--dtype", "fp32", "--dtype", "bf16", "--domain", "model",
-                "--jobs", "2", "--output", str(out))
+                "--jobs", "2", "--output", str(out), env={"WKVBENCH_FORK": "0"})
     assert p.returncode == 0, p.stdout + p.stderr
     cpu = json.loads(out.read_text())["unit_cpu_s"]
     assert set(cpu) == {"gla.fla.naive_recurrent|forward|fp32", "gla.fla.naive_recurrent|forward|bf16"}

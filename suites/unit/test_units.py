@@ -14,7 +14,8 @@ def _v(name, backend, device="cuda", baseline=False):
 
 OBJS = {v.name: v for v in (_v("op.torch.recurrent", "torch", baseline=True), _v("op.rwkv.cuda", "cuda"),
                             _v("op.fla.chunk", "triton"), _v("op.fla.twin", "triton", device="cpu"),
-                            _v("op.flashqla.chunk", "tilelang"))}
+                            _v("op.flashqla.chunk", "tilelang"),
+                            _v("op.fla.fused.interp", "triton-interpret", device="cpu"))}
 
 
 def _units(name):
@@ -61,3 +62,15 @@ def test_tilelang_units_stay_apart_even_where_a_triton_marker_exists(tmp_path, m
     for u in _units("op.flashqla.chunk"):
         mark_compiled(u)
     assert [len(c) for c in chains(_units("op.flashqla.chunk"), OBJS)] == [1, 1, 1, 1]
+
+
+def test_interpreter_twins_run_their_units_side_by_side_only_where_workers_are_forked(tmp_path, monkeypatch):
+    """A fresh worker of a twin imports torch and FLA (4 s of CPU on the 2-core machine): one chain. Forked
+    from the process that imported them, it starts in milliseconds: a chain per unit, run side by side."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    twin = _units("op.fla.fused.interp")
+    assert chains(twin, OBJS) == [twin]
+    assert chains(twin, OBJS, forked=True) == [[u] for u in twin]
+    # nothing else changes with forked workers
+    others = [u for n in OBJS if n != "op.fla.fused.interp" for u in _units(n)]
+    assert chains(others, OBJS, forked=True) == chains(others, OBJS)

@@ -2,7 +2,10 @@
 
 ``run_variant`` starts ``python -m wkvbench.run._worker`` (a fresh interpreter: no fork, so a parent that
 touched CUDA or torch threads is never copied) for one variant and all of its cases, and yields one
-``CheckResult`` per case as the worker streams them back. The worker pays its start-up (imports,
+``CheckResult`` per case as the worker streams them back. On a CPU-only Linux machine the worker is instead
+a fork of the run's fork server (``wkvbench.run.forkserver``), a process that only imported torch, FLA and
+the registry, never the parent: the same worker code, without paying those imports again (about 110 of
+the 295 worker CPU seconds of ``nox -s verify`` on the 2-core CPU machine, 2026-11-28). The worker pays its start-up (imports,
 plug-ins, JIT builds) once per variant, not per case: a worker that finished its cases waits, and the
 variant's next unit (another kind or dtype) is given to it rather than to a new process (on a 16-core
 H100 box the start-ups of 210 workers, one per unit, were 1,700 of the verification's 3,700 worker
@@ -95,12 +98,33 @@ class WorkerConfig:
     log_dir: Path | None = field(default=None, repr=False)  # the workers' stderr files
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     cpu: dict = field(default_factory=dict)  # "variant|kind|dtype" -> CPU seconds of the workers on it
+    forks: object = field(default=None, repr=False)  # the fork server (forkserver.ForkServer), False: none
 
     def logs(self) -> Path:
         with self.lock:
-            if self.log_dir is None:
-                self.log_dir = Path(tempfile.mkdtemp(prefix="wkvbench-workers-"))
-            return self.log_dir
+            return self._log_dir()
+
+    def _log_dir(self) -> Path:  # with the lock held
+        if self.log_dir is None:
+            self.log_dir = Path(tempfile.mkdtemp(prefix="wkvbench-workers-"))
+        return self.log_dir
+
+    def fork_server(self):
+        """The run's fork server (``wkvbench.run.forkserver``), started with the first worker; None where
+        workers start as fresh interpreters (a GPU box, ``WKVBENCH_FORK=0``, or the server declined)."""
+        from . import forkserver
+
+        with self.lock:
+            if self.forks is None:
+                self.forks = False
+                if forkserver.enabled(self.gpus) and not self.cancel.is_set():
+                    fd, name = tempfile.mkstemp(prefix="forkserver-", suffix=".log", dir=self._log_dir())
+                    os.close(fd)
+                    log = Path(name)
+                    env = {**os.environ, **worker_env(self.jobs, 0, 0), "PYTHONFAULTHANDLER": "1"}
+                    server = forkserver.ForkServer(env, log, self.timeout)
+                    self.forks = server if server.ready else False
+            return self.forks or None
 
     def take(self, key: tuple[str, str]) -> _Worker | None:
         """A waiting worker of this variant and GPU that is still alive (None: start one)."""
@@ -151,9 +175,12 @@ class WorkerConfig:
             self.idle.clear()
             ending, self.ending = self.ending, []
             log_dir, self.log_dir = self.log_dir, None
+            forks, self.forks = self.forks, None
         deadline = time.monotonic() + END_WAIT
         for w in ending:
             w.close(wait=max(0.1, deadline - time.monotonic()))
+        if forks:  # after the workers: it reaped them and sent their exit codes
+            forks.close()
         if log_dir is not None:
             for p in log_dir.iterdir():
                 p.unlink(missing_ok=True)
@@ -215,12 +242,25 @@ class _Worker:
         read_fd, write_fd = os.pipe()
         self.variant = variant
         self.log = Path(tempfile.mkstemp(prefix=f"worker-{variant}-", suffix=".log", dir=log_dir)[1])
-        env = {**os.environ, **worker_env(cfg.jobs, slot, cfg.gpus),
-               "WKVBENCH_RESULT_FD": str(write_fd), "PYTHONFAULTHANDLER": "1"}
-        with self.log.open("wb") as err:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "wkvbench.run._worker"], stdin=subprocess.PIPE, stdout=err, stderr=err,
-                pass_fds=(write_fd,), env=env, cwd=os.getcwd(), start_new_session=True)
+        server = cfg.fork_server()
+        self.proc = None
+        if server is not None:  # forked from the process that imported torch and FLA (forkserver.py)
+            job_r, job_w = os.pipe()
+            try:
+                self.proc = server.spawn(self.log, worker_env(cfg.jobs, slot, cfg.gpus), job_r, write_fd)
+            finally:
+                os.close(job_r)
+            if self.proc is None:
+                os.close(job_w)
+            else:
+                self.proc.stdin = open(job_w, "wb")  # noqa: SIM115 - closed by end()
+        if self.proc is None:
+            env = {**os.environ, **worker_env(cfg.jobs, slot, cfg.gpus),
+                   "WKVBENCH_RESULT_FD": str(write_fd), "PYTHONFAULTHANDLER": "1"}
+            with self.log.open("wb") as err:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "wkvbench.run._worker"], stdin=subprocess.PIPE, stdout=err,
+                    stderr=err, pass_fds=(write_fd,), env=env, cwd=os.getcwd(), start_new_session=True)
         os.close(write_fd)
         self.fd = read_fd
         self.buf = b""

@@ -9,6 +9,10 @@ on the 16-core H100 box, with one process per unit (222 of them), the verificati
 caches kept every core busy for 178 s, mostly starting processes: an unchained naive torch unit of
 18 cases took 17 s where its cases take 2 s (2026-11-25, ``run.json`` ``variant_seconds``). So:
 
+On a CPU-only machine the workers are forks of one process that imported torch and FLA
+(``wkvbench.run.forkserver``): a start costs what the variant imports beyond those (keras, MLX, ggml),
+not seconds, but a chain still saves that.
+
 * a variant without compilation in its worker (torch, CUDA extensions, which are built by the
   availability probe in the parent, Keras, ggml) runs all its units in one chain, one process;
 * a Triton variant compiles on its first calls, per dtype (30-90 s per new key for FLA's chunked
@@ -79,15 +83,19 @@ def mark_compiled(unit: Unit) -> None:
         pass  # a marker: never fatal (the next run compiles in parallel again)
 
 
-def chains(units: list[Unit], objs: dict[str, KernelVariant]) -> list[list[Unit]]:
+def chains(units: list[Unit], objs: dict[str, KernelVariant], forked: bool = False) -> list[list[Unit]]:
     """``units`` (in start order) grouped into chains, in the order of their first unit (see the
-    module's docstring)."""
+    module's docstring). ``forked``: the workers are forks of a process that imported FLA
+    (``wkvbench.run.forkserver``), so a Triton interpreter twin's units are chains of their own too: its
+    worker starts in milliseconds, and its dtypes run side by side instead of one after the other (the
+    longest chain of ``nox -s verify``, gdn's twin, was 77-87 s of one worker over its three dtypes, on the
+    2-core CPU machine, 2026-11-28)."""
     out: list[list[Unit]] = []
     joined: dict[str, list[Unit]] = {}
     for u in units:
         v = objs[u[0]]
         alone = (v.baseline or (v.backend == "triton" and v.device == "cuda" and not compiled_marker(u).is_file())
-                 or (v.backend in PER_SHAPE_JIT and v.device == "cuda"))
+                 or (v.backend in PER_SHAPE_JIT and v.device == "cuda") or (forked and v.backend == "triton-interpret"))
         if alone:
             out.append([u])
         elif u[0] in joined:

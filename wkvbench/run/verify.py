@@ -301,7 +301,8 @@ def _run_isolated(jobs: list[tuple[KernelVariant, Case, str]], checker: Checker,
     if own_dir:
         cfg.oracle_dir = tempfile.mkdtemp(prefix="wkvbench-oracle-")
     try:
-        _drain(chains(runnable, objs), one, cfg, results, done, record, describe, advance)
+        forked = any(objs[u[0]].backend == "triton-interpret" for u in runnable) and cfg.fork_server() is not None
+        _drain(chains(runnable, objs, forked), one, cfg, results, done, record, describe, advance)
     finally:
         cfg.close_idle()
         if own_dir:

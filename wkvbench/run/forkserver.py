@@ -1,0 +1,342 @@
+"""Verify workers forked from one process that imported torch and the kernel packages once (CPU only).
+
+A fresh worker (``python -m wkvbench.run._worker``) imports torch, the registry and its variant's package
+before its first case: on the 2-core CPU machine about 1.7 s of CPU for torch alone and 4 s with FLA
+(``import fla.ops`` pulls in torch's dynamo and inductor), in every one of the 50 workers of ``nox -s
+verify``: about 110 of its 295 worker CPU seconds (2026-11-28, ``unit_cpu_s``, a unit's first dtype less
+its others). Here those imports happen once, in a *fork server* (``python -m wkvbench.run.forkserver``,
+started by the parent of the run with the workers' environment), and each worker is a ``fork`` of it,
+which runs ``_worker.main()`` exactly as a fresh worker would: its own process, its own session (the
+parent kills its process group), its job pipe as stdin, its stderr file, its result descriptor. A worker
+still runs one variant only, so a segfault, an ``abort()`` or a hang still ends that variant's worker alone.
+
+Only where forking is safe: Linux, no GPU spread (``--gpus``), and torch a CPU build (``torch.version.cuda``
+and ``.hip`` None; absent torch too): the server only imports, it never runs an operation (no thread pool,
+no CUDA context, nothing to copy into a child half-made). Anywhere else, or with ``WKVBENCH_FORK=0``, the
+server says so and declines, and every worker starts fresh as before.
+
+The server preloads numpy, the registry (``wkvkernels``), the judge and the worker's modules, torch, and
+FLA (``fla.ops``, through ``wkvkernels._fla_env.fla_reason``) where it imports; nothing else (keras,
+MLX, ggml, transformers are imported by the workers that use them, as before).
+
+Protocol (an ``AF_UNIX`` ``SOCK_SEQPACKET`` pair): the parent sends ``{"log": path, "env": {...}}`` with
+two descriptors (the read end of the worker's job pipe, the write end of its result pipe); the server
+forks, waits until the child has its own session, and answers ``{"pid": n}``. When a child ends the
+server reaps it and sends ``{"exit": n, "code": c}`` (``c`` as ``Popen.returncode``: negative for a
+signal). Its first message is ``{"ready": bool, "why": str}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from wkvkernels import config
+
+MAX_MSG = 1 << 16
+
+
+def _send(sock: socket.socket, msg: dict, fds: list[int] | None = None) -> None:
+    data = json.dumps(msg).encode()
+    if fds:
+        socket.send_fds(sock, [data], fds)
+    else:
+        sock.send(data)
+
+
+# ---- the server process ----------------------------------------------------------------------------------
+
+def _preload() -> str | None:
+    """Import what every worker imports; None when forking from here is safe, else why not."""
+    import importlib
+
+    importlib.import_module("numpy")
+    try:
+        torch = importlib.import_module("torch")
+    except ImportError:
+        torch = None
+    if torch is not None and (torch.version.cuda is not None or getattr(torch.version, "hip", None)):
+        return f"torch {torch.__version__} is a GPU build: workers start as fresh processes"
+    for name in ("wkvkernels", "wkvbench.judge.check", "wkvbench.run._worker", "wkvbench.run.verify"):
+        importlib.import_module(name)  # the registry (built-in variants), the judge, the worker
+    if torch is not None:
+        from wkvkernels._fla_env import fla_reason
+
+        fla_reason()  # imports fla.ops where it can (FLA's variants call it first thing)
+    return None
+
+
+def serve(ctl: socket.socket) -> bool:
+    """The server's loop; False when it ends (the parent closed its end), True in a forked worker, which
+    then runs ``_worker.main()`` from the module's top (the stack of a fresh worker: a crash's traceback
+    in its stderr file is no deeper)."""
+    try:
+        why = _preload()
+    except Exception as exc:  # noqa: BLE001 - the parent falls back to fresh workers
+        why = f"preloading failed: {type(exc).__name__}: {exc}"
+    _send(ctl, {"ready": why is None, "why": why or ""})
+    if why is not None:
+        return False
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    os.set_blocking(wake_r, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(wake_w)
+    while True:
+        try:
+            ready, _, _ = select.select([ctl, wake_r], [], [])
+        except InterruptedError:
+            continue
+        if wake_r in ready:
+            try:
+                while os.read(wake_r, 512):
+                    pass
+            except BlockingIOError:
+                pass
+            _reap(ctl)
+        if ctl in ready:
+            msg, fds, _, _ = socket.recv_fds(ctl, MAX_MSG, 2)
+            if not msg:
+                return False  # the parent closed its end (end of run, or it died): the children end on EOF
+            try:
+                pid = _fork(json.loads(msg), fds, ctl, (wake_r, wake_w))
+            finally:
+                for fd in fds:
+                    os.close(fd)
+            if pid == 0:
+                return True  # the worker
+            _send(ctl, {"pid": pid})
+        _reap(ctl)
+
+
+def _reap(ctl: socket.socket) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        _send(ctl, {"exit": pid, "code": os.waitstatus_to_exitcode(status)})
+
+
+def _fork(req: dict, fds: list[int], ctl: socket.socket, close: tuple[int, ...]) -> int:
+    """Fork a worker: 0 in the worker (set up as ``isolate._Worker`` starts a fresh one), its pid here once
+    it has its own session."""
+    job_r, result_w = fds
+    sync_r, sync_w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid:
+        os.close(sync_w)
+        os.read(sync_r, 1)  # EOF once the child called setsid (or died)
+        os.close(sync_r)
+        return pid
+    try:
+        os.setsid()  # its own session and process group, as start_new_session=True
+        os.close(sync_w)  # the server's read sees EOF: the group exists
+        os.close(sync_r)
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for fd in (ctl.detach(), *close):  # detached: the socket object closes nothing when collected
+            os.close(fd)
+        log = os.open(req["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.close(log)
+        os.dup2(job_r, 0)
+        os.close(job_r)
+        fds.remove(job_r)  # closed: the caller closes the rest (none in the worker); sys.stdin reads fd 0
+        os.environ.update({**req["env"], "WKVBENCH_RESULT_FD": str(result_w)})
+        fds.remove(result_w)  # the worker's result descriptor: kept open
+        import faulthandler
+
+        faulthandler.enable()  # a crash's "Fatal Python error" into the worker's stderr file
+    except BaseException:  # noqa: BLE001 - a worker that cannot be set up ends; the parent sees it die
+        import traceback
+
+        traceback.print_exc()
+        os._exit(1)
+    return 0
+
+
+def end_worker(code: object) -> None:
+    """The forked worker's exit, as a fresh interpreter's: ``atexit`` handlers, buffers flushed, the code
+    (``sys.exit`` semantics: None is 0, a message is printed and is 1)."""
+    try:
+        if not isinstance(code, (int, type(None))):
+            print(code, file=sys.stderr)
+            code = 1
+        import atexit
+
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code or 0)
+
+
+def main() -> bool:
+    """True in a forked worker (see ``serve``)."""
+    return serve(socket.socket(fileno=int(sys.argv[1])))
+
+
+# ---- the parent's side -----------------------------------------------------------------------------------
+
+def enabled(gpus: int) -> bool:
+    """Whether the parent tries a fork server at all (the server may still decline)."""
+    return sys.platform.startswith("linux") and gpus == 0 and config.fork_workers()
+
+
+class ForkServer:
+    """The parent's handle on a fork server: ``spawn`` a worker; ``close`` at the end of the run."""
+
+    def __init__(self, env: dict[str, str], log: Path, timeout: float) -> None:
+        self.sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.log = log
+        with log.open("wb") as err:
+            self.proc = subprocess.Popen([sys.executable, "-m", "wkvbench.run.forkserver", str(child.fileno())],
+                                         stdin=subprocess.DEVNULL, stdout=err, stderr=err,
+                                         pass_fds=(child.fileno(),), env=env, cwd=os.getcwd(),
+                                         start_new_session=True)
+        child.close()
+        self.lock = threading.Lock()  # one request at a time
+        self.cond = threading.Condition()
+        self.codes: dict[int, int] = {}
+        self.replies: list[int] = []
+        self.dead = False
+        self.sock.settimeout(timeout)
+        try:
+            first = json.loads(self.sock.recv(MAX_MSG) or b"{}")
+        except (OSError, ValueError):
+            first = {}
+        self.sock.settimeout(None)
+        self.ready = bool(first.get("ready"))
+        self.why = first.get("why") or "the fork server did not start"
+        if not self.ready:
+            self.close()
+            return
+        self.reader = threading.Thread(target=self._read, name="wkvbench-forkserver", daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = self.sock.recv(MAX_MSG)
+            except OSError:
+                data = b""
+            with self.cond:
+                if not data:
+                    self.dead = True
+                    self.cond.notify_all()
+                    return
+                msg = json.loads(data)
+                if "exit" in msg:
+                    self.codes[msg["exit"]] = msg["code"]
+                else:
+                    self.replies.append(msg["pid"])
+                self.cond.notify_all()
+
+    def spawn(self, log: Path, env: dict[str, str], job_r: int, result_w: int) -> ForkedProc | None:
+        """A worker forked with ``job_r`` as its stdin and ``result_w`` as its result descriptor (both left
+        open here for the caller to close), or None when the server is gone."""
+        with self.lock:
+            if self.dead:
+                return None
+            try:
+                _send(self.sock, {"log": str(log), "env": env}, [job_r, result_w])
+            except OSError:
+                return None
+            with self.cond:
+                self.cond.wait_for(lambda: self.replies or self.dead)
+                if not self.replies:
+                    return None
+                return ForkedProc(self, self.replies.pop(0))
+
+    def returncode(self, pid: int, timeout: float | None) -> int | None:
+        """The exit code of worker ``pid``, None while it runs after ``timeout`` seconds."""
+        deadline = time.monotonic() + (30.0 if timeout is None else timeout)
+        with self.cond:
+            while pid not in self.codes and not self.dead:
+                left = None if timeout is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return None
+                self.cond.wait(left)
+            if pid in self.codes:
+                return self.codes[pid]
+        while _alive(pid):  # the server died: init reaps its children, no exit code to read
+            if time.monotonic() > deadline:
+                return None if timeout is not None else 1
+            time.sleep(0.05)
+        return 1
+
+    def close(self) -> None:
+        try:  # the server exits on EOF; its children end at the end of their input
+            self.sock.shutdown(socket.SHUT_RDWR)  # also wakes the reader thread
+        except OSError:
+            pass
+        try:
+            self.sock.close()
+        finally:
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class ForkedProc:
+    """What ``isolate._Worker`` uses of a ``Popen``, for a forked worker: ``pid``, ``stdin``, ``poll``,
+    ``wait``. Its exit code comes from the server, which reaped it."""
+
+    def __init__(self, server: ForkServer, pid: int) -> None:
+        self.server, self.pid, self.stdin = server, pid, None
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.returncode = self.server.returncode(self.pid, 0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            self.returncode = self.server.returncode(self.pid, timeout)
+        if self.returncode is None:
+            raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout or 0)
+        return self.returncode
+
+
+if __name__ == "__main__":
+    if main():  # a forked worker: _worker.main() at the depth a fresh worker runs it
+        from wkvbench.run import _worker
+
+        code: object = 1
+        try:
+            code = _worker.main()
+        except SystemExit as exc:
+            code = exc.code
+        except BaseException:  # noqa: BLE001 - printed as a fresh interpreter would
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            end_worker(code)
