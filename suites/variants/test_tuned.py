@@ -93,20 +93,15 @@ def _seed_file(tmp_path, package: str, config: str) -> Path:
     return path
 
 
-def test_a_seed_of_another_package_release_is_not_taken(fresh, tmp_path):
-    seeds = _seed_file(tmp_path, "fla-core 0.0.1", "")
-    tuned.install(seeds=seeds)
+@pytest.mark.parametrize("package, config", [
+    ("fla-core 0.0.1", ""),  # recorded for another release of the kernel's package
+    ("", "BLOCK: 128, num_warps: 4, num_ctas: 1, num_stages: 3"),  # a configuration the kernel no longer declares
+], ids=["another-release", "undeclared-config"])
+def test_a_seed_that_does_not_fit_is_not_taken(fresh, tmp_path, package, config):
+    tuned.install(seeds=_seed_file(tmp_path, package, config))
     benched = []
     _timed_tuner(_KeyedKernel(), _bench_counting(benched)).run(None, 7)
-    assert len(benched) == 3
-
-
-def test_a_seed_naming_a_configuration_the_kernel_no_longer_declares_is_not_taken(fresh, tmp_path):
-    seeds = _seed_file(tmp_path, "", "BLOCK: 128, num_warps: 4, num_ctas: 1, num_stages: 3")
-    tuned.install(seeds=seeds)
-    benched = []
-    _timed_tuner(_KeyedKernel(), _bench_counting(benched)).run(None, 7)
-    assert len(benched) == 3
+    assert len(benched) == 3  # tuned as on a box without a record
 
 
 def test_install_from_the_environment(fresh, tmp_path):
