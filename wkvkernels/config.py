@@ -46,6 +46,10 @@ VARS: dict[str, Var] = {v.name: v for v in (
     Var("WKVBENCH_FORK", "1", "verify on a CPU-only Linux machine: workers forked from one process that imported "
         "torch and FLA once (0: every worker a fresh interpreter)"),
     Var("WKVBENCH_AUTOTUNE_ROUND", "0", "the configuration round pinned Triton autotuners run in verify"),
+    Var("WKVBENCH_AUTOTUNE_RECORD", "", "wkvbench gpu: the folder its processes record their Triton autotune "
+        "choices in (set by the run)"),
+    Var("WKVBENCH_AUTOTUNE_SEEDS", "", "wkvbench gpu: the autotune.json whose recorded choices seed its processes' "
+        "Triton autotuners (set by the run)"),
     Var("WKVBENCH_GIT_COMMIT", "", "the commit provenance records where the tree has no .git"),
     Var("WKVBENCH_RELEASE_REQUIREMENT", "", "verify --release: the requirement the environment was made from "
         "(set by nox -s history / candidate; recorded in provenance.release)"),

@@ -230,4 +230,4 @@ def test_the_compare_command_exits_by_whether_shared_keys_agree(tmp_path, capsys
     assert "A A" in out and "B X" in out and "0 keys agree, 1 differ" in out
     (tmp_path / "bad").write_text("{}")
     assert tuned.main([a, str(tmp_path / "bad")]) == 2
-    assert "not an autotune record" in capsys.readouterr().out
+    assert "not an autotune record" in " ".join(capsys.readouterr().out.split())  # the console may wrap it

@@ -156,4 +156,21 @@ def _release() -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--fork-server"]:  # the run's fork server (forkserver.py): forks return here as workers
+        from .forkserver import end_worker
+        from .forkserver import main as serve
+
+        if serve(int(sys.argv[2])):  # a forked worker: main() at the depth a fresh worker runs it
+            code: object = 1
+            try:
+                code = main()
+            except SystemExit as exc:
+                code = exc.code
+            except BaseException:  # noqa: BLE001 - printed as a fresh interpreter would
+                import traceback
+
+                traceback.print_exc()
+            finally:
+                end_worker(code)
+        sys.exit(0)
     sys.exit(main())

@@ -4,7 +4,7 @@ A fresh worker (``python -m wkvbench.run._worker``) imports torch, the registry 
 before its first case: on the 2-core CPU machine about 1.7 s of CPU for torch alone and 4 s with FLA
 (``import fla.ops`` pulls in torch's dynamo and inductor), in every one of the 50 workers of ``nox -s
 verify``: about 110 of its 295 worker CPU seconds (2026-11-28, ``unit_cpu_s``, a unit's first dtype less
-its others). Here those imports happen once, in a *fork server* (``python -m wkvbench.run.forkserver``,
+its others). Here those imports happen once, in a *fork server* (``python -m wkvbench.run._worker --fork-server``,
 started by the parent of the run with the workers' environment), and each worker is a ``fork`` of it,
 which runs ``_worker.main()`` exactly as a fresh worker would: its own process, its own session (the
 parent kills its process group), its job pipe as stdin, its stderr file, its result descriptor. A worker
@@ -185,9 +185,11 @@ def end_worker(code: object) -> None:
         os._exit(code or 0)
 
 
-def main() -> bool:
-    """True in a forked worker (see ``serve``)."""
-    return serve(socket.socket(fileno=int(sys.argv[1])))
+def main(fd: int) -> bool:
+    """The server on its end ``fd`` of the parent's socket pair; True in a forked worker (see ``serve``). Its
+    entry point is the worker's own module (``python -m wkvbench.run._worker --fork-server FD``), which then
+    runs ``_worker.main()`` in a forked worker: this module imports nothing of the worker's."""
+    return serve(socket.socket(fileno=fd))
 
 
 # ---- the parent's side -----------------------------------------------------------------------------------
@@ -204,7 +206,8 @@ class ForkServer:
         self.sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.log = log
         with log.open("wb") as err:
-            self.proc = subprocess.Popen([sys.executable, "-m", "wkvbench.run.forkserver", str(child.fileno())],
+            self.proc = subprocess.Popen([sys.executable, "-m", "wkvbench.run._worker", "--fork-server",
+                                          str(child.fileno())],
                                          stdin=subprocess.DEVNULL, stdout=err, stderr=err,
                                          pass_fds=(child.fileno(),), env=env, cwd=os.getcwd(),
                                          start_new_session=True)
@@ -323,20 +326,3 @@ class ForkedProc:
         if self.returncode is None:
             raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout or 0)
         return self.returncode
-
-
-if __name__ == "__main__":
-    if main():  # a forked worker: _worker.main() at the depth a fresh worker runs it
-        from wkvbench.run import _worker
-
-        code: object = 1
-        try:
-            code = _worker.main()
-        except SystemExit as exc:
-            code = exc.code
-        except BaseException:  # noqa: BLE001 - printed as a fresh interpreter would
-            import traceback
-
-            traceback.print_exc()
-        finally:
-            end_worker(code)

@@ -144,9 +144,13 @@ def install(record: str | os.PathLike | None = None, seeds: str | os.PathLike | 
     return True
 
 
-def install_from_env(environ=os.environ) -> bool:
-    """``install`` as ``WKVBENCH_AUTOTUNE_RECORD`` and ``WKVBENCH_AUTOTUNE_SEEDS`` say; False when neither is set."""
-    record, seeds = environ.get(ENV_RECORD), environ.get(ENV_SEEDS)
+def install_from_env(environ: dict[str, str] | None = None) -> bool:
+    """``install`` as ``WKVBENCH_AUTOTUNE_RECORD`` and ``WKVBENCH_AUTOTUNE_SEEDS`` say (read through
+    ``wkvkernels.config``, or from ``environ``); False when neither is set."""
+    from wkvkernels import config
+
+    get = config.raw if environ is None else environ.get
+    record, seeds = get(ENV_RECORD), get(ENV_SEEDS)
     if not record and not seeds:
         return False
     return install(record or None, seeds or None)
