@@ -209,8 +209,8 @@ KINDS: dict[str, Kind] = {k.schema: k for k in (
     Kind(NOISE, "rows", frozenset({"variant", "case"})),
     Kind(SANITIZE, "runs", frozenset({"variant", "tool"})),
     Kind(FIB, "rows", frozenset({"workload", "case", "variant", "ours", "theirs"})),
-    Kind(ORACLE_RATE, None),
-    Kind(AUTOTUNE, None),  # wkvbench gpu's autotune choices: package -> kernel -> key under "choices"  # python -m wkvbench.perf.oracle_rate: one dict per operator under "ops"
+    Kind(ORACLE_RATE, None),  # python -m wkvbench.perf.oracle_rate: one dict per operator under "ops"
+    Kind(AUTOTUNE, None),  # wkvbench gpu's autotune choices: package -> kernel -> key under "choices"
 )}
 
 

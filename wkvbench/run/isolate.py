@@ -5,11 +5,11 @@ touched CUDA or torch threads is never copied) for one variant and all of its ca
 ``CheckResult`` per case as the worker streams them back. On a CPU-only Linux machine the worker is instead
 a fork of the run's fork server (``wkvbench.run.forkserver``), a process that only imported torch, FLA and
 the registry, never the parent: the same worker code, without paying those imports again (about 110 of
-the 295 worker CPU seconds of ``nox -s verify`` on the 2-core CPU machine, 2026-11-28). The worker pays its start-up (imports,
-plug-ins, JIT builds) once per variant, not per case: a worker that finished its cases waits, and the
-variant's next unit (another kind or dtype) is given to it rather than to a new process (on a 16-core
-H100 box the start-ups of 210 workers, one per unit, were 1,700 of the verification's 3,700 worker
-seconds, 2026-11-24). A worker only ever runs one variant.
+the 295 worker CPU seconds of ``nox -s verify`` on the 2-core CPU machine, 2026-11-28). The worker pays
+its start-up (imports, plug-ins, JIT builds) once per variant, not per case: a worker that finished its
+cases waits, and the variant's next unit (another kind or dtype) is given to it rather than to a new
+process (on a 16-core H100 box the start-ups of 210 workers, one per unit, were 1,700 of the
+verification's 3,700 worker seconds, 2026-11-24). A worker only ever runs one variant.
 
 * The worker dies (signal, ``abort()``, segfault, ``sys.exit``, a CUDA error that ends it): the case
   in flight is reported as ``CRASH`` with the signal or exit code and the last ``TAIL_LINES`` lines

@@ -9,10 +9,6 @@ on the 16-core H100 box, with one process per unit (222 of them), the verificati
 caches kept every core busy for 178 s, mostly starting processes: an unchained naive torch unit of
 18 cases took 17 s where its cases take 2 s (2026-11-25, ``run.json`` ``variant_seconds``). So:
 
-On a CPU-only machine the workers are forks of one process that imported torch and FLA
-(``wkvbench.run.forkserver``): a start costs what the variant imports beyond those (keras, MLX, ggml),
-not seconds, but a chain still saves that.
-
 * a variant without compilation in its worker (torch, CUDA extensions, which are built by the
   availability probe in the parent, Keras, ggml) runs all its units in one chain, one process;
 * a Triton variant compiles on its first calls, per dtype (30-90 s per new key for FLA's chunked
@@ -24,6 +20,11 @@ not seconds, but a chain still saves that.
   verified 27 of its 261 cases in 196 s (H200, 2026-11-28, reports/gpu/h200-2026-11-28-flashqla-flashkda/);
 * a baseline variant's units stay apart too: they start first, and every other variant receives
   their errors instead of measuring the baseline again.
+
+On a CPU-only machine the workers are forks of one process that imported torch and FLA
+(``wkvbench.run.forkserver``): a start costs what the variant imports beyond those (keras, MLX, ggml),
+not seconds, but a chain still saves that. There a Triton interpreter twin's units are chains of their
+own (``chains(forked=True)``).
 """
 
 from __future__ import annotations
