@@ -79,7 +79,9 @@ def _autotune_seeds(args: argparse.Namespace, out: Path) -> tuple[str | None, st
     """The text of the autotune record that seeds the run, and where it came from: ``--autotune-seeds``, else
     the results set's own ``autotune.json`` (an earlier run's on this machine identity); none with
     ``--autotune tune``. A file that is not an autotune record is an error before anything runs."""
-    from ..run.tuned import load_seeds
+    import json
+
+    from ..run.tuned import choices, read_record
 
     if args.autotune != "seeded":
         return None, ""
@@ -89,10 +91,11 @@ def _autotune_seeds(args: argparse.Namespace, out: Path) -> tuple[str | None, st
             raise SystemExit(f"wkvbench gpu: --autotune-seeds {path}: no such file")
         return None, ""
     try:
-        load_seeds(path)
+        doc = read_record(path)
+        choices(doc)
     except (ValueError, KeyError, TypeError) as exc:
         raise SystemExit(f"wkvbench gpu: {path} cannot seed the autotuners: {exc}") from None
-    return path.read_text(), str(path)
+    return json.dumps(doc), str(path)
 
 
 def _own_env(text: str) -> tuple[str, str]:

@@ -126,7 +126,8 @@ def print_breakdown(st: State) -> None:
                   + f" ({os.cpu_count()} cores)", highlight=False)
     if st.autotune:
         a = st.autotune
-        con.print(f"autotune choices: {a.get('tuned', 0)} tuned on this box, {a.get('seeded', 0)} taken from "
-                  f"{a.get('seeds', 0)} recorded ones ({a.get('file', 'autotune.json')})", highlight=False)
+        seeds = f"{a['seeds']} recorded ones ({a.get('file')})" if a.get("seeds") else "no record"
+        con.print(f"autotune choices: {a.get('tuned', 0)} tuned on this box, {a.get('seeded', 0)} taken from {seeds}",
+                  highlight=False)
     doc = json.loads(st.path.read_text())
     con.print(f"wall time {doc['wall_s']:.0f} s (install and serial phases); results in {st.path.parent}")

@@ -176,13 +176,23 @@ def uninstall() -> None:
     SEEN.update({TUNED: 0, SEEDED: 0})
 
 
-def load_seeds(path: str | os.PathLike) -> dict[tuple[str, str, str], str]:
-    """(package, kernel, key) -> configuration from an ``autotune.json``; a file of another schema is an error."""
+def read_record(path: str | os.PathLike) -> dict:
+    """An ``autotune.json`` as written by ``merge``; a file of another schema is a ``ValueError``."""
     doc = json.loads(Path(path).read_text())
     if doc.get("schema") != SCHEMA:
         raise ValueError(f"{path}: not an autotune record (schema {doc.get('schema')!r}, expected {SCHEMA})")
+    return doc
+
+
+def choices(doc: dict) -> dict[tuple[str, str, str], str]:
+    """(package, kernel, key) -> configuration of a record (``KeyError``/``TypeError`` where it is malformed)."""
     return {(pkg, kernel, key): entry["config"] for pkg, kernels in doc["choices"].items()
             for kernel, keys in kernels.items() for key, entry in keys.items()}
+
+
+def load_seeds(path: str | os.PathLike) -> dict[tuple[str, str, str], str]:
+    """The choices of the record at ``path``: what seeds a process's autotuners."""
+    return choices(read_record(path))
 
 
 def merge(folder: str | os.PathLike, out: str | os.PathLike, machine: str = "") -> dict:
@@ -214,8 +224,7 @@ def merge(folder: str | os.PathLike, out: str | os.PathLike, machine: str = "") 
 def compare(a: dict, b: dict) -> dict[str, list]:
     """Two records' choices side by side: the keys both hold with the same configuration (``same``), with
     another (``differ``: package, kernel, key, a's, b's), and those only one holds (``only_a``, ``only_b``)."""
-    fa = {(p, k, key): e["config"] for p, ks in a["choices"].items() for k, keys in ks.items() for key, e in keys.items()}
-    fb = {(p, k, key): e["config"] for p, ks in b["choices"].items() for k, keys in ks.items() for key, e in keys.items()}
+    fa, fb = choices(a), choices(b)
     return {"same": sorted(x for x in fa.keys() & fb.keys() if fa[x] == fb[x]),
             "differ": sorted((*x, fa[x], fb[x]) for x in fa.keys() & fb.keys() if fa[x] != fb[x]),
             "only_a": sorted(fa.keys() - fb.keys()), "only_b": sorted(fb.keys() - fa.keys())}
@@ -240,8 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     docs = []
     for path in (args.a, args.b):
         try:
-            load_seeds(path)
-            docs.append(json.loads(path.read_text()))
+            docs.append(read_record(path))
+            choices(docs[-1])  # readable before anything is printed
         except (OSError, ValueError, KeyError, TypeError) as exc:
             con.print(f"[red]error:[/red] {exc if str(path) in str(exc) else f'{path}: {exc}'}", highlight=False)
             return 2
