@@ -28,6 +28,13 @@ def _bench_counting(calls: list):
 
 @pytest.fixture
 def fresh():
+    """Triton's own ``Autotuner.run``: an earlier test of this worker may have left verification's pin
+    installed (properties run in-process pin it; the order of files varies under xdist), which never
+    benchmarks nor stores a choice."""
+    from wkvbench.run import autotune
+
+    if autotune.installed():
+        autotune.uninstall()
     tuned.uninstall()
     yield
     tuned.uninstall()
