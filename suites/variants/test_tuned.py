@@ -55,14 +55,14 @@ def test_every_choice_triton_makes_is_recorded_under_its_own_key(fresh, tmp_path
     recs = _records(tmp_path / "rec")
     assert [(r["key"], r["from"]) for r in recs] == [("[7]", "tuned"), ("[9]", "tuned")]
     assert all(r["kernel"].endswith("_body") and r["config"].startswith("BLOCK: 32") for r in recs)
-    assert tuned.summary() == {"seeds": 0, "tuned": 2, "seeded": 0}
+    assert tuned.summary() == {"seeds": 0, "tuned": 2, "disk": 0, "seeded": 0}
 
 
 def test_a_seeded_autotuner_runs_the_recorded_configuration_without_benchmarking(fresh, tmp_path):
     tuned.install(record=tmp_path / "first")
     _timed_tuner(_KeyedKernel(), _bench_counting([])).run(None, 7)
     doc = tuned.merge(tmp_path / "first", tmp_path / "autotune.json", machine="box")
-    assert doc["counts"] == {"tuned": 1, "seeded": 0}
+    assert doc["counts"] == {"tuned": 1, "disk": 0, "seeded": 0}
     tuned.uninstall()
 
     # a new process on a fresh box: the same kernel, no Triton cache, seeded from the record
@@ -76,7 +76,7 @@ def test_a_seeded_autotuner_runs_the_recorded_configuration_without_benchmarking
     t.run(None, 1000)  # a key the record lacks: tuned as before, and recorded
     assert len(benched) == 3
     assert [(r["key"], r["from"]) for r in _records(tmp_path / "second")] == [("[7]", "seeded"), ("[1000]", "tuned")]
-    assert tuned.summary() == {"seeds": 1, "tuned": 1, "seeded": 1}
+    assert tuned.summary() == {"seeds": 1, "tuned": 1, "disk": 0, "seeded": 1}
 
 
 def test_the_bench_record_says_how_its_processes_autotuned(fresh, tmp_path):
@@ -84,7 +84,7 @@ def test_the_bench_record_says_how_its_processes_autotuned(fresh, tmp_path):
 
     assert _tuned_summary() is None  # not installed: the bench file says nothing
     tuned.install(record=tmp_path)
-    assert _tuned_summary() == {"seeds": 0, "tuned": 0, "seeded": 0}
+    assert _tuned_summary() == {"seeds": 0, "tuned": 0, "disk": 0, "seeded": 0}
 
 
 def _seed_file(tmp_path, package: str, config: str) -> Path:
@@ -133,9 +133,82 @@ def test_merge_keeps_a_tuned_choice_over_a_seeded_one_and_skips_a_cut_line(tmp_p
     doc = tuned.merge(tmp_path, tmp_path / "autotune.json")
     assert doc["choices"]["fla-core 0.6.0"]["fla.k"] == {"[7]": {"config": "BLOCK: 32", "from": "tuned"},
                                                          "[9]": {"config": "BLOCK: 32", "from": "seeded"}}
-    assert doc["counts"] == {"tuned": 1, "seeded": 1}
+    assert doc["counts"] == {"tuned": 1, "disk": 0, "seeded": 1}
     assert tuned.load_seeds(tmp_path / "autotune.json") == {("fla-core 0.6.0", "fla.k", "[7]"): "BLOCK: 32",
                                                             ("fla-core 0.6.0", "fla.k", "[9]"): "BLOCK: 32"}
+
+
+@pytest.mark.parametrize("hit", [True, False], ids=["on-disk", "benchmarked"])
+def test_a_choice_says_whether_it_came_from_tritons_on_disk_cache(fresh, tmp_path, monkeypatch, hit):
+    """With ``TRITON_CACHE_AUTOTUNING`` Triton first looks for an earlier process's benchmark on disk; the record
+    tells that (``disk``) from a benchmark run here (``tuned``). Triton's lookup needs a GPU target, so a
+    stand-in takes its place: a hit stores the file's winner, a miss runs the benchmark it is given."""
+    from triton.runtime.autotuner import Autotuner
+
+    def check_disk_cache(self, tuning_key, configs, bench_fn):
+        if hit:
+            self.cache[tuning_key] = configs[1]
+            return True
+        bench_fn()
+        return False
+
+    monkeypatch.setattr(Autotuner, "check_disk_cache", check_disk_cache)
+    tuned.install(record=tmp_path)
+    assert Autotuner.check_disk_cache is tuned._disk_checked
+    benched = []
+    t = _timed_tuner(_KeyedKernel(), _bench_counting(benched))
+    t.cache_results = True
+    t.run(None, 7)
+    assert len(benched) == (0 if hit else 3)
+    assert [r["from"] for r in _records(tmp_path)] == ["disk" if hit else "tuned"]
+    assert tuned.summary() == {"seeds": 0, "tuned": 0 if hit else 1, "disk": 1 if hit else 0, "seeded": 0}
+    assert t._wkv_origin is None  # cleared after each lookup: a later store is not taken for one from disk
+    tuned.uninstall()
+    assert Autotuner.check_disk_cache is check_disk_cache  # Triton's own again
+
+
+def test_merge_prefers_a_benchmark_then_the_disk_then_a_seed(tmp_path):
+    line = {"package": "p 1", "kernel": "k", "config": "BLOCK: 32"}
+    (tmp_path / "autotune-1.jsonl").write_text("".join(json.dumps({**line, **x}) + "\n" for x in (
+        {"key": "[1]", "from": "seeded"}, {"key": "[2]", "from": "disk"}, {"key": "[3]", "from": "seeded"})))
+    (tmp_path / "autotune-2.jsonl").write_text("".join(json.dumps({**line, **x}) + "\n" for x in (
+        {"key": "[1]", "from": "disk"}, {"key": "[2]", "from": "tuned"}, {"key": "[3]", "from": "seeded"})))
+    found = tuned.gather(tmp_path)["p 1"]["k"]
+    assert {k: e["from"] for k, e in found.items()} == {"[1]": "disk", "[2]": "tuned", "[3]": "seeded"}
+
+
+def test_the_bench_seeds_are_the_runs_seeds_with_its_own_choices_over_them(tmp_path):
+    """``seed_file``: what a run's bench is seeded with. A choice this run's warm-ups made wins over the older
+    record's (its seed no longer fitted, say); the record's other choices stay."""
+    base = tmp_path / "seeds.json"
+    base.write_text(json.dumps({"schema": tuned.SCHEMA, "choices": {"p 1": {"k": {
+        "[1]": {"config": "BLOCK: 16", "from": "tuned"}, "[2]": {"config": "BLOCK: 16", "from": "tuned"}}}}}))
+    rec = tmp_path / "rec"
+    rec.mkdir()
+    (rec / "autotune-3.jsonl").write_text(
+        json.dumps({"package": "p 1", "kernel": "k", "key": "[2]", "config": "BLOCK: 64", "from": "tuned"}) + "\n"
+        + json.dumps({"package": "p 2", "kernel": "q", "key": "[5]", "config": "BLOCK: 32", "from": "disk"}) + "\n")
+    out = tmp_path / "bench-seeds.json"
+    assert tuned.seed_file(out, rec, base, machine="box") == 3
+    assert tuned.load_seeds(out) == {("p 1", "k", "[1]"): "BLOCK: 16", ("p 1", "k", "[2]"): "BLOCK: 64",
+                                     ("p 2", "q", "[5]"): "BLOCK: 32"}
+    assert json.loads(base.read_text())["choices"]["p 1"]["k"]["[2]"]["config"] == "BLOCK: 16"  # left as it was
+    assert tuned.seed_file(out, rec, None) == 2  # --autotune tune: the run's own choices alone
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_bench_process_takes_the_choice_a_warm_up_of_its_run_made(fresh, tmp_path):
+    """The warm-up benchmarks at the bench shape and records; the bench, seeded by ``seed_file``, runs that
+    choice without benchmarking, whether or not Triton's own caches carried it over."""
+    tuned.install(record=tmp_path / "rec")
+    _timed_tuner(_KeyedKernel(), _bench_counting([])).run(None, 7)  # the warm-up process
+    tuned.uninstall()
+    tuned.seed_file(tmp_path / "bench-seeds.json", tmp_path / "rec")
+    tuned.install(record=tmp_path / "rec", seeds=tmp_path / "bench-seeds.json")  # the bench process
+    benched = []
+    k = _KeyedKernel()
+    _timed_tuner(k, _bench_counting(benched)).run(None, 7)
+    assert benched == [] and k.calls == [32]
 
 
 def test_compare_two_machines_records():
@@ -214,8 +287,16 @@ def test_the_run_points_its_processes_at_the_record_and_the_seeds(tmp_path, monk
     (run.work / "autotune" / "autotune-5.jsonl").write_text(json.dumps(
         {"package": "p 1", "kernel": "k", "key": "[7]", "config": "BLOCK: 32", "from": "seeded"}) + "\n")
     run._autotune_merge()
-    assert json.loads((tmp_path / "set" / "autotune.json").read_text())["counts"] == {"tuned": 0, "seeded": 1}
+    assert json.loads((tmp_path / "set" / "autotune.json").read_text())["counts"] == {"tuned": 0, "disk": 0, "seeded": 1}
     assert run.state.autotune["seeded"] == 1
+    # before the bench: its seeds are the run's with the run's own choices laid over them
+    (run.work / "autotune" / "autotune-6.jsonl").write_text(json.dumps(
+        {"package": "p 1", "kernel": "k", "key": "[9]", "config": "BLOCK: 64", "from": "tuned"}) + "\n")
+    run._bench_seeds()
+    assert os.environ[tuned.ENV_SEEDS] == str((run.work / run.BENCH_SEEDS).resolve())
+    assert tuned.load_seeds(run.work / run.BENCH_SEEDS) == {("p 1", "k", "[7]"): "BLOCK: 32",
+                                                            ("p 1", "k", "[9]"): "BLOCK: 64"}
+    assert run.state.autotune["bench_seeds"] == 2
     run2 = GpuRun(Options(out=tmp_path / "set2", autotune="tune"))
     (run2.work / run2.SEEDS).write_text("{}")
     run2._autotune_record()

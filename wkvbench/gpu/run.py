@@ -258,6 +258,26 @@ class GpuRun:
             os.environ.pop(tuned.ENV_SEEDS, None)
             self.state.autotune = {"seeds": 0, "file": ""}
 
+    BENCH_SEEDS = "autotune-bench-seeds.json"  # under work/: the seeds of the bench phases
+
+    def _bench_seeds(self) -> None:
+        """Before a bench phase: its processes are seeded with the run's seeds and every choice the run's
+        processes (the warm-ups) have recorded so far (``tuned.seed_file``), so the bench never benchmarks a
+        choice again that its warm-ups made. Triton's on-disk caches did not carry them on the first whole
+        one-GPU H200 run (2026-11-28): its bench benchmarked 1,920 choices again (run/tuned.py)."""
+        from ..perf.bench import machine_slug
+        from ..run import tuned
+
+        rec = self.work / "autotune"
+        if not rec.is_dir():
+            return
+        base = self.work / self.SEEDS if self.opt.autotune == "seeded" else None
+        out = self.work / self.BENCH_SEEDS
+        n = tuned.seed_file(out, rec, base, machine=machine_slug(self.state.provenance))
+        if n:
+            os.environ[tuned.ENV_SEEDS] = str(out.resolve())
+            self.state.autotune = {**self.state.autotune, "bench_seeds": n}
+
     def _autotune_merge(self) -> None:
         """The processes' records as ``autotune.json`` in the results set, and their counts into run.json."""
         from ..perf.bench import machine_slug
@@ -394,6 +414,7 @@ class GpuRun:
         verified = ["--verified", str(self.verify)] if self.verify.is_file() else []
         args = [*self._bench_args(), *verified, "--resume", *(["--backend" if ggml else "--exclude-backend", "ggml"])]
         out = self.work / "bench-ggml.json" if ggml else self.bench
+        self._bench_seeds()
         doc, failed = run_on_gpus(args, ngpu, out, log_dir=self.procs.logs, apart=())
         if doc is None:
             return False, "no bench worker wrote a row"
@@ -476,6 +497,7 @@ class GpuRun:
         args = [*(x for s in self.opt.sets for x in ("--set", s)), *self._dtype_args(), *self._env_variant_args(pkg),
                 "--time-cap", str(self.opt.time_cap_s), *verified]
         out = self.work / f"bench-env-{pkg}.json"
+        self._bench_seeds()
         doc, failed = run_on_gpus(args, self.ngpu, out, log_dir=self.procs.logs, apart=(), env=self._env_of(pkg))
         if doc is None:
             return False, f"no bench worker of {pkg} wrote a row"
@@ -513,6 +535,7 @@ class GpuRun:
         stability.json (a stopped run keeps the rows it measured)."""
         from ..perf.stability import run_checks
 
+        self._bench_seeds()  # the bench's choices (a resumed run starts from the run's first seeds again)
         return run_checks(self.procs, self.bench, self.opt.out / "stability.json", self.opt.stability, self.ngpu,
                           ggml=ggml)
 

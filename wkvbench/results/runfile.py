@@ -127,7 +127,8 @@ def print_breakdown(st: State) -> None:
     if st.autotune:
         a = st.autotune
         seeds = f"{a['seeds']} recorded ones ({a.get('file')})" if a.get("seeds") else "no record"
-        con.print(f"autotune choices: {a.get('tuned', 0)} tuned on this box, {a.get('seeded', 0)} taken from {seeds}",
-                  highlight=False)
+        disk = f", {a['disk']} from Triton's on-disk cache" if a.get("disk") else ""
+        con.print(f"autotune choices: {a.get('tuned', 0)} tuned on this box{disk}, {a.get('seeded', 0)} taken from "
+                  f"{seeds}", highlight=False)
     doc = json.loads(st.path.read_text())
     con.print(f"wall time {doc['wall_s']:.0f} s (install and serial phases); results in {st.path.parent}")

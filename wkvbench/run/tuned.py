@@ -21,9 +21,17 @@ How: ``install`` (the ``bench`` and ``stability`` commands call it when ``WKVBEN
 ``WKVBENCH_AUTOTUNE_SEEDS`` is set, as ``wkvbench gpu`` sets them) wraps ``Autotuner.run`` so that each
 autotuner's ``cache`` (Triton's own key -> configuration dict) is a :class:`SeededCache`: a lookup of a
 key that is missing but recorded inserts the recorded configuration (when the kernel still declares
-it), and every configuration Triton stores (benchmarked, from its on-disk cache, or the only one left
-after pruning) is appended to this process's record file. Triton computes the keys itself, so the
-records hold exactly its keys. ``merge`` joins the process files into one ``autotune.json``.
+it), and every configuration Triton stores is appended to this process's record file with where it came
+from: ``tuned`` (benchmarked here), ``disk`` (Triton's on-disk autotune cache, ``TRITON_CACHE_AUTOTUNING``:
+an earlier process benchmarked it) or ``seeded``. Triton computes the keys itself, so the records hold
+exactly its keys. ``merge`` joins the process files into one ``autotune.json``.
+
+Within a run the bench is seeded from the run's own warm-ups too (``seed_file``: ``wkvbench gpu`` writes
+the union of its seeds and its processes' records before each bench phase). Triton's on-disk caches were
+meant to carry the warm-ups' work to the bench, and on the first whole one-GPU H200 run (2026-11-28,
+``reports/gpu/h200-2026-11-28-fresh-run/``) they did not: its bench process benchmarked 1,920 choices again,
+up to 34 s a row, keys its warm-ups had tuned minutes before. A choice the run has already made is
+never benchmarked twice, whatever Triton's cache keys do.
 
 Why not FLA's own config cache (``FLA_CACHE_MODE``, ``fla/ops/utils/cache.py``): it serves only the
 kernels FLA declares with its ``fla_cache_autotune`` (or all of them once ``triton.autotune`` is replaced
@@ -45,12 +53,14 @@ from .autotune import kernel_name
 
 ENV_RECORD = "WKVBENCH_AUTOTUNE_RECORD"  # a folder: each process appends to autotune-<pid>.jsonl there
 ENV_SEEDS = "WKVBENCH_AUTOTUNE_SEEDS"  # an autotune.json whose choices seed this process's autotuners
-TUNED, SEEDED = "tuned", "seeded"
+TUNED, DISK, SEEDED = "tuned", "disk", "seeded"  # benchmarked here; from Triton's on-disk cache; from the seeds
+RANK = {SEEDED: 0, DISK: 1, TUNED: 2}  # several processes made one choice: the record says the most direct
 
 _ORIGINAL = None
+_ORIGINAL_DISK = None  # Autotuner.check_disk_cache as Triton defines it (None where it has none)
 _SEEDS: dict[tuple[str, str, str], str] = {}  # (package, kernel, key) -> configuration, as Triton prints it
 _RECORD: Path | None = None
-SEEN: dict[str, int] = {TUNED: 0, SEEDED: 0}  # choices this process made, by where they came from
+SEEN: dict[str, int] = {TUNED: 0, DISK: 0, SEEDED: 0}  # choices this process made, by where they came from
 
 
 def key_text(key) -> str:
@@ -103,7 +113,7 @@ class SeededCache(dict):
 
     def __setitem__(self, key, cfg) -> None:
         dict.__setitem__(self, key, cfg)
-        _note(self, key, cfg, TUNED)
+        _note(self, key, cfg, getattr(self.tuner, "_wkv_origin", None) or TUNED)
 
 
 def _note(cache: SeededCache, key, cfg, origin: str) -> None:
@@ -125,10 +135,24 @@ def _seeded_run(self, *args, **kwargs):
     return _ORIGINAL(self, *args, **kwargs)
 
 
+def _disk_checked(self, tuning_key, configs, bench_fn):
+    """``Autotuner.check_disk_cache``, telling the cache where what it stores comes from: Triton's file
+    (a hit stores it here directly) or a benchmark (a miss runs ``bench_fn``, which stores it)."""
+    def bench():
+        self._wkv_origin = TUNED
+        return bench_fn()
+
+    self._wkv_origin = DISK
+    try:
+        return _ORIGINAL_DISK(self, tuning_key, configs, bench)
+    finally:
+        self._wkv_origin = None
+
+
 def install(record: str | os.PathLike | None = None, seeds: str | os.PathLike | None = None) -> bool:
     """Record this process's autotune choices into the folder ``record`` and seed its autotuners from the
     file ``seeds`` (either may be None). False when Triton is not importable. Idempotent."""
-    global _ORIGINAL, _RECORD
+    global _ORIGINAL, _ORIGINAL_DISK, _RECORD
     try:
         from triton.runtime.autotuner import Autotuner
     except ImportError:
@@ -141,6 +165,9 @@ def install(record: str | os.PathLike | None = None, seeds: str | os.PathLike | 
     if _ORIGINAL is None:
         _ORIGINAL = Autotuner.run
         Autotuner.run = _seeded_run
+        _ORIGINAL_DISK = getattr(Autotuner, "check_disk_cache", None)
+        if _ORIGINAL_DISK is not None:
+            Autotuner.check_disk_cache = _disk_checked
     return True
 
 
@@ -165,15 +192,18 @@ def summary() -> dict | None:
 
 
 def uninstall() -> None:
-    global _ORIGINAL, _RECORD
+    global _ORIGINAL, _ORIGINAL_DISK, _RECORD
     if _ORIGINAL is not None:
         from triton.runtime.autotuner import Autotuner
 
         Autotuner.run = _ORIGINAL
         _ORIGINAL = None
+        if _ORIGINAL_DISK is not None:
+            Autotuner.check_disk_cache = _ORIGINAL_DISK
+            _ORIGINAL_DISK = None
     _RECORD = None
     _SEEDS.clear()
-    SEEN.update({TUNED: 0, SEEDED: 0})
+    SEEN.update(dict.fromkeys(SEEN, 0))
 
 
 def read_record(path: str | os.PathLike) -> dict:
@@ -195,30 +225,55 @@ def load_seeds(path: str | os.PathLike) -> dict[tuple[str, str, str], str]:
     return choices(read_record(path))
 
 
-def merge(folder: str | os.PathLike, out: str | os.PathLike, machine: str = "") -> dict:
-    """The process records under ``folder`` as one ``autotune.json`` at ``out``: package -> kernel -> key ->
-    ``{"config", "from"}`` (a key tuned in one process and seeded in another reads "tuned"), with the
-    counts. Returns the document."""
-    choices: dict[str, dict[str, dict[str, dict[str, str]]]] = {}
+def gather(folder: str | os.PathLike) -> dict[str, dict[str, dict[str, dict[str, str]]]]:
+    """The process records under ``folder``: package -> kernel -> key -> ``{"config", "from"}``, sorted; where
+    several processes made one choice, the most direct origin (tuned, then disk, then seeded)."""
+    found: dict[str, dict[str, dict[str, dict[str, str]]]] = {}
     for f in sorted(Path(folder).glob("autotune-*.jsonl")):
         for line in f.read_text().splitlines():
             try:
                 r = json.loads(line)
             except ValueError:
                 continue  # a line cut by a killed process
-            slot = choices.setdefault(r["package"], {}).setdefault(r["kernel"], {})
+            slot = found.setdefault(r["package"], {}).setdefault(r["kernel"], {})
             old = slot.get(r["key"])
-            if old is None or (old["from"] == SEEDED and r["from"] == TUNED):
+            if old is None or RANK.get(r["from"], 0) > RANK.get(old["from"], 0):
                 slot[r["key"]] = {"config": r["config"], "from": r["from"]}
-    choices = {p: {k: dict(sorted(keys.items())) for k, keys in sorted(ks.items())} for p, ks in sorted(choices.items())}
-    counts = {TUNED: 0, SEEDED: 0}
-    for ks in choices.values():
+    return {p: {k: dict(sorted(keys.items())) for k, keys in sorted(ks.items())} for p, ks in sorted(found.items())}
+
+
+def _document(found: dict, machine: str) -> dict:
+    counts = dict.fromkeys((TUNED, DISK, SEEDED), 0)
+    for ks in found.values():
         for keys in ks.values():
             for e in keys.values():
-                counts[e["from"]] += 1
-    doc = {"schema": SCHEMA, "machine": machine, "counts": counts, "choices": choices}
+                counts[e["from"]] = counts.get(e["from"], 0) + 1
+    return {"schema": SCHEMA, "machine": machine, "counts": counts, "choices": found}
+
+
+def merge(folder: str | os.PathLike, out: str | os.PathLike, machine: str = "") -> dict:
+    """The process records under ``folder`` as one ``autotune.json`` at ``out`` (``gather``), with the counts
+    per origin. Returns the document."""
+    doc = _document(gather(folder), machine)
     Path(out).write_text(json.dumps(doc, indent=1) + "\n")
     return doc
+
+
+def seed_file(out: str | os.PathLike, folder: str | os.PathLike, base: str | os.PathLike | None = None,
+              machine: str = "") -> int:
+    """The seeds of a run's bench: the record ``base`` (the run's own seeds; None: none) with every choice
+    the run's processes have recorded under ``folder`` so far laid over it (a choice made in this run wins
+    over an older one), written to ``out`` as a record. Returns how many choices it holds."""
+    found = read_record(base)["choices"] if base is not None and Path(base).is_file() else {}
+    found = json.loads(json.dumps(found))  # a copy to lay over
+    for pkg, kernels in gather(folder).items():
+        for kernel, keys in kernels.items():
+            found.setdefault(pkg, {}).setdefault(kernel, {}).update(keys)
+    doc = _document(found, machine)
+    tmp = Path(out).with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    tmp.replace(out)  # a process starting now reads the old file or the new one, never half of one
+    return sum(doc["counts"].values())
 
 
 def compare(a: dict, b: dict) -> dict[str, list]:
