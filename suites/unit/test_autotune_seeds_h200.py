@@ -36,7 +36,8 @@ def test_a_tuned_every_key_and_b_took_every_one_from_the_record(runs):
     seeded = json.loads((DIAG / "autotune-B-seeded.json").read_text())
     assert tuned.compare(record, seeded)["differ"] == [] and seeded["counts"] == {"tuned": 0, "seeded": 89}
     machine = SET.parent / "NVIDIA-H200-drv580.159.04-cuda13.0-torch2.11.0-triton3.6.0"
-    assert (machine / "autotune.json").read_text() == (SET / "autotune.json").read_text()
+    # the machine's seeds hold these 89 choices unchanged (and, since the fresh run of that day, more)
+    assert tuned.load_seeds(SET / "autotune.json").items() <= tuned.load_seeds(machine / "autotune.json").items()
     assert record["machine"] == machine.name
 
 
