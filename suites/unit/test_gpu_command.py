@@ -512,17 +512,18 @@ def test_an_own_env_package_is_warmed_beside_its_verification_in_its_folder(monk
         started.append((tasks, slots, env))
 
     monkeypatch.setattr(gpu_run, "run_side", fake_run_side)
-    t = run._env_warm("rwkv-fla")
+    t = run._envs_warm(["rwkv-fla"])
     t.join()
     (tasks, slots, env), = started
-    names = [n for n, _, _ in tasks]
+    names = [n for n, *_ in tasks]
     assert names and all(n.startswith("warm-") and ".rwkvfla." in n for n in names), names
-    assert {v for _, _, v in tasks} >= {"wkv7.rwkvfla.chunk", "wkv6.rwkvfla.chunk"}
-    assert slots == 3 and env["PYTHONPATH"].split(os.pathsep)[0] == str(folder)
-    assert all("--warm-only" in cmd and "bf16" in cmd for _, cmd, _ in tasks)
+    assert {v for _, _, v, _ in tasks} >= {"wkv7.rwkvfla.chunk", "wkv6.rwkvfla.chunk"}
+    assert slots == 3 and env is None  # each task carries its package's environment
+    assert all(e["PYTHONPATH"].split(os.pathsep)[0] == str(folder) for *_, e in tasks)
+    assert all("--warm-only" in cmd and "bf16" in cmd for _, cmd, _, _ in tasks)
     # a run that times nothing warms nothing
     run.opt.phases = ("verify", "side", "report")
-    assert run._env_warm("rwkv-fla") is None
+    assert run._envs_warm(["rwkv-fla"]) is None
     # run_side gives each task the package's environment
     seen = []
 
@@ -557,6 +558,54 @@ def test_an_own_env_package_is_warmed_beside_its_verification_in_its_folder(monk
     side.run_side(FakeRun(), [("warm-x", ["x"], "v")], 1, threading.Event(), collections.Counter(),
                   env={"PYTHONPATH": str(folder)})
     assert seen[0]["PYTHONPATH"] == str(folder) and seen[0]["OMP_NUM_THREADS"] == "1"
+    side.run_side(FakeRun(), [("warm-y", ["y"], "v", {"PYTHONPATH": "task"})], 1, threading.Event(),
+                  collections.Counter())
+    assert seen[1]["PYTHONPATH"] == "task" and seen[1]["OMP_NUM_THREADS"] == "1"
+
+
+def test_the_own_folders_are_verified_side_by_side(monkeypatch, tmp_path):
+    """One after another, after the main verification, the own folders' packages took 453 s of the fresh
+    one-GPU H200 run (2026-11-28) with cores idle. Their verifications now start together, each with its
+    share of the cores in its folder's environment; each is finished (properties, rows joined) as it ends,
+    and the run's wall time counts them once ("envs"), where it had left them out."""
+    from wkvbench.gpu import run as gpu_run
+
+    folders = {pkg: tmp_path / pkg for pkg in ("rwkv-fla", "vllm")}
+    for f in folders.values():
+        f.mkdir()
+    opt = gpu_run.Options(out=tmp_path / "out", dtypes=("bf16",), phases=("verify", "report"),
+                          own_envs=tuple((k, str(v)) for k, v in folders.items()))
+    run = gpu_run.GpuRun(opt)
+    run.ngpu = 0
+    started, ended = [], []
+
+    class P:
+        cpu_s = 0.0
+
+        def __init__(self, name):
+            self.name, self.polls = name, 0
+
+    def poll(p):  # vLLM's ends first
+        p.polls += 1
+        return 0 if p.polls > (1 if p.name == "verify-vllm" else 3) else None
+
+    monkeypatch.setattr(run.procs, "start", lambda name, cmd, env: started.append((name, cmd, env)) or P(name))
+    monkeypatch.setattr(run.procs, "poll", poll)
+    monkeypatch.setattr(run, "_env_verify_end", lambda pkg, proc: (ended.append((pkg, proc.polls)), (True, "ok"))[1])
+    monkeypatch.setattr(gpu_run.time, "sleep", lambda s: None)
+    assert run._envs(run._env_globs())
+    assert [n for n, _, _ in started] == ["verify-rwkv-fla", "verify-vllm"]
+    assert [pkg for pkg, _ in ended] == ["vllm", "rwkv-fla"]  # each finished as it ended
+    jobs = str(max(2, (os.cpu_count() or 2) // 2))
+    for (name, cmd, env), pkg in zip(started, folders):
+        assert cmd[cmd.index("--jobs") + 1] == jobs and env["PYTHONPATH"].split(os.pathsep)[0] == str(folders[pkg])
+    ph = run.state.phases
+    assert ph["envs"].status == ph["env-vllm"].status == ph["env-rwkv-fla"].status == "done"
+    assert ph["envs"].detail == "2 folders side by side: rwkv-fla, vllm"
+    from wkvbench.results.runfile import serial
+
+    assert serial("envs") and serial("env-bench-vllm") and not serial("env-vllm")
+    assert run._envs(run._env_globs()) and len(started) == 2  # done: a second run keeps them
 
 
 def test_an_own_env_package_runs_only_the_variants_the_run_selects(tmp_path):

@@ -205,8 +205,7 @@ class GpuRun:
         ggml = ggml_build.start_build(self)
         try:
             ok = self._parallel(ngpu)
-            for pkg in envs:
-                ok &= self._phase(f"env-{pkg}", lambda pkg=pkg: self._env_verify(pkg))
+            ok &= self._envs(envs)
             if self.ggml_beside is not None:  # its tail before the bench times anything
                 ok &= self._phase("ggml-verify", lambda: ggml_build.verify_end(self, self.ggml_beside))
             if ngpu and "bench" in self.opt.phases:
@@ -310,9 +309,11 @@ class GpuRun:
         say(f"{name}: {ph.status} in {time.time() - t0:.0f} s{': ' + detail if detail else ''}")
         return ok
 
-    def _verify_cmd(self, out: Path, variants: list[str] | None = None) -> list[str]:
-        """``verify`` of the selection (or of exactly ``variants``), resuming ``out`` when it exists."""
-        tail = ["--timeout", str(self.opt.timeout_s), *(["--jobs", str(self.opt.jobs)] if self.opt.jobs else []),
+    def _verify_cmd(self, out: Path, variants: list[str] | None = None, jobs: int | None = None) -> list[str]:
+        """``verify`` of the selection (or of exactly ``variants``), resuming ``out`` when it exists; ``jobs``
+        workers (default: ``--jobs``, else verify's own: one per core)."""
+        jobs = jobs or self.opt.jobs
+        tail = ["--timeout", str(self.opt.timeout_s), *(["--jobs", str(jobs)] if jobs else []),
                 "--gpus", str(self.ngpu)]
         if out.exists() or out.with_suffix(".partial.jsonl").exists():
             return py("verify", "--resume", str(out), *tail)
@@ -437,52 +438,101 @@ class GpuRun:
             detail += f"; workers of GPUs {failed} failed"
         return not failed and bool(doc.get("complete")), detail
 
-    def _env_verify(self, pkg: str) -> tuple[bool, str]:
-        """``pkg``'s variants (the selection's, in its own folder) verified like the others, and their
-        properties; the rows joined into verify.json."""
+    def _envs(self, envs: dict[str, str]) -> bool:
+        """The packages in folders of their own (``--own-env``), all at once: their verifications side by side,
+        each with its share of the cores, and their warm-ups in one runner, one per core, each in its package's
+        environment; then each package's properties, and its rows joined into verify.json as its verification
+        ends. One after another, after the main verification, they took 453 s of the fresh one-GPU H200 run
+        (2026-11-28, ``reports/gpu/h200-2026-11-28-fresh-run/``) with cores idle: FlashQLA's were four processes
+        compiling TileLang kernels for 81-157 s each on 16 cores. Phase ``envs`` is their wall time; each
+        ``env-<pkg>`` its own, from the common start to its end."""
+        todo = [pkg for pkg in envs if self.state.phase(f"env-{pkg}").status != "done"]
+        if not todo:
+            return True
+        ph = self.state.phase("envs")
+        ph.status, t0 = "running", time.time()
+        self.state.save()
+        selected = [pkg for pkg in todo if "verify" in self.opt.phases and self._env_selected(pkg)]
+        say(f"envs: {', '.join(todo)} side by side" if len(todo) > 1 else f"envs: {todo[0]}")
+        warm = self._envs_warm(selected)
+        jobs = self.opt.jobs or max(2, (os.cpu_count() or 2) // max(1, len(selected)))
+        started = {pkg: self._env_verify_start(pkg, jobs) if pkg in selected else None for pkg in todo}
+        ok = True
+        while started:
+            for pkg, proc in list(started.items()):
+                if proc is not None and self.procs.poll(proc) is None:
+                    continue
+                del started[pkg]
+                sub = self.state.phase(f"env-{pkg}")
+                try:
+                    good, detail = self._env_verify_end(pkg, proc) if pkg in selected else (True, "not selected")
+                except Exception as exc:  # noqa: BLE001 - one folder failing must not lose the others
+                    good, detail = False, f"{type(exc).__name__}: {exc}"
+                sub.seconds += time.time() - t0
+                sub.status, sub.detail = ("done" if good else "failed"), detail
+                self.state.save()
+                say(f"env-{pkg}: {sub.status} after {time.time() - t0:.0f} s: {detail}")
+                ok &= good
+            if started:
+                time.sleep(1)
+        if warm is not None:  # the bench finds their choices
+            warm.join()
+        ph.seconds += time.time() - t0
+        ph.status = "done" if ok else "failed"
+        ph.detail = f"{len(todo)} folder{'s' if len(todo) > 1 else ''} side by side: {', '.join(todo)}"
+        self.state.save()
+        say(f"envs: {ph.status} in {time.time() - t0:.0f} s")
+        return ok
+
+    def _env_verify_start(self, pkg: str, jobs: int):
+        """``pkg``'s verification (the selection's variants, in its folder), started with ``jobs`` workers; None
+        when an earlier run completed it."""
+        part = self.work / f"verify-env-{pkg}.json"
+        if complete(part):
+            return None
+        cmd = self._verify_cmd(part, variants=self._env_variants(pkg), jobs=jobs)
+        return self.procs.start(f"verify-{pkg}", cmd, {**untimed_env(), **self._env_of(pkg)})
+
+    def _env_verify_end(self, pkg: str, proc) -> tuple[bool, str]:
+        """After ``pkg``'s verification: its properties, and its rows joined into verify.json."""
         from .verify_merge import join_verify
 
         glob = self._env_globs()[pkg]
-        if "verify" not in self.opt.phases or not self._env_selected(pkg):
-            return True, "not selected"
-        env = {**untimed_env(), **self._env_of(pkg)}
         part = self.work / f"verify-env-{pkg}.json"
-        # its Triton warm-ups at the bench shapes beside its verification, as the main environment's side
-        # tasks (the first serving run, H100 2026-11-27: rwkv-fla's bench took 471 s for 49 rows, up to
-        # 100 s a row of autotuning in the bench's one process)
-        warm = self._env_warm(pkg)
         rc = 0
-        if not complete(part):
-            p = self.procs.start(f"verify-{pkg}", self._verify_cmd(part, variants=self._env_variants(pkg)), env)
-            rc = self.procs.wait(p)
-            self.state.add_cpu("verify", p.cpu_s)
-        if warm is not None:
-            warm.join()
+        if proc is not None:
+            rc = self.procs.wait(proc)
+            self.state.add_cpu("verify", proc.cpu_s)
         if rc not in (0, 1, 3) or not complete(part):
             return False, f"verify exited with {rc}: " + tail(self.procs.logs / f"verify-{pkg}.log", 3)
         if "side" in self.opt.phases:  # its properties, as the side tasks do for the main environment's
             props = self.work / f"props-env-{pkg}.json"
             p = self.procs.start(f"props-{pkg}", py("properties", *self._env_variant_args(pkg), "--dtype", "bf16",
-                                                     "--dtype", "fp32", "--output", str(props)), env)
+                                                     "--dtype", "fp32", "--output", str(props)),
+                                 {**untimed_env(), **self._env_of(pkg)})
             self.procs.wait(p)
         self._variant_times(part)
-        join_verify(self.verify, part)
+        join_verify(self.verify, part)  # one folder at a time: the loop of ``_envs`` runs them in turn
         doc = json.loads(self.verify.read_text())
         mine = collections.Counter(r["status"] for r in doc.get("results", []) if fnmatch(r["variant"], glob))
         return True, f"{pkg} ({dict(self.opt.own_envs)[pkg]}): " + ", ".join(f"{n} {s}" for s, n in sorted(mine.items()))
 
-    def _env_warm(self, pkg: str) -> threading.Thread | None:
-        """``pkg``'s warm-ups (``bench --warm-only`` in its folder's environment, one per core), started in a
-        thread; None when the run times nothing or they are all done."""
+    def _envs_warm(self, pkgs: list[str]) -> threading.Thread | None:
+        """The warm-ups (``bench --warm-only``) of the packages ``pkgs``, each task in its package's folder's
+        environment, in one runner started in a thread, one per core (its Triton warm-ups at the bench shapes
+        beside its verification, as the main environment's side tasks: on the first serving run, H100
+        2026-11-27, rwkv-fla's bench took 471 s for 49 rows, up to 100 s a row of autotuning in the bench's one
+        process); None when the run times nothing or they are all done."""
         if not self.ngpu or "bench" not in self.opt.phases:
             return None
-        tasks = side_tasks(self, ggml=False, variants=self._env_selected(pkg))
+        tasks = [(*t, self._env_of(pkg)) for pkg in pkgs
+                 for t in side_tasks(self, ggml=False, variants=self._env_selected(pkg))]
         if not tasks:
             return None
         slots = self.opt.side_jobs or (os.cpu_count() or 2)
-        say(f"env-{pkg}: {len(tasks)} warm-up processes beside its verification, {slots} at a time")
-        t = threading.Thread(target=run_side, args=(self, tasks, slots, threading.Event(), collections.Counter(),
-                                                    self._env_of(pkg)), daemon=True)
+        say(f"envs: {len(tasks)} warm-up processes beside their verification, {slots} at a time")
+        t = threading.Thread(target=run_side, args=(self, tasks, slots, threading.Event(), collections.Counter()),
+                             daemon=True)
         t.start()
         return t
 

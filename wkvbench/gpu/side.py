@@ -21,7 +21,7 @@ from ..run.procs import complete, py, say, tail, untimed_env
 def side_tasks(run, ggml: bool, variants: list | None = None) -> list[tuple[str, list[str], str]]:
     """(name, command, variant) of the warm-up and properties processes of ``run`` (a ``GpuRun``),
     slowest first. ``variants``: those of a package in a folder of its own (``--own-env``), whose
-    warm-ups alone are returned (its properties run after its verification, ``GpuRun._env_verify``)."""
+    warm-ups alone are returned (its properties run after its verification, ``GpuRun._env_verify_end``)."""
     from ..run.units import cost_rank
 
     tasks = []
@@ -65,8 +65,8 @@ def run_side(run, tasks, slots: int, stop: threading.Event, counts: collections.
              env: dict[str, str] | None = None) -> None:
     """Run the side tasks, ``slots`` at a time, each on the GPU that runs the fewest of them (a box of
     several GPUs: on the first box of two H200s, 2026-11-26, every warm-up autotuned on GPU 0 while GPU 1
-    idled); per-variant seconds and CPU seconds into run.json. ``env``: added to every task's environment
-    (a package's own folder on ``PYTHONPATH``)."""
+    idled); per-variant seconds and CPU seconds into run.json. ``env``: added to every task's environment;
+    a task may carry a fourth item, its own additions (a package's own folder on ``PYTHONPATH``)."""
     from ..run.isolate import gpu_of
 
     ngpu, env_extra = run.ngpu, env
@@ -74,8 +74,8 @@ def run_side(run, tasks, slots: int, stop: threading.Event, counts: collections.
     running: list[tuple[str, subprocess.Popen, float, str, int]] = []
     while (queue or running) and not stop.is_set():
         while queue and len(running) < slots:
-            name, cmd, variant = queue.pop(0)
-            env = {"OMP_NUM_THREADS": "1", **untimed_env(), **(env_extra or {})}
+            name, cmd, variant, *own = queue.pop(0)
+            env = {"OMP_NUM_THREADS": "1", **untimed_env(), **(env_extra or {}), **(own[0] if own else {})}
             gpu = 0
             if ngpu > 1:
                 load = collections.Counter(g for *_, g in running)

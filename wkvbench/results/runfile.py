@@ -78,7 +78,7 @@ class State:
         with self.lock:
             doc = {"schema": SCHEMA, "complete": complete, "provenance": self.provenance, "options": self.options,
                    "started_at": self.started_at, "runs": self.runs, "install_s": self.install_s,
-                   "wall_s": round(sum(p.seconds for p in self.phases.values() if p.name in SERIAL)
+                   "wall_s": round(sum(p.seconds for p in self.phases.values() if serial(p.name))
                                    + (self.install_s or 0.0), 1),
                    "phases": {k: {"status": p.status, "seconds": round(p.seconds, 1), "detail": p.detail}
                               for k, p in self.phases.items()},
@@ -89,13 +89,25 @@ class State:
 
 
 # phases on the critical path, one after the other (the wall time is their sum plus the install);
-# "side" and "ggml" run beside "verify" and are reported, not added; "stability" (asked for with
-# --stability; "stability-ggml" on ggml's rows) is a check of the timing engine after the evidence, reported
-# apart; "ggml-wait": how long ggml's build outlasted the bench
-SERIAL = ("verify", "bench", "ggml-wait", "ggml-verify", "ggml-bench", "asv", "report")
+# "side" and "ggml" run beside "verify" and are reported, not added; "envs" is the own folders' packages side
+# by side (each "env-<pkg>" is reported, not added), "env-bench-<pkg>" one of their benches; "stability" (asked
+# for with --stability; "stability-ggml" on ggml's rows) is a check of the timing engine after the evidence,
+# reported apart; "ggml-wait": how long ggml's build outlasted the bench
+SERIAL = ("verify", "envs", "bench", "ggml-wait", "ggml-verify", "ggml-bench", "asv", "report")
 NOTE = {"side": " (beside verify)", "ggml": " (beside verify)", "stability": " (a check after the bench)",
         "stability-ggml": " (a check after ggml-bench)",
         "ggml-wait": " (the build outlasting the bench)"}
+
+
+def serial(name: str) -> bool:
+    """Whether phase ``name`` adds to the run's wall time (before 2026-11-28 the own folders' phases did not
+    count: the fresh H200 run's ``wall_s`` left out their 453 s)."""
+    return name in SERIAL or name.startswith("env-bench-")
+
+
+def note(name: str) -> str:
+    return " (beside the other folders)" if name.startswith("env-") and not name.startswith("env-bench-") \
+        else NOTE.get(name, "")
 
 
 def print_breakdown(st: State) -> None:
@@ -112,7 +124,7 @@ def print_breakdown(st: State) -> None:
     if st.install_s is not None:
         t.add_row("install", f"{st.install_s:.0f}", "done", "nox: virtualenv and packages")
     for p in st.phases.values():
-        t.add_row(p.name + NOTE.get(p.name, ""), f"{p.seconds:.0f}", p.status, p.detail)
+        t.add_row(p.name + note(p.name), f"{p.seconds:.0f}", p.status, p.detail)
     con.print(t)
     top = sorted(st.variant_seconds.items(), key=lambda kv: -sum(kv[1].values()))[:12]
     v = Table(title="slowest variants (worker seconds, summed over processes run side by side)")
