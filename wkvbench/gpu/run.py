@@ -299,6 +299,12 @@ class GpuRun:
         ph.status, t0 = "running", time.time()
         self.state.save()
         say(f"{name}: start")
+        return self._ended(name, fn, t0)
+
+    def _ended(self, name: str, fn, t0: float) -> bool:
+        """``fn()`` -> (ok, detail) as the end of phase ``name``, begun at ``t0``: its seconds, status and detail
+        into run.json (an exception is the phase's failure, never the run's)."""
+        ph = self.state.phase(name)
         try:
             ok, detail = fn()
         except Exception as exc:  # noqa: BLE001 - one phase failing must not lose the others
@@ -463,16 +469,8 @@ class GpuRun:
                 if proc is not None and self.procs.poll(proc) is None:
                     continue
                 del started[pkg]
-                sub = self.state.phase(f"env-{pkg}")
-                try:
-                    good, detail = self._env_verify_end(pkg, proc) if pkg in selected else (True, "not selected")
-                except Exception as exc:  # noqa: BLE001 - one folder failing must not lose the others
-                    good, detail = False, f"{type(exc).__name__}: {exc}"
-                sub.seconds += time.time() - t0
-                sub.status, sub.detail = ("done" if good else "failed"), detail
-                self.state.save()
-                say(f"env-{pkg}: {sub.status} after {time.time() - t0:.0f} s: {detail}")
-                ok &= good
+                ok &= self._ended(f"env-{pkg}", lambda pkg=pkg, proc=proc: self._env_verify_end(pkg, proc)
+                                  if pkg in selected else (True, "not selected"), t0)  # from the common start
             if started:
                 time.sleep(1)
         if warm is not None:  # the bench finds their choices
