@@ -167,6 +167,19 @@ def test_a_choice_says_whether_it_came_from_tritons_on_disk_cache(fresh, tmp_pat
     assert Autotuner.check_disk_cache is check_disk_cache  # Triton's own again
 
 
+def test_a_cache_cleared_on_every_call_is_recorded_once(fresh, tmp_path):
+    """rwkv-ops clears its autotuners' caches on each call: a seeded key is looked up again each time, and
+    recorded once."""
+    path = _seed_file(tmp_path, "", "")
+    tuned.install(record=tmp_path / "rec", seeds=path)
+    t = _timed_tuner(_KeyedKernel(), _bench_counting([]))
+    for _ in range(3):
+        t.run(None, 7)
+        t.cache.clear()
+    assert [r["from"] for r in _records(tmp_path / "rec")] == ["seeded"]
+    assert tuned.summary()["seeded"] == 1
+
+
 def test_merge_prefers_a_benchmark_then_the_disk_then_a_seed(tmp_path):
     line = {"package": "p 1", "kernel": "k", "config": "BLOCK: 32"}
     (tmp_path / "autotune-1.jsonl").write_text("".join(json.dumps({**line, **x}) + "\n" for x in (

@@ -116,12 +116,21 @@ class SeededCache(dict):
         _note(self, key, cfg, getattr(self.tuner, "_wkv_origin", None) or TUNED)
 
 
+_NOTED: set[tuple[str, str, str, str, str]] = set()  # what this process has recorded already
+
+
 def _note(cache: SeededCache, key, cfg, origin: str) -> None:
+    """One line per choice and origin in a process: rwkv-ops 0.11.3 clears its ``gdn_chunk`` kernels' caches on
+    every call (its workaround for bf16 NaNs), and the fresh H200 run's bench stored each of their keys about
+    210 times, one line each."""
+    entry = (cache.package, cache.kernel, key_text(key), str(cfg), origin)
+    if entry in _NOTED:
+        return
+    _NOTED.add(entry)
     SEEN[origin] += 1
     if _RECORD is None:
         return
-    line = json.dumps({"package": cache.package, "kernel": cache.kernel, "key": key_text(key),
-                       "config": str(cfg), "from": origin})
+    line = json.dumps(dict(zip(("package", "kernel", "key", "config", "from"), entry)))
     try:
         with open(_RECORD / f"autotune-{os.getpid()}.jsonl", "a") as f:
             f.write(line + "\n")
@@ -203,6 +212,7 @@ def uninstall() -> None:
             _ORIGINAL_DISK = None
     _RECORD = None
     _SEEDS.clear()
+    _NOTED.clear()
     SEEN.update(dict.fromkeys(SEEN, 0))
 
 
