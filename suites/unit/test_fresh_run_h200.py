@@ -24,7 +24,7 @@ def run():
 
 @pytest.fixture(scope="module")
 def bench():
-    return json.loads(read_text(SET / "diagnostics" / "bench-rows-before-the-stop.json"))
+    return json.loads(read_text(SET / "diagnostics" / "bench.json.gz"))
 
 
 def test_the_phases_of_the_breakdown(run):
@@ -57,13 +57,13 @@ def test_the_whole_verification_is_there_with_its_known_failures():
 def test_the_bench_spent_its_timing_on_first_calls(bench):
     rows = bench["rows"]
     ok = [r for r in rows if r["status"] == "OK"]
-    assert len(rows) == 234 and len(ok) == 98 and bench["planned_rows"] == 651
+    assert len(rows) == 233 and len(ok) == 97 and not bench["complete"]
     assert round(sum(r["compile_s"] for r in ok)) == 262 and round(sum(r["phase_s"]["timing"] for r in ok)) == 305
     fp16 = [r["compile_s"] for r in ok if r["variant"] == "gdn.fla.chunk" and r["dtype"] == "fp16"]
     bf16 = [r["compile_s"] for r in ok if r["variant"] == "gdn.fla.chunk" and r["dtype"] == "bf16"]
     assert min(fp16) > 11.8 and max(fp16) < 34.1 and min(bf16) > 0.6 and max(bf16) < 4.1
     assert bench["autotune"] == {"seeds": 89, "tuned": 1920, "seeded": 22}
-    assert all(r["at_size"] == "PASS" for r in ok)
+    assert all(r["at_size"]["status"] == "PASS" for r in ok)
 
 
 def test_the_run_record_seeds_the_machine_with_no_choice_changed():
