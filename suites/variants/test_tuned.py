@@ -167,6 +167,33 @@ def test_a_choice_says_whether_it_came_from_tritons_on_disk_cache(fresh, tmp_pat
     assert Autotuner.check_disk_cache is check_disk_cache  # Triton's own again
 
 
+def test_a_disk_lookup_records_what_tritons_disk_key_was_made_of(fresh, tmp_path, monkeypatch):
+    """Where two processes of one run could not share Triton's files, their records show which part of the
+    key differed (``part_differences``). The parts need a GPU target; here they are given, and on this
+    machine ``key_parts`` itself says none."""
+    from triton.runtime.autotuner import Autotuner
+
+    assert tuned.key_parts(_timed_tuner(_KeyedKernel(), _bench_counting([]))) is None  # no GPU target here
+
+    def check_disk_cache(self, tuning_key, configs, bench_fn):
+        bench_fn()
+        return False
+
+    monkeypatch.setattr(Autotuner, "check_disk_cache", check_disk_cache)
+    for n, backend in enumerate(("12.9-90", "13.0-90")):  # two processes, two ptxas versions
+        monkeypatch.setattr(tuned, "key_parts", lambda tuner, b=backend: {"backend": b, "source": "s1"})
+        tuned.install(record=tmp_path)
+        t = _timed_tuner(_KeyedKernel(), _bench_counting([]))
+        t.cache_results = True
+        t.run(None, 7)
+        (tmp_path / f"autotune-{os.getpid()}.jsonl").rename(tmp_path / f"autotune-p{n}.jsonl")
+        tuned.uninstall()
+    recs = _records(tmp_path)
+    assert [r["parts"]["backend"] for r in recs] == ["12.9-90", "13.0-90"] and all(r["from"] == "tuned" for r in recs)
+    assert tuned.part_differences(tmp_path) == {"backend": 1}
+    assert tuned.gather(tmp_path)[recs[0]["package"]][recs[0]["kernel"]]["[7]"]["from"] == "tuned"
+
+
 def test_a_cache_cleared_on_every_call_is_recorded_once(fresh, tmp_path):
     """rwkv-ops clears its autotuners' caches on each call: a seeded key is looked up again each time, and
     recorded once."""
@@ -301,15 +328,22 @@ def test_the_run_points_its_processes_at_the_record_and_the_seeds(tmp_path, monk
         {"package": "p 1", "kernel": "k", "key": "[7]", "config": "BLOCK: 32", "from": "seeded"}) + "\n")
     run._autotune_merge()
     assert json.loads((tmp_path / "set" / "autotune.json").read_text())["counts"] == {"tuned": 0, "disk": 0, "seeded": 1}
-    assert run.state.autotune["seeded"] == 1
+    assert run.state.autotune["seeded"] == 1 and "disk_key_differs" not in run.state.autotune
+    for pid, source in ((8, "a"), (9, "b")):  # one choice under two disk keys: the run says which part differed
+        (run.work / "autotune" / f"autotune-{pid}.jsonl").write_text(json.dumps(
+            {"package": "p 1", "kernel": "k", "key": "[3]", "config": "BLOCK: 32", "from": "tuned",
+             "parts": {"source": source, "env": "e"}}) + "\n")
+    run._autotune_merge()
+    assert run.state.autotune["disk_key_differs"] == {"source": 1}
     # before the bench: its seeds are the run's with the run's own choices laid over them
     (run.work / "autotune" / "autotune-6.jsonl").write_text(json.dumps(
         {"package": "p 1", "kernel": "k", "key": "[9]", "config": "BLOCK: 64", "from": "tuned"}) + "\n")
     run._bench_seeds()
     assert os.environ[tuned.ENV_SEEDS] == str((run.work / run.BENCH_SEEDS).resolve())
     assert tuned.load_seeds(run.work / run.BENCH_SEEDS) == {("p 1", "k", "[7]"): "BLOCK: 32",
+                                                            ("p 1", "k", "[3]"): "BLOCK: 32",
                                                             ("p 1", "k", "[9]"): "BLOCK: 64"}
-    assert run.state.autotune["bench_seeds"] == 2
+    assert run.state.autotune["bench_seeds"] == 3
     run2 = GpuRun(Options(out=tmp_path / "set2", autotune="tune"))
     (run2.work / run2.SEEDS).write_text("{}")
     run2._autotune_record()

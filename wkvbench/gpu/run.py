@@ -287,6 +287,11 @@ class GpuRun:
             return
         doc = tuned.merge(rec, self.opt.out / "autotune.json", machine=machine_slug(self.state.provenance))
         self.state.autotune = {**self.state.autotune, **doc["counts"]}
+        differs = tuned.part_differences(rec)
+        if differs:  # processes of one run that could not share Triton's files: which part of its key differed
+            self.state.autotune["disk_key_differs"] = differs
+            say(f"autotune: processes of this run recorded one choice under different Triton disk keys ({differs}): "
+                "they could not share Triton's on-disk caches (run/tuned.py, key_parts)")
 
     def _phase(self, name: str, fn, again: bool = False) -> bool:
         """Run one serial phase unless a previous run finished it (or ``again``); time it into run.json."""

@@ -130,7 +130,9 @@ def _note(cache: SeededCache, key, cfg, origin: str) -> None:
     SEEN[origin] += 1
     if _RECORD is None:
         return
-    line = json.dumps(dict(zip(("package", "kernel", "key", "config", "from"), entry)))
+    record = dict(zip(("package", "kernel", "key", "config", "from"), entry))
+    parts = getattr(cache.tuner, "_wkv_parts", None) if origin != SEEDED else None
+    line = json.dumps({**record, "parts": parts} if parts else record)
     try:
         with open(_RECORD / f"autotune-{os.getpid()}.jsonl", "a") as f:
             f.write(line + "\n")
@@ -146,16 +148,65 @@ def _seeded_run(self, *args, **kwargs):
 
 def _disk_checked(self, tuning_key, configs, bench_fn):
     """``Autotuner.check_disk_cache``, telling the cache where what it stores comes from: Triton's file
-    (a hit stores it here directly) or a benchmark (a miss runs ``bench_fn``, which stores it)."""
+    (a hit stores it here directly) or a benchmark (a miss runs ``bench_fn``, which stores it); and noting
+    what the file's name is made of (``key_parts``), so that two processes' records show which part
+    differed where one missed what the other had stored."""
     def bench():
         self._wkv_origin = TUNED
         return bench_fn()
 
     self._wkv_origin = DISK
+    self._wkv_parts = key_parts(self)
     try:
         return _ORIGINAL_DISK(self, tuning_key, configs, bench)
     finally:
         self._wkv_origin = None
+
+
+def key_parts(tuner) -> dict[str, str] | None:
+    """Short digests of what Triton's on-disk autotune key holds besides the tuning key and the configurations
+    (``Autotuner.check_disk_cache``, triton 3.6): Triton's own build, the backend (ptxas version and GPU
+    architecture), the kernel's source with its dependencies, and the environment variables Triton's caches
+    depend on. None where they cannot be read (no GPU target: a CPU machine)."""
+    import hashlib
+
+    def short(text: str) -> str:
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+    try:
+        from triton._C.libtriton import get_cache_invalidating_env_vars
+        from triton.compiler.compiler import make_backend
+        from triton.runtime.cache import triton_key
+        from triton.runtime.driver import driver
+        from triton.runtime.jit import JITFunction
+
+        fn = tuner.fn
+        while not isinstance(fn, JITFunction):
+            fn = fn.fn
+        return {"triton": short(triton_key()), "backend": make_backend(driver.active.get_current_target()).hash(),
+                "source": short(fn.cache_key), "env": short(str(sorted(get_cache_invalidating_env_vars().items())))}
+    except Exception:  # noqa: BLE001 - a diagnostic: never in the way of the call
+        return None
+
+
+def part_differences(folder: str | os.PathLike) -> dict[str, int]:
+    """Per part of Triton's disk key (``key_parts``), how many choices the processes under ``folder`` recorded
+    with more than one value of it: where the bench missed the warm-ups' files, the part that differed."""
+    seen: dict[tuple[str, str, str], dict[str, set]] = {}
+    for f in sorted(Path(folder).glob("autotune-*.jsonl")):
+        for line in f.read_text().splitlines():
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            for part, value in (r.get("parts") or {}).items():
+                seen.setdefault((r["package"], r["kernel"], r["key"]), {}).setdefault(part, set()).add(value)
+    counts: dict[str, int] = {}
+    for parts in seen.values():
+        for part, values in parts.items():
+            if len(values) > 1:
+                counts[part] = counts.get(part, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def install(record: str | os.PathLike | None = None, seeds: str | os.PathLike | None = None) -> bool:
