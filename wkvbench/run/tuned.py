@@ -193,14 +193,9 @@ def part_differences(folder: str | os.PathLike) -> dict[str, int]:
     """Per part of Triton's disk key (``key_parts``), how many choices the processes under ``folder`` recorded
     with more than one value of it: where the bench missed the warm-ups' files, the part that differed."""
     seen: dict[tuple[str, str, str], dict[str, set]] = {}
-    for f in sorted(Path(folder).glob("autotune-*.jsonl")):
-        for line in f.read_text().splitlines():
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue
-            for part, value in (r.get("parts") or {}).items():
-                seen.setdefault((r["package"], r["kernel"], r["key"]), {}).setdefault(part, set()).add(value)
+    for r in _lines(folder):
+        for part, value in (r.get("parts") or {}).items():
+            seen.setdefault((r["package"], r["kernel"], r["key"]), {}).setdefault(part, set()).add(value)
     counts: dict[str, int] = {}
     for parts in seen.values():
         for part, values in parts.items():
@@ -286,20 +281,25 @@ def load_seeds(path: str | os.PathLike) -> dict[tuple[str, str, str], str]:
     return choices(read_record(path))
 
 
+def _lines(folder: str | os.PathLike):
+    """Every line of the process records under ``folder``, parsed; a line cut by a killed process is left out."""
+    for f in sorted(Path(folder).glob("autotune-*.jsonl")):
+        for line in f.read_text().splitlines():
+            try:
+                yield json.loads(line)
+            except ValueError:
+                continue
+
+
 def gather(folder: str | os.PathLike) -> dict[str, dict[str, dict[str, dict[str, str]]]]:
     """The process records under ``folder``: package -> kernel -> key -> ``{"config", "from"}``, sorted; where
     several processes made one choice, the most direct origin (tuned, then disk, then seeded)."""
     found: dict[str, dict[str, dict[str, dict[str, str]]]] = {}
-    for f in sorted(Path(folder).glob("autotune-*.jsonl")):
-        for line in f.read_text().splitlines():
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue  # a line cut by a killed process
-            slot = found.setdefault(r["package"], {}).setdefault(r["kernel"], {})
-            old = slot.get(r["key"])
-            if old is None or RANK.get(r["from"], 0) > RANK.get(old["from"], 0):
-                slot[r["key"]] = {"config": r["config"], "from": r["from"]}
+    for r in _lines(folder):
+        slot = found.setdefault(r["package"], {}).setdefault(r["kernel"], {})
+        old = slot.get(r["key"])
+        if old is None or RANK.get(r["from"], 0) > RANK.get(old["from"], 0):
+            slot[r["key"]] = {"config": r["config"], "from": r["from"]}
     return {p: {k: dict(sorted(keys.items())) for k, keys in sorted(ks.items())} for p, ks in sorted(found.items())}
 
 
@@ -325,8 +325,7 @@ def seed_file(out: str | os.PathLike, folder: str | os.PathLike, base: str | os.
     """The seeds of a run's bench: the record ``base`` (the run's own seeds; None: none) with every choice
     the run's processes have recorded under ``folder`` so far laid over it (a choice made in this run wins
     over an older one), written to ``out`` as a record. Returns how many choices it holds."""
-    found = read_record(base)["choices"] if base is not None and Path(base).is_file() else {}
-    found = json.loads(json.dumps(found))  # a copy to lay over
+    found = read_record(base)["choices"] if base is not None and Path(base).is_file() else {}  # read afresh
     for pkg, kernels in gather(folder).items():
         for kernel, keys in kernels.items():
             found.setdefault(pkg, {}).setdefault(kernel, {}).update(keys)
