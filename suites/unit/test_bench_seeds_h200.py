@@ -57,7 +57,7 @@ def test_the_breakdown_fresh_and_warm(fresh, warm):
 
 
 def test_the_bench_benchmarked_nothing_its_warm_ups_tuned(fresh, warm):
-    (rf, bf), (rw, bw) = fresh, warm
+    (rf, bf), (_, bw) = fresh, warm
     assert bf["autotune"] == {"seeds": 89, "tuned": 0, "disk": 0, "seeded": 89}
     assert rf["autotune"]["bench_seeds"] == 89 and "disk_key_differs" not in rf["autotune"]
     assert bw["autotune"] == {"seeds": 0, "tuned": 0, "disk": 89, "seeded": 0}
@@ -102,3 +102,40 @@ def test_the_five_repeats_are_within_the_targets():
     assert (worst["variant"], worst["shape_set"], round(abs(worst["vs_bench"] - 1), 3)) == (
         "wkv6.fla.fused_recurrent", "quick", 0.049)
     assert _load("run-warm.json.gz")["phases"]["stability"]["seconds"] == 192.1
+
+
+def test_the_record_names_the_keys_chosen_twice_and_keeps_what_the_bench_ran(tmp_path, fresh):
+    """The fresh run's process records, gathered again as ``wkvbench gpu`` now does: the 5 keys two processes
+    chose differently carry their ``others``, and the kept choice of rwkv6's recurrent kernel is the 8 warps
+    the seeded bench ran."""
+    per = defaultdict(list)
+    for x in gzip.open(DIAG / "autotune-records-fresh.jsonl.gz", "rt"):
+        rec = json.loads(x)
+        per[rec.pop("process")].append(json.dumps(rec))
+    for proc, lines in per.items():
+        (tmp_path / f"{proc}.jsonl").write_text("\n".join(lines) + "\n")
+    doc = tuned.merge(tmp_path, tmp_path / "autotune.json")
+    assert tuned.chosen_differently(doc) == 5 and doc["counts"] == {"tuned": 89, "disk": 0, "seeded": 0}
+    assert tuned.load_seeds(tmp_path / "autotune.json") == tuned.load_seeds(SET / "autotune.json")
+    rwkv6 = doc["choices"]["fla-core 0.6.0"]["fla.ops.rwkv6.fused_recurrent.fused_recurrent_rwkv6_fwd_kernel"]
+    twice = [e for e in rwkv6.values() if e.get("others")]
+    assert len(twice) == 1 and twice[0]["config"].startswith("num_warps: 8")
+    assert [o[:12] for o in twice[0]["others"]] == ["num_warps: 2"]
+    ran = {r["autotune"]["fused_recurrent_rwkv6_fwd_kernel"] for r in _ok(fresh[1])  # decode's h0: another key
+           if r["variant"] == "wkv6.fla.fused_recurrent" and r["shape_set"] in ("quick", "long", "prefill")}
+    assert ran == {twice[0]["config"]}
+
+
+def test_the_console_says_how_many_keys_were_chosen_differently(tmp_path, capsys):
+    from wkvbench.results.runfile import State, print_breakdown
+
+    path = tmp_path / "run.json"
+    path.write_text(read_text(DIAG / "run-fresh.json.gz"))
+    st = State.load(path)
+    print_breakdown(st)
+    assert "chosen differently" not in capsys.readouterr().out  # the run itself predates the count
+    st.autotune["chosen_differently"] = 5
+    print_breakdown(st)
+    out = " ".join(capsys.readouterr().out.split())
+    assert "autotune choices: 89 tuned on this box, 0 taken from no record; 5 keys chosen differently" in out
+    assert 'lists the "others"' in out

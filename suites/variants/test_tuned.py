@@ -334,7 +334,14 @@ def test_the_run_points_its_processes_at_the_record_and_the_seeds(tmp_path, monk
             {"package": "p 1", "kernel": "k", "key": "[3]", "config": "BLOCK: 32", "from": "tuned",
              "parts": {"source": source, "env": "e"}}) + "\n")
     run._autotune_merge()
-    assert run.state.autotune["disk_key_differs"] == {"source": 1}
+    assert run.state.autotune["disk_key_differs"] == {"source": 1} and "chosen_differently" not in run.state.autotune
+    (run.work / "autotune" / "autotune-10.jsonl").write_text(json.dumps(  # another process, another choice
+        {"package": "p 1", "kernel": "k", "key": "[3]", "config": "BLOCK: 16", "from": "tuned"}) + "\n")
+    run._autotune_merge()
+    assert run.state.autotune["chosen_differently"] == 1
+    (run.work / "autotune" / "autotune-10.jsonl").unlink()
+    run._autotune_merge()  # merged again (a resumed run): the count is the record's, not an earlier merge's
+    assert "chosen_differently" not in run.state.autotune and run.state.autotune["disk_key_differs"] == {"source": 1}
     # before the bench: its seeds are the run's with the run's own choices laid over them
     (run.work / "autotune" / "autotune-6.jsonl").write_text(json.dumps(
         {"package": "p 1", "kernel": "k", "key": "[9]", "config": "BLOCK: 64", "from": "tuned"}) + "\n")
@@ -366,3 +373,29 @@ def test_the_compare_command_exits_by_whether_shared_keys_agree(tmp_path, capsys
     (tmp_path / "bad").write_text("{}")
     assert tuned.main([a, str(tmp_path / "bad")]) == 2
     assert "not an autotune record" in " ".join(capsys.readouterr().out.split())  # the console may wrap it
+
+
+def test_processes_that_chose_differently_are_kept_in_the_record(tmp_path):
+    """Autotuners benchmarking beside each other on a busy box do not always agree: ``gather`` keeps one
+    choice (the most direct origin, then the first file) and lists the others, ``chosen_differently`` counts
+    such keys, and seeding reads only the kept one."""
+    line = {"package": "p 1", "kernel": "k"}
+    (tmp_path / "autotune-1.jsonl").write_text("".join(json.dumps({**line, **x}) + "\n" for x in (
+        {"key": "[1]", "config": "BLOCK: 32", "from": "tuned"}, {"key": "[2]", "config": "BLOCK: 16", "from": "tuned"})))
+    (tmp_path / "autotune-2.jsonl").write_text("".join(json.dumps({**line, **x}) + "\n" for x in (
+        {"key": "[1]", "config": "BLOCK: 64", "from": "tuned"}, {"key": "[2]", "config": "BLOCK: 16", "from": "disk"},
+        {"key": "[3]", "config": "BLOCK: 64", "from": "seeded"})))
+    (tmp_path / "autotune-3.jsonl").write_text(json.dumps(
+        {**line, "key": "[3]", "config": "BLOCK: 16", "from": "tuned"}) + "\n")
+    doc = tuned.merge(tmp_path, tmp_path / "autotune.json")
+    found = doc["choices"]["p 1"]["k"]
+    assert found == {"[1]": {"config": "BLOCK: 32", "from": "tuned", "others": ["BLOCK: 64"]},
+                     "[2]": {"config": "BLOCK: 16", "from": "tuned"},  # the same choice twice: nothing to list
+                     "[3]": {"config": "BLOCK: 16", "from": "tuned", "others": ["BLOCK: 64"]}}
+    assert tuned.chosen_differently(doc) == 2 and doc["counts"] == {"tuned": 3, "disk": 0, "seeded": 0}
+    assert tuned.load_seeds(tmp_path / "autotune.json") == {("p 1", "k", "[1]"): "BLOCK: 32",
+                                                            ("p 1", "k", "[2]"): "BLOCK: 16",
+                                                            ("p 1", "k", "[3]"): "BLOCK: 16"}
+    out = tmp_path / "bench-seeds.json"
+    tuned.seed_file(out, tmp_path)
+    assert tuned.load_seeds(out) == tuned.load_seeds(tmp_path / "autotune.json")  # the bench runs the kept one

@@ -286,7 +286,11 @@ class GpuRun:
         if not rec.is_dir() or not any(rec.glob("autotune-*.jsonl")):  # nothing autotuned (a CPU-only run)
             return
         doc = tuned.merge(rec, self.opt.out / "autotune.json", machine=machine_slug(self.state.provenance))
-        self.state.autotune = {**self.state.autotune, **doc["counts"]}
+        self.state.autotune = {k: v for k, v in self.state.autotune.items()  # counted afresh below
+                               if k not in ("chosen_differently", "disk_key_differs")} | doc["counts"]
+        twice = tuned.chosen_differently(doc)
+        if twice:  # autotune.json keeps one (the bench's seed) and lists the others beside it
+            self.state.autotune["chosen_differently"] = twice
         differs = tuned.part_differences(rec)
         if differs:  # processes of one run that could not share Triton's files: which part of its key differed
             self.state.autotune["disk_key_differs"] = differs

@@ -140,7 +140,9 @@ def print_breakdown(st: State) -> None:
         a = st.autotune
         seeds = f"{a['seeds']} recorded ones ({a.get('file')})" if a.get("seeds") else "no record"
         disk = f", {a['disk']} from Triton's on-disk cache" if a.get("disk") else ""
+        twice = (f"; {a['chosen_differently']} keys chosen differently by processes of this run (autotune.json "
+                 "keeps one, which seeded the bench, and lists the \"others\")") if a.get("chosen_differently") else ""
         con.print(f"autotune choices: {a.get('tuned', 0)} tuned on this box{disk}, {a.get('seeded', 0)} taken from "
-                  f"{seeds}", highlight=False)
+                  f"{seeds}{twice}", highlight=False)
     doc = json.loads(st.path.read_text())
     con.print(f"wall time {doc['wall_s']:.0f} s (install and serial phases); results in {st.path.parent}")

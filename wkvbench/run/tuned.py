@@ -291,16 +291,32 @@ def _lines(folder: str | os.PathLike):
                 continue
 
 
-def gather(folder: str | os.PathLike) -> dict[str, dict[str, dict[str, dict[str, str]]]]:
+def gather(folder: str | os.PathLike) -> dict[str, dict[str, dict[str, dict]]]:
     """The process records under ``folder``: package -> kernel -> key -> ``{"config", "from"}``, sorted; where
-    several processes made one choice, the most direct origin (tuned, then disk, then seeded)."""
-    found: dict[str, dict[str, dict[str, dict[str, str]]]] = {}
+    several processes made one choice, the most direct origin (tuned, then disk, then seeded). Where processes
+    chose differently for one key (autotuners benchmarking beside each other on a busy box: 5 of 89 keys on
+    the H200 of reports/gpu/h200-2026-11-28-bench-seeds/, and a kernel's rows 1.6x apart), the entry keeps one
+    and lists the others under ``"others"``: what ran is then the kept one, and a reader sees that it was
+    not the only answer."""
+    found: dict[str, dict[str, dict[str, dict]]] = {}
+    seen: dict[tuple[str, str, str], set[str]] = {}
     for r in _lines(folder):
         slot = found.setdefault(r["package"], {}).setdefault(r["kernel"], {})
         old = slot.get(r["key"])
+        seen.setdefault((r["package"], r["kernel"], r["key"]), set()).add(r["config"])
         if old is None or RANK.get(r["from"], 0) > RANK.get(old["from"], 0):
             slot[r["key"]] = {"config": r["config"], "from": r["from"]}
+    for (p, k, key), configs in seen.items():
+        if len(configs) > 1:
+            entry = found[p][k][key]
+            entry["others"] = sorted(configs - {entry["config"]})
     return {p: {k: dict(sorted(keys.items())) for k, keys in sorted(ks.items())} for p, ks in sorted(found.items())}
+
+
+def chosen_differently(doc: dict) -> int:
+    """How many keys of a record the run's processes chose differently for (entries with ``"others"``)."""
+    return sum(1 for kernels in doc["choices"].values() for keys in kernels.values()
+               for e in keys.values() if e.get("others"))
 
 
 def _document(found: dict, machine: str) -> dict:
