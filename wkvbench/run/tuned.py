@@ -295,9 +295,9 @@ def gather(folder: str | os.PathLike) -> dict[str, dict[str, dict[str, dict]]]:
     """The process records under ``folder``: package -> kernel -> key -> ``{"config", "from"}``, sorted; where
     several processes made one choice, the most direct origin (tuned, then disk, then seeded). Where processes
     chose differently for one key (autotuners benchmarking beside each other on a busy box: 5 of 89 keys on
-    the H200 of reports/gpu/h200-2026-11-28-bench-seeds/, and a kernel's rows 1.6x apart), the entry keeps one
-    and lists the others under ``"others"``: what ran is then the kept one, and a reader sees that it was
-    not the only answer."""
+    the H200 of reports/gpu/h200-2026-11-28-bench-seeds/, and a kernel's rows 1.6x apart), the entry keeps one,
+    which seeds the bench and later runs, and lists the others under ``"others"``: a reader sees that the
+    configuration a row ran was not the only answer."""
     found: dict[str, dict[str, dict[str, dict]]] = {}
     seen: dict[tuple[str, str, str], set[str]] = {}
     for r in _lines(folder):
