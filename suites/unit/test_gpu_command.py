@@ -508,17 +508,17 @@ def test_an_own_env_package_is_warmed_beside_its_verification_in_its_folder(monk
     run.ngpu, run.state.provenance = 1, {"gpu": {"name": "NVIDIA H100"}, "versions": {}}
     started = []
 
-    def fake_run_side(r, tasks, slots, stop, counts, env=None):
-        started.append((tasks, slots, env))
+    def fake_run_side(r, tasks, slots, stop, counts):
+        started.append((tasks, slots))
 
     monkeypatch.setattr(gpu_run, "run_side", fake_run_side)
     t = run._envs_warm(["rwkv-fla"])
     t.join()
-    (tasks, slots, env), = started
+    (tasks, slots), = started
     names = [n for n, *_ in tasks]
     assert names and all(n.startswith("warm-") and ".rwkvfla." in n for n in names), names
     assert {v for _, _, v, _ in tasks} >= {"wkv7.rwkvfla.chunk", "wkv6.rwkvfla.chunk"}
-    assert slots == 3 and env is None  # each task carries its package's environment
+    assert slots == 3  # each task carries its package's environment
     assert all(e["PYTHONPATH"].split(os.pathsep)[0] == str(folder) for *_, e in tasks)
     assert all("--warm-only" in cmd and "bf16" in cmd for _, cmd, _, _ in tasks)
     # a run that times nothing warms nothing
@@ -555,8 +555,8 @@ def test_an_own_env_package_is_warmed_beside_its_verification_in_its_folder(monk
                 pass
 
     monkeypatch.setattr(side.time, "sleep", lambda s: None)
-    side.run_side(FakeRun(), [("warm-x", ["x"], "v")], 1, threading.Event(), collections.Counter(),
-                  env={"PYTHONPATH": str(folder)})
+    side.run_side(FakeRun(), [("warm-x", ["x"], "v", {"PYTHONPATH": str(folder)})], 1, threading.Event(),
+                  collections.Counter())
     assert seen[0]["PYTHONPATH"] == str(folder) and seen[0]["OMP_NUM_THREADS"] == "1"
     side.run_side(FakeRun(), [("warm-y", ["y"], "v", {"PYTHONPATH": "task"})], 1, threading.Event(),
                   collections.Counter())

@@ -61,21 +61,20 @@ def warm_name(variant: str, dtype: str, group) -> str:
     return f"warm-{variant}-{dtype}-{len(group)}sets-{digest}"
 
 
-def run_side(run, tasks, slots: int, stop: threading.Event, counts: collections.Counter,
-             env: dict[str, str] | None = None) -> None:
+def run_side(run, tasks, slots: int, stop: threading.Event, counts: collections.Counter) -> None:
     """Run the side tasks, ``slots`` at a time, each on the GPU that runs the fewest of them (a box of
     several GPUs: on the first box of two H200s, 2026-11-26, every warm-up autotuned on GPU 0 while GPU 1
-    idled); per-variant seconds and CPU seconds into run.json. ``env``: added to every task's environment;
-    a task may carry a fourth item, its own additions (a package's own folder on ``PYTHONPATH``)."""
+    idled); per-variant seconds and CPU seconds into run.json. A task may carry a fourth item: what its
+    environment adds (a package's own folder on ``PYTHONPATH``)."""
     from ..run.isolate import gpu_of
 
-    ngpu, env_extra = run.ngpu, env
+    ngpu = run.ngpu
     queue = list(tasks)
     running: list[tuple[str, subprocess.Popen, float, str, int]] = []
     while (queue or running) and not stop.is_set():
         while queue and len(running) < slots:
             name, cmd, variant, *own = queue.pop(0)
-            env = {"OMP_NUM_THREADS": "1", **untimed_env(), **(env_extra or {}), **(own[0] if own else {})}
+            env = {"OMP_NUM_THREADS": "1", **untimed_env(), **(own[0] if own else {})}
             gpu = 0
             if ngpu > 1:
                 load = collections.Counter(g for *_, g in running)

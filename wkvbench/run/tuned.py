@@ -192,12 +192,12 @@ def key_parts(tuner) -> dict[str, str] | None:
 def part_differences(folder: str | os.PathLike) -> dict[str, int]:
     """Per part of Triton's disk key (``key_parts``), how many choices the processes under ``folder`` recorded
     with more than one value of it: where the bench missed the warm-ups' files, the part that differed."""
-    seen: dict[tuple[str, str, str], dict[str, set]] = {}
-    for r in _lines(folder):
-        for part, value in (r.get("parts") or {}).items():
-            seen.setdefault((r["package"], r["kernel"], r["key"]), {}).setdefault(part, set()).add(value)
     counts: dict[str, int] = {}
-    for parts in seen.values():
+    for lines in _grouped(folder).values():
+        parts: dict[str, set] = {}
+        for r in lines:
+            for part, value in (r.get("parts") or {}).items():
+                parts.setdefault(part, set()).add(value)
         for part, values in parts.items():
             if len(values) > 1:
                 counts[part] = counts.get(part, 0) + 1
@@ -291,6 +291,14 @@ def _lines(folder: str | os.PathLike):
                 continue
 
 
+def _grouped(folder: str | os.PathLike) -> dict[tuple[str, str, str], list[dict]]:
+    """The record lines under ``folder`` per choice (package, kernel, key), in the order of the files."""
+    groups: dict[tuple[str, str, str], list[dict]] = {}
+    for r in _lines(folder):
+        groups.setdefault((r["package"], r["kernel"], r["key"]), []).append(r)
+    return groups
+
+
 def gather(folder: str | os.PathLike) -> dict[str, dict[str, dict[str, dict]]]:
     """The process records under ``folder``: package -> kernel -> key -> ``{"config", "from"}``, sorted; where
     several processes made one choice, the most direct origin (tuned, then disk, then seeded). Where processes
@@ -299,17 +307,13 @@ def gather(folder: str | os.PathLike) -> dict[str, dict[str, dict[str, dict]]]:
     which seeds the bench and later runs, and lists the others under ``"others"``: a reader sees that the
     configuration a row ran was not the only answer."""
     found: dict[str, dict[str, dict[str, dict]]] = {}
-    seen: dict[tuple[str, str, str], set[str]] = {}
-    for r in _lines(folder):
-        slot = found.setdefault(r["package"], {}).setdefault(r["kernel"], {})
-        old = slot.get(r["key"])
-        seen.setdefault((r["package"], r["kernel"], r["key"]), set()).add(r["config"])
-        if old is None or RANK.get(r["from"], 0) > RANK.get(old["from"], 0):
-            slot[r["key"]] = {"config": r["config"], "from": r["from"]}
-    for (p, k, key), configs in seen.items():
-        if len(configs) > 1:
-            entry = found[p][k][key]
-            entry["others"] = sorted(configs - {entry["config"]})
+    for (pkg, kernel, key), lines in _grouped(folder).items():
+        kept = max(lines, key=lambda r: RANK.get(r["from"], 0))  # the first of the most direct origin
+        entry = {"config": kept["config"], "from": kept["from"]}
+        others = sorted({r["config"] for r in lines} - {kept["config"]})
+        if others:
+            entry["others"] = others
+        found.setdefault(pkg, {}).setdefault(kernel, {})[key] = entry
     return {p: {k: dict(sorted(keys.items())) for k, keys in sorted(ks.items())} for p, ks in sorted(found.items())}
 
 
