@@ -34,6 +34,7 @@ import importlib
 import importlib.util
 import os
 
+from wkvkernels import _caches
 from wkvkernels._torch import torch_available
 
 # optional packages that fla.backends.dispatch may route an op to instead of its Triton kernel
@@ -161,7 +162,7 @@ def import_ops(root: str = "fla"):
 
     _compat_torch()
     try:
-        return importlib.import_module(f"{root}.ops")
+        return _caches.import_module(f"{root}.ops")
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in _MODEL_SIDE:
             raise
@@ -172,7 +173,7 @@ def import_ops(root: str = "fla"):
     bare.__path__ = list(spec.submodule_search_locations or [])
     bare.__file__, bare.__spec__ = spec.origin, spec
     sys.modules[root] = bare
-    return importlib.import_module(f"{root}.ops")
+    return _caches.import_module(f"{root}.ops")
 
 
 def fla_versions() -> dict[str, str]:
@@ -193,7 +194,7 @@ def fla_versions() -> dict[str, str]:
 def fla_fn(module: str, name: str, root: str = "fla"):
     """``fla.<module>.<name>`` (``rwkvfla.<module>.<name>``), imported on first use (never at registry import)."""
     import_ops(root)
-    return getattr(importlib.import_module(f"{root}.{module}"), name)
+    return getattr(_caches.import_module(f"{root}.{module}"), name)
 
 
 def kernels_interpreted(root: str = "fla") -> bool:

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from wkvkernels import _caches
 from wkvkernels.base import Availability, KernelVariant
 from wkvkernels.ops import round_to
 from wkvkernels.releases import Releases
@@ -68,7 +69,7 @@ def environment_reason() -> str | None:
 
 def fn(module: str, name: str) -> Any:
     """``flashinfer.<module>.<name>``, looked up at call time (so a test can replace it)."""
-    return getattr(importlib.import_module(f"flashinfer.{module}"), name)
+    return getattr(_caches.import_module(f"flashinfer.{module}"), name)
 
 
 def arch_major() -> int:

@@ -25,6 +25,7 @@ import functools
 import importlib
 from typing import Any, ClassVar
 
+from wkvkernels import _caches
 from wkvkernels._fla import FlaTriton
 from wkvkernels._torch import torch_available
 from wkvkernels.base import Availability, KernelVariant
@@ -48,7 +49,7 @@ def flashqla_reason() -> str | None:
     if not torch.cuda.is_available():
         return "no CUDA device (torch.cuda.is_available() is False): flash_qla picks its kernels for the GPU at import"
     try:
-        importlib.import_module("flash_qla")
+        _caches.import_module("flash_qla")
     except Exception as exc:  # noqa: BLE001 - any import failure is the reason (its own ValueError on an SM it lacks)
         return f"import flash_qla failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
     return None

@@ -28,6 +28,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from . import _caches
 from .base import Availability, KernelVariant
 from .releases import Releases
 
@@ -86,8 +87,9 @@ def load() -> tuple[Any, Availability]:
             return None, Availability.no(conflict)
         os.environ.update(updates)
     try:
-        import keras
-        import rwkv_ops
+        with _caches.kept_caches("rwkv_ops"):
+            import keras
+            import rwkv_ops
     except Exception as exc:  # any import failure (a broken keras or torch) becomes the reason
         return None, Availability.no(f"import rwkv_ops failed: {type(exc).__name__}: {exc}")
     if keras.config.backend() != "torch":

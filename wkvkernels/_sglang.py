@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from wkvkernels import _fla_env
+from wkvkernels import _caches, _fla_env
 from wkvkernels._fla import FlaTriton, register_with_interp  # noqa: F401 - re-exported for the adapters
 from wkvkernels._torch import guarded_pool, poisoned, pool_outputs, to_numpy, to_torch, torch_available
 from wkvkernels.base import Availability, dtype_name
@@ -59,7 +59,7 @@ def sglang_reason() -> str | None:
     _fla_env._compat_torch()  # the fork's input_guard enters torch.cpu.device(index) on a machine without a GPU
     try:
         for m in _MODULES:
-            importlib.import_module(f"{FORK}.{m}")
+            _caches.import_module(f"{FORK}.{m}")  # sglang moves the compile caches at import
     except Exception as exc:  # noqa: BLE001 - any import failure is a reason, never a crash
         return f"import {FORK} failed: {type(exc).__name__}: {exc}"
     return None
@@ -67,7 +67,7 @@ def sglang_reason() -> str | None:
 
 def fn(module: str, name: str, root: str = FORK):
     """``<root>.<module>.<name>``, imported on first use (never at registry import)."""
-    return getattr(importlib.import_module(f"{root}.{module}"), name)
+    return getattr(_caches.import_module(f"{root}.{module}"), name)
 
 
 def kernels_interpreted() -> bool:

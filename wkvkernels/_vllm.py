@@ -33,7 +33,7 @@ import importlib.util
 import os
 from typing import Any, ClassVar
 
-from wkvkernels import _fla_env
+from wkvkernels import _caches, _fla_env
 from wkvkernels._fla import FlaTriton
 from wkvkernels._torch import torch_available
 from wkvkernels.base import Availability, KernelVariant
@@ -73,13 +73,13 @@ def import_fork():
         saved = os.environ.get("CUDA_VISIBLE_DEVICES")
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
         try:
-            importlib.import_module("vllm.triton_utils")
+            _caches.import_module("vllm.triton_utils")
         finally:
             if saved is None:
                 del os.environ["CUDA_VISIBLE_DEVICES"]
             else:
                 os.environ["CUDA_VISIBLE_DEVICES"] = saved
-    return importlib.import_module(FORK)
+    return _caches.import_module(FORK)  # vllm sets TRITON_CACHE_AUTOTUNING at import
 
 
 @functools.cache
@@ -109,7 +109,7 @@ def vllm_reason() -> str | None:
 def fn(module: str, name: str):
     """``<FORK>.<module>.<name>``, imported on first use."""
     import_fork()
-    return getattr(importlib.import_module(f"{FORK}.{module}"), name)
+    return getattr(_caches.import_module(f"{FORK}.{module}"), name)
 
 
 def kernels_interpreted() -> bool:
@@ -144,7 +144,7 @@ class VllmTriton(FlaTriton):
         2026-11-27: "No module named 'cbor2'" on every case of kda.vllm.chunk before this check)."""
         module = f"{FORK}.{self.entry[0]}"
         try:
-            importlib.import_module(module)
+            _caches.import_module(module)
         except Exception as exc:  # noqa: BLE001 - any import failure is a reason, never a crash
             return f"import {module} failed: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
         return None

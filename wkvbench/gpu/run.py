@@ -263,7 +263,8 @@ class GpuRun:
         """Before a bench phase: its processes are seeded with the run's seeds and every choice the run's
         processes (the warm-ups) have recorded so far (``tuned.seed_file``), so the bench never benchmarks a
         choice again that its warm-ups made. Triton's on-disk caches did not carry them on the first whole
-        one-GPU H200 run (2026-11-28): its bench benchmarked 1,920 choices again (run/tuned.py)."""
+        one-GPU H200 run (2026-11-28): its bench benchmarked 1,920 choices again, because importing sglang had
+        moved its Triton cache folder (wkvkernels/_caches.py, run/tuned.py)."""
         from ..perf.bench import machine_slug
         from ..run import tuned
 

@@ -30,8 +30,9 @@ Within a run the bench is seeded from the run's own warm-ups too (``seed_file``:
 the union of its seeds and its processes' records before each bench phase). Triton's on-disk caches were
 meant to carry the warm-ups' work to the bench, and on the first whole one-GPU H200 run (2026-11-28,
 ``reports/gpu/h200-2026-11-28-fresh-run/``) they did not: its bench process benchmarked 1,920 choices again,
-up to 34 s a row, keys its warm-ups had tuned minutes before. A choice the run has already made is
-never benchmarked twice, whatever Triton's cache keys do.
+up to 34 s a row, keys its warm-ups had tuned minutes before. (The cause, found later: importing sglang moved
+that process's Triton cache folder, ``wkvkernels/_caches.py``.) A choice the run has already made is never
+benchmarked twice, whatever Triton's cache folders and keys do.
 
 Why not FLA's own config cache (``FLA_CACHE_MODE``, ``fla/ops/utils/cache.py``): it serves only the
 kernels FLA declares with its ``fla_cache_autotune`` (or all of them once ``triton.autotune`` is replaced

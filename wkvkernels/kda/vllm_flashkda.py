@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from wkvkernels import _vllm
+from wkvkernels import _caches, _vllm
 from wkvkernels._torch import to_numpy, to_torch, torch_available
 from wkvkernels.base import Availability, KernelVariant, dtype_name, register
 from wkvoracle.conventions import SAFE_GATE
@@ -36,7 +36,7 @@ def flashkda_ops():
     """``torch.ops._flashkda_C`` after ``import vllm._flashkda_C`` (which registers it)."""
     import torch
 
-    importlib.import_module("vllm._flashkda_C")
+    _caches.import_module("vllm._flashkda_C")
     return torch.ops._flashkda_C
 
 

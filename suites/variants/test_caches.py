@@ -1,0 +1,98 @@
+"""An adapter's import of its package leaves the process's compile caches where they were
+(wkvkernels/_caches.py). sglang 0.5.23 moves Triton's cache folder when it is imported; a bench process that
+imported it compiled again, into sglang's folder, the kernels that the warm-ups had compiled into Triton's
+(the whole one-GPU H200 run of c89d626, reports/gpu/h200-2026-11-28-fresh-run-seeded/). CI has no sglang
+(it runs in its own virtualenv), so a package here does at import what sglang 0.5.23's
+``sglang/srt/environ.py`` does (``redirect_third_party_caches``)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import pytest
+
+from wkvkernels import _caches
+
+pytest.importorskip("torch")
+
+# sglang 0.5.23's third_party_cache_defaults(), under a base of our own
+REDIRECT = """
+import os
+base = os.path.join(os.path.expanduser("~"), ".cache", "sglang")
+for key, sub in (("TRITON_CACHE_DIR", "triton"), ("TORCHINDUCTOR_CACHE_DIR", "inductor"), ("CUDA_CACHE_PATH", "nv"),
+                 ("TILELANG_CACHE_DIR", "tilelang"), ("FLASHINFER_WORKSPACE_BASE", "")):
+    os.environ.setdefault(key, os.path.join(base, sub) if sub else base)
+"""
+FORK = ("kernels", "ops", "attention", "fla")
+
+
+@pytest.fixture
+def redirecting_sglang(tmp_path, monkeypatch):
+    """A package ``sglang`` that redirects the caches at import, with the fork's modules the adapters import
+    (``chunk``, ``fused_recurrent``, ``kda``) and one function; every cache variable unset."""
+    root = tmp_path / "sglang"
+    root.mkdir()
+    (root / "__init__.py").write_text(REDIRECT)
+    d = root
+    for part in FORK:
+        d = d / part
+        d.mkdir()
+        (d / "__init__.py").write_text("")
+    for m in ("chunk", "fused_recurrent", "kda"):
+        (d / f"{m}.py").write_text("def entry(*args):\n    return 'fork'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for key in _caches.CACHE_ENV:
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setattr(_caches, "UNDONE", {})
+    from wkvkernels import _sglang
+
+    _sglang.sglang_reason.cache_clear()
+    yield _sglang
+    _sglang.sglang_reason.cache_clear()
+    for name in [m for m in sys.modules if m == "sglang" or m.startswith("sglang.")]:
+        del sys.modules[name]
+
+
+def test_the_stand_in_redirects_the_caches_as_sglang_does(redirecting_sglang):
+    # the control: imported plainly, the package moves Triton's cache (else the tests below could not fail)
+    importlib.import_module("sglang")
+
+    assert os.environ["TRITON_CACHE_DIR"].endswith(os.path.join(".cache", "sglang", "triton"))
+
+
+def test_the_adapters_import_leaves_the_caches_as_they_were(redirecting_sglang):
+    assert redirecting_sglang.sglang_reason() is None
+    assert "sglang" in sys.modules
+    assert {k: os.environ.get(k) for k in _caches.CACHE_ENV} == dict.fromkeys(_caches.CACHE_ENV)
+    undone = _caches.UNDONE["sglang.kernels.ops.attention.fla.chunk"]
+    assert set(undone) == {"TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "CUDA_CACHE_PATH", "TILELANG_CACHE_DIR",
+                           "FLASHINFER_WORKSPACE_BASE"}
+
+
+def test_a_function_looked_up_first_is_imported_the_same_way(redirecting_sglang):
+    assert redirecting_sglang.fn("chunk", "entry")() == "fork"
+    assert os.environ.get("TRITON_CACHE_DIR") is None
+
+
+def test_what_the_user_set_stays(redirecting_sglang, monkeypatch, tmp_path):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "mine"))
+    assert redirecting_sglang.sglang_reason() is None
+    assert os.environ["TRITON_CACHE_DIR"] == str(tmp_path / "mine")  # sglang sets only what is unset
+    assert os.environ.get("CUDA_CACHE_PATH") is None
+
+
+def test_a_value_changed_inside_is_put_back_and_noted(monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", "/a")
+    monkeypatch.delenv("TRITON_CACHE_AUTOTUNING", raising=False)
+    monkeypatch.setattr(_caches, "UNDONE", {})
+    with pytest.raises(RuntimeError):  # put back on the way out of a failed import too
+        with _caches.kept_caches("pkg"):
+            os.environ["TRITON_CACHE_DIR"] = "/b"
+            os.environ["TRITON_CACHE_AUTOTUNING"] = "1"  # vllm 0.33.0 sets this at import
+            os.environ["UNRELATED"] = "kept"
+            raise RuntimeError("import failed")
+    assert os.environ["TRITON_CACHE_DIR"] == "/a" and "TRITON_CACHE_AUTOTUNING" not in os.environ
+    assert os.environ.pop("UNRELATED") == "kept"  # only the cache variables are put back
+    assert _caches.UNDONE == {"pkg": {"TRITON_CACHE_DIR": "/b", "TRITON_CACHE_AUTOTUNING": "1"}}

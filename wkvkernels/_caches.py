@@ -1,0 +1,54 @@
+"""Importing a kernel package leaves the process's compile caches where they were.
+
+A ``wkvbench gpu`` run compiles a Triton kernel once and finds it again in Triton's on-disk cache from
+every later process: the warm-ups compile and autotune at the benchmark shapes so that the bench does
+not. That holds only while every process reads the same cache folder. sglang 0.5.23 moves it: importing
+``sglang`` runs ``sglang/srt/environ.py``'s ``redirect_third_party_caches``, which sets (``setdefault``)
+``TRITON_CACHE_DIR=~/.cache/sglang/triton`` and likewise ``CUDA_CACHE_PATH``, ``TORCHINDUCTOR_CACHE_DIR``,
+``TILELANG_CACHE_DIR`` and ``FLASHINFER_WORKSPACE_BASE``. The bench imports every adapter, so on the whole
+one-GPU H200 run of c89d626 (2026-11-28, ``reports/gpu/h200-2026-11-28-fresh-run-seeded/``) it compiled
+FLA's and rwkv-ops' kernels again, into sglang's folder, although their warm-ups had compiled them into
+Triton's minutes before: 3.3-4.9 s at the first call of a ``gdn.fla.chunk`` row, where the FLA-only run of
+the same day, which imported no sglang, took 0.01-0.5 s. sglang's own kernels, warmed by processes that
+had imported sglang too, were found (0.004-0.06 s).
+
+So the adapters import third-party packages through :func:`import_module`, which puts back any of
+:data:`CACHE_ENV` that the import changed. A value the user set stays: sglang only sets what is unset.
+What an import changed is kept in :data:`UNDONE` for the record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+
+# where compilers and JIT libraries keep what they built (and whether Triton keeps its autotune choices)
+CACHE_ENV = ("TRITON_HOME", "TRITON_CACHE_DIR", "TRITON_CACHE_AUTOTUNING", "CUDA_CACHE_PATH",
+             "TORCHINDUCTOR_CACHE_DIR", "TILELANG_CACHE_DIR", "FLASHINFER_WORKSPACE_BASE")
+
+UNDONE: dict[str, dict[str, str | None]] = {}  # what = "name imported": {variable: the value it had set}
+
+
+@contextlib.contextmanager
+def kept_caches(what: str = ""):
+    """Within: anything may change :data:`CACHE_ENV`. After: each variable is as it was before."""
+    before = {k: os.environ.get(k) for k in CACHE_ENV}
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            now = os.environ.get(key)
+            if now == value:
+                continue
+            UNDONE.setdefault(what or "?", {})[key] = now
+            if value is None:
+                del os.environ[key]
+            else:
+                os.environ[key] = value
+
+
+def import_module(name: str):
+    """``importlib.import_module(name)``, the compile caches left where they were."""
+    with kept_caches(name):
+        return importlib.import_module(name)
