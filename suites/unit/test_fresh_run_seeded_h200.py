@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from wkvbench.results.schemas import read_text
+from wkvbench.run import tuned
 
 SET = Path(__file__).resolve().parents[2] / "reports" / "gpu" / "h200-2026-11-28-fresh-run-seeded"
 
@@ -65,6 +66,15 @@ def test_the_record_seeded_everything_but_vllm():
     assert len(bench) == 1  # the bench process: 49 choices, every one the warm-ups' own, key for key
     others = set().union(*(s for p, s in per.items() if p != bench[0]))
     assert per[bench[0]] <= others
+
+
+def test_its_vllm_choices_join_the_machine_record_with_none_changed():
+    rec = tuned.read_record(SET / "autotune.json")
+    assert rec["counts"] == {"tuned": 74, "disk": 0, "seeded": 257} and tuned.chosen_differently(rec) == 6
+    mine = tuned.load_seeds(SET / "autotune.json")
+    assert sum(1 for p, *_ in mine if p == "vllm 0.33.0") == 74
+    machine = tuned.load_seeds(SET.parent / "NVIDIA-H200-drv580.159.04-cuda13.0-torch2.11.0-triton3.6.0" / "autotune.json")
+    assert len(machine) == 331 and mine.items() <= machine.items()
 
 
 def test_the_bench_compiled_what_the_warm_ups_had_compiled_but_sglangs():
