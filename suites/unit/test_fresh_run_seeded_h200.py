@@ -1,5 +1,5 @@
 """The committed fresh whole run of c89d626 on one H200 (reports/gpu/h200-2026-11-28-fresh-run-seeded): the README's
-figures, read from its files. The run was stopped in its bench when the box went; ``sglang-caches/`` is the
+figures, read from its files. The run was stopped in its bench when the box went; ``diagnostics/sglang-caches/`` is the
 check, on a second box, of the adapters' ``kept_caches`` (wkvkernels/_caches.py)."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def _lines(name):
 
 @pytest.fixture(scope="module")
 def run():
-    return json.loads((SET / "run.json").read_text())
+    return json.loads((SET / "diagnostics" / "run.json").read_text())
 
 
 def test_the_breakdown(run):
@@ -94,7 +94,7 @@ def test_the_bench_compiled_what_the_warm_ups_had_compiled_but_sglangs():
 
 
 def test_the_fix_on_the_gpu():
-    warm, old, new = (json.loads((SET / "sglang-caches" / f"{t}.json").read_text())
+    warm, old, new = (json.loads((SET / "diagnostics" / "sglang-caches" / f"{t}.json").read_text())
                       for t in ("warm", "bench-old", "bench-new"))
     assert warm["provenance"]["gpu"]["name"] == old["provenance"]["gpu"]["name"] == "NVIDIA H200"
     assert "--warm-only" in warm["provenance"]["argv"] and "kda.fla.chunk" in warm["provenance"]["argv"]
