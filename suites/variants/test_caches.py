@@ -43,8 +43,9 @@ def redirecting_sglang(tmp_path, monkeypatch):
     for m in ("chunk", "fused_recurrent", "kda"):
         (d / f"{m}.py").write_text("def entry(*args):\n    return 'fork'\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    for key in _caches.CACHE_ENV:
-        monkeypatch.delenv(key, raising=False)
+    for key in _caches.CACHE_ENV:  # set first, so that the teardown puts back what was there (or nothing)
+        monkeypatch.setenv(key, "")
+        monkeypatch.delenv(key)
     monkeypatch.setattr(_caches, "UNDONE", {})
     from wkvkernels import _sglang
 
