@@ -8,6 +8,7 @@ imported it compiled again, into sglang's folder, the kernels that the warm-ups 
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import sys
 
@@ -97,3 +98,15 @@ def test_a_value_changed_inside_is_put_back_and_noted(monkeypatch):
     assert os.environ["TRITON_CACHE_DIR"] == "/a" and "TRITON_CACHE_AUTOTUNING" not in os.environ
     assert os.environ.pop("UNRELATED") == "kept"  # only the cache variables are put back
     assert _caches.UNDONE == {"pkg": {"TRITON_CACHE_DIR": "/b", "TRITON_CACHE_AUTOTUNING": "1"}}
+
+
+def test_a_bench_file_says_what_was_put_back(redirecting_sglang, tmp_path):
+    from wkvbench.perf.bench import Bench, BenchSelection
+
+    b = Bench(BenchSelection(devices=("cpu",), dtypes=("fp32",)), tmp_path / "b.json")
+    assert "caches_put_back" not in b.document(False)  # no import changed one yet
+    redirecting_sglang.sglang_reason()
+    put_back = b.document(False)["caches_put_back"]
+    assert list(put_back) == ["sglang.kernels.ops.attention.fla.chunk"]
+    assert put_back["sglang.kernels.ops.attention.fla.chunk"]["TRITON_CACHE_DIR"].endswith("triton")
+    json.dumps(put_back)  # the file is JSON

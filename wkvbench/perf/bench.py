@@ -62,6 +62,15 @@ def _tuned_summary() -> dict | None:
     return summary()
 
 
+def _caches_put_back() -> dict:
+    """The compile-cache variables that package imports in this process changed and the adapters put back
+    (``wkvkernels._caches``: sglang 0.5.23 moves Triton's cache folder at import): import -> {variable: the value
+    it had set}. Empty where no import changed one."""
+    from wkvkernels import _caches
+
+    return {k: dict(v) for k, v in _caches.UNDONE.items()}
+
+
 @dataclass
 class BenchSelection:
     variant_globs: tuple[str, ...] = ()
@@ -358,7 +367,8 @@ class Bench:
                              "min_reps": s.min_reps, "max_reps": s.max_reps, "shape_sets": list(s.sets),
                              "dtypes": list(s.dtypes), "shard": list(s.shard),
                              "shapes": {n: {op: str(sh) for op, sh in SHAPE_SETS[n].items()} for n in s.sets}},
-                "rows": self.rows, **({"autotune": tuned} if (tuned := _tuned_summary()) else {})}
+                "rows": self.rows, **({"autotune": tuned} if (tuned := _tuned_summary()) else {}),
+                **({"caches_put_back": put_back} if (put_back := _caches_put_back()) else {})}
 
     def save(self, complete: bool) -> None:
         self.out.parent.mkdir(parents=True, exist_ok=True)
