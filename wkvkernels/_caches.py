@@ -14,7 +14,9 @@ had imported sglang too, were found (0.004-0.06 s).
 
 So the adapters import third-party packages through :func:`import_module`, which puts back any of
 :data:`CACHE_ENV` that the import changed. A value the user set stays: sglang only sets what is unset.
-What an import changed is kept in :data:`UNDONE` for the record.
+What an import changed is kept in :data:`UNDONE` for the record (``bench.json``'s ``caches_put_back``).
+One change is the library's own and stays: torch's Inductor writes its default folder into
+``TORCHINDUCTOR_CACHE_DIR`` the first time it asks for it, as ``import fla.ops`` does (through dynamo).
 """
 
 from __future__ import annotations
@@ -30,6 +32,18 @@ CACHE_ENV = ("TRITON_HOME", "TRITON_CACHE_DIR", "TRITON_CACHE_AUTOTUNING", "CUDA
 UNDONE: dict[str, dict[str, str | None]] = {}  # what = "name imported": {variable: the value it had set}
 
 
+def _own_default(key: str, value: str | None) -> bool:
+    """Whether ``value`` is what the library that reads ``key`` would use anyway, written down by the library
+    itself (torch's Inductor does this with its default folder)."""
+    if key != "TORCHINDUCTOR_CACHE_DIR" or value is None:
+        return False
+    try:
+        from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+    except Exception:  # noqa: BLE001 - no torch, or another layout: not its default then
+        return False
+    return os.path.abspath(default_cache_dir()) == value
+
+
 @contextlib.contextmanager
 def kept_caches(what: str = ""):
     """Within: anything may change :data:`CACHE_ENV`. After: each variable is as it was before."""
@@ -39,7 +53,7 @@ def kept_caches(what: str = ""):
     finally:
         for key, value in before.items():
             now = os.environ.get(key)
-            if now == value:
+            if now == value or (value is None and _own_default(key, now)):
                 continue
             UNDONE.setdefault(what or "?", {})[key] = now
             if value is None:

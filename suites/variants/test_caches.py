@@ -110,3 +110,20 @@ def test_a_bench_file_says_what_was_put_back(redirecting_sglang, tmp_path):
     assert list(put_back) == ["sglang.kernels.ops.attention.fla.chunk"]
     assert put_back["sglang.kernels.ops.attention.fla.chunk"]["TRITON_CACHE_DIR"].endswith("triton")
     json.dumps(put_back)  # the file is JSON
+
+
+def test_torchs_own_default_folder_is_not_a_move(monkeypatch):
+    """``import fla.ops`` makes Inductor write its default folder into TORCHINDUCTOR_CACHE_DIR: that stays, and is
+    not recorded; sglang's folder there is put back."""
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "")
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR")
+    monkeypatch.setattr(_caches, "UNDONE", {})
+    with _caches.kept_caches("torch"):
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.abspath(default_cache_dir())
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == os.path.abspath(default_cache_dir()) and _caches.UNDONE == {}
+    del os.environ["TORCHINDUCTOR_CACHE_DIR"]
+    with _caches.kept_caches("sglang"):
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.expanduser("~/.cache/sglang/inductor")
+    assert "TORCHINDUCTOR_CACHE_DIR" not in os.environ and list(_caches.UNDONE) == ["sglang"]
