@@ -46,7 +46,8 @@ def _own_default(key: str, value: str | None) -> bool:
 
 @contextlib.contextmanager
 def kept_caches(what: str = ""):
-    """Within: anything may change :data:`CACHE_ENV`. After: each variable is as it was before."""
+    """Within: anything may change :data:`CACHE_ENV`. After: each variable is as it was before, but for a
+    library's own default written down by the library itself (``_own_default``), which stays."""
     before = {k: os.environ.get(k) for k in CACHE_ENV}
     try:
         yield

@@ -120,8 +120,10 @@ def warm_marker(prov: dict, name: str) -> Path:
 def triton_caches_kept() -> bool:
     """Autotune results go to Triton's on-disk cache (``TRITON_CACHE_AUTOTUNING``, which ``nox -s gpu``
     sets), and that cache is there: a warm-up done by an earlier run still holds."""
+    from ..run.units import triton_cache
+
     on = os.environ.get("TRITON_CACHE_AUTOTUNING", "").lower() in ("1", "true", "on", "yes")
-    cache = Path(os.environ.get("TRITON_CACHE_DIR") or Path.home() / ".triton" / "cache")
+    cache = triton_cache()
     return on and cache.is_dir() and any(cache.iterdir())
 
 
