@@ -114,6 +114,66 @@ SLOW: dict[str, tuple[str, ...]] = {
     ),
 }
 
+# 5 to 10 s each (call and setup; 18 and 15 s for the first two, which had grown past the 10 s line), by
+# pytest --durations=0 over the quick session on the 2-core CI machine, 2026-11-29 (39524d1; 823 worker-seconds
+# in all, these 255 of them): end-to-end runs of the commands, the committed report page, the slowest
+# half-precision-state and mutant cases. Listed apart so that each keeps its own measured seconds.
+_FIVE_S: dict[str, tuple[str, ...]] = {
+    "suites/unit/test_report.py": (
+        "test_html_parses_with_balanced_tags[committed_page]",  # 18.2 s
+        "test_every_section_is_rendered[committed_page]",  # 8.0 s
+        "test_every_verify_row_appears[committed_page-root1]",  # 6.5 s
+    ),
+    "suites/unit/test_report_site.py": (  # the two tests of one built site (its module fixture: 10.9 s)
+        "test_the_site_is_offline_and_every_link_resolves",  # 14.8 s with the fixture
+        "test_no_page_is_above_its_size",
+    ),
+    "suites/unit/test_gpu_command.py": (
+        "test_a_selection_of_ggml_variants_alone_writes_the_results_set",  # 10.1 s
+        "test_own_env_names_a_known_package_and_a_folder",  # 5.6 s
+    ),
+    "suites/unit/test_cli.py": (
+        "test_list_and_case_commands",  # 9.9 s
+        "test_verify_mutants_reports_the_kill_rate",  # 9.8 s
+        "test_a_failing_plugin_exits_nonzero_with_a_reproduce_command",  # 9.5 s
+        "test_verify_writes_results_with_provenance",  # 9.5 s
+        "test_verify_backward_checks_gradients",  # 8.6 s
+        "test_exact_case_reproduces",  # 8.4 s
+    ),
+    "suites/unit/test_entry_points.py": ("test_list_and_verify_run_beside_a_broken_package",),  # 8.4 s
+    "suites/unit/test_console.py": (
+        "test_verify_through_pipes_is_plain_text",  # 8.4 s
+        "test_verify_on_a_terminal_uses_rich",  # 8.2 s
+    ),
+    # with the other test of its module fixture (FLA under the interpreter: 4.0 s), already slow
+    "suites/variants/test_packing.py": ("test_fla_backward_under_the_triton_interpreter",),  # 8.4 s
+    "suites/unit/test_state_limits.py": (
+        "test_the_committed_h100_rows_keep_their_verdicts",  # 8.3 s
+        "test_a_half_precision_state_fails_the_default_cases[wkv7-bf16]",  # 5.8 s
+        "test_a_long_sequence_fails_a_half_precision_state_and_passes_the_cpu_kernels[wkv6-bf16]",  # 5.7 s
+        "test_a_long_sequence_fails_a_half_precision_state_and_passes_the_cpu_kernels[wkv7-fp16]",  # 5.4 s
+        "test_a_long_sequence_fails_a_half_precision_state_and_passes_the_cpu_kernels[kda-bf16]",  # 5.3 s
+        "test_a_long_sequence_fails_a_half_precision_state_and_passes_the_cpu_kernels[kda-fp16]",  # 5.2 s
+    ),
+    "suites/unit/test_glance.py": ("test_a_kernel_that_raises_exits_3_and_reads_error_in_a_narrow_pipe",),  # 8.1 s
+    "suites/unit/test_fibench.py": ("test_verify_with_the_workloads_as_cases_in_workers",),  # 7.8 s
+    "suites/unit/test_mutants.py": tuple(f"test_every_mutant_is_killed[{m}]" for m in (
+        "kda.mutant.pool_index_off_by_one",  # 7.5 s
+        "wkv7.mutant.state_transposed",  # 5.7 s
+        "gla.mutant.state_transposed",  # 5.5 s
+    )),
+    "suites/unit/test_forkserver.py": (
+        "test_the_workers_are_forks_of_the_server_and_none_outlives_the_run",  # 6.8 s
+    ),
+    "suites/unit/test_testing.py": ("test_the_example_repository_runs_under_its_own_pytest",),  # 6.6 s
+    "suites/unit/test_backward.py": (
+        "test_gradients_match_the_float64_backward[wkv7.rwkv7hf.recurrent-wkv7/model/B2-T64-H1-N64/bf16/s0]",  # 5.5 s
+    ),
+    "suites/tools/test_tools_scripts.py": ("test_detach_outlives_its_caller_and_reports_the_exit_code",),  # 5.2 s
+}
+for _file, _names in _FIVE_S.items():
+    SLOW[_file] = SLOW.get(_file, ()) + _names
+
 
 def _slow(nodeid: str) -> bool:
     file, _, name = nodeid.partition("::")
