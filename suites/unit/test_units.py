@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 from wkvbench.run import units
@@ -74,3 +75,20 @@ def test_interpreter_twins_run_their_units_side_by_side_only_where_workers_are_f
     # nothing else changes with forked workers
     others = [u for n in OBJS if n != "op.fla.fused.interp" for u in _units(n)]
     assert chains(others, OBJS, forked=True) == chains(others, OBJS)
+
+
+def test_the_markers_live_in_the_folder_triton_compiles_into(tmp_path, monkeypatch):
+    """The compiled markers sit in Triton's own cache folder, found as Triton finds it: ``TRITON_CACHE_DIR``,
+    else ``$TRITON_HOME/.triton/cache``, else the home folder's (``triton.knobs.cache``)."""
+    import triton.knobs
+
+    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    monkeypatch.setenv("TRITON_HOME", str(tmp_path / "home"))
+    assert units.triton_cache() == tmp_path / "home" / ".triton" / "cache"
+    assert units.triton_cache() == Path(triton.knobs.cache.dir)
+    assert compiled_marker(("op.fla.chunk", "forward", "bf16")).parent.parent == units.triton_cache()
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "mine"))
+    assert units.triton_cache() == tmp_path / "mine" == Path(triton.knobs.cache.dir)
+    monkeypatch.delenv("TRITON_HOME")
+    monkeypatch.delenv("TRITON_CACHE_DIR")
+    assert units.triton_cache() == Path.home() / ".triton" / "cache" == Path(triton.knobs.cache.dir)

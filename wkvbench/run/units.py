@@ -54,8 +54,10 @@ def cost_rank(v: KernelVariant) -> int:
 
 
 def triton_cache() -> Path:
-    """Triton's on-disk compilation cache (``TRITON_CACHE_DIR``, else Triton's default)."""
-    return Path(os.environ.get("TRITON_CACHE_DIR") or Path.home() / ".triton" / "cache")
+    """Triton's on-disk compilation cache: ``TRITON_CACHE_DIR``, else Triton's default,
+    ``$TRITON_HOME/.triton/cache`` with ``TRITON_HOME`` defaulting to the home folder (``triton.knobs.cache``)."""
+    home = os.environ.get("TRITON_HOME") or Path.home()
+    return Path(os.environ.get("TRITON_CACHE_DIR") or Path(home) / ".triton" / "cache")
 
 
 def _version(dist: str) -> str:
