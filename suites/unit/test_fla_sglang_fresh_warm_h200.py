@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import statistics
 from collections import Counter
@@ -19,6 +20,7 @@ MACHINE = GPU / "NVIDIA-H200-drv580.159.04-cuda13.0-torch2.11.0-triton3.6.0" / "
 SELECTED = ["*.fla.*", "*.sglang.*"]
 
 
+@functools.cache  # each file parsed once for the module's tests (verify.json is 5.8 MB); none of them changes it
 def _load(run: str, name: str) -> dict:
     return json.loads(read_text(SET / "diagnostics" / run / name))
 
