@@ -170,6 +170,8 @@ _FIVE_S: dict[str, tuple[str, ...]] = {
         "test_gradients_match_the_float64_backward[wkv7.rwkv7hf.recurrent-wkv7/model/B2-T64-H1-N64/bf16/s0]",  # 5.5 s
     ),
     "suites/tools/test_tools_scripts.py": ("test_detach_outlives_its_caller_and_reports_the_exit_code",),  # 5.2 s
+    # three FLA kernels under the Triton interpreter, in a subprocess
+    "suites/variants/test_exact_float32.py": ("test_the_triton_adapters_to_canonical_is_the_same_in_float32",),  # 12.7 s
 }
 for _file, _names in _FIVE_S.items():
     SLOW[_file] = SLOW.get(_file, ()) + _names

@@ -519,6 +519,11 @@ def test_graph_replays_are_sampled_over_several_capture_sets(monkeypatch):
     by_level = [sum(round(x * 1e3, 3) == lv for x in t.samples_ms) for lv in LEVELS_US]
     assert min(by_level) > 0.5 * max(by_level)  # each set an equal share of the sampling time
     assert t.stats()["median_ms"] * 1e3 == pytest.approx(10.025, abs=0.08)
+    # where the row's timing goes: the parts follow one another on the host clock, the renewals (10 warm
+    # replays a set) inside the sampling
+    parts = t.parts_s
+    assert set(parts) == {"first", "mode", "warm", "sample", "renew"}, parts
+    assert 0 < parts["renew"] < parts["sample"] and sum(parts.values()) - parts["renew"] <= sim.h + 0.003  # rounded
 
 
 def test_graph_replays_stay_on_their_set_where_no_further_capture_fits(monkeypatch):

@@ -1,9 +1,9 @@
 """Every timed row judged at its own shape against the float64 oracle, in the same run as its timing.
 
 A row's gate case (``bench.gate_case``) is small; bugs that appear only at size (32-bit index
-overflow, grid limits, chunk counts, long-sequence drift) would stay invisible there. So after a row
-is timed, the variant is called once more on freshly prepared inputs of the benchmark shape
-(``bench.bench_inputs``), and its outputs are judged against ``wkvoracle.FAST`` (the chunked float64
+overflow, grid limits, chunk counts, long-sequence drift) would stay invisible there. So the row's
+first call, on freshly prepared inputs of the benchmark shape (``bench.bench_inputs``) and before its
+timed calls, is judged, its outputs against ``wkvoracle.FAST`` (the chunked float64
 oracle, checked against the recurrences to 1e-12) with the tolerance table's ceilings. The
 baseline's factor is not applied at size: running ``<op>.torch.recurrent`` there would cost more than
 the benchmark. Known failures are matched on the row's case id, as in ``verify``.
@@ -11,7 +11,8 @@ the benchmark. Known failures are matched on the row's case id, as in ``verify``
 The expensive parts run in a pool of worker processes, niced, so the timed process keeps its core:
 the oracle of upcoming rows (prefetched a few rows ahead, one per case and input conversion: variants
 whose ``effective_inputs`` is the contract's default share it), and the comparison. The timed
-process only runs the extra call and hands the outputs over through a file. A row reaches the
+process only copies the first call's outputs back (float32 where exact: ``wkvkernels._torch.exact_float32``)
+and hands them over through a file. A row reaches the
 results when its verdict has (``Bench`` streams it then), so a stopped run re-measures the rows
 whose verdicts had not come back.
 """

@@ -9,7 +9,9 @@ the roofline floor of ``wkvbench.perf.roofline``; results in ``wkvbench.bench/1`
    verdict (a known failure too: it is not known to be right).
 2. Inputs of the benchmark shape are generated once per (operator, shape) (``model`` domain,
    seed 0) and converted by the adapter's ``prepare`` (untimed).
-3. ``variant.run(native)`` is timed (warm-up and compile time reported apart; cold L2 by default).
+3. ``variant.run(native)`` is timed (warm-up and compile time reported apart; cold L2 by default). Where
+   rows are judged at size (``at_size``), the first call on those inputs is the one judged, before the
+   timed calls.
 
 Each row is appended to ``F.partial.jsonl`` as it is measured, and ``F.json`` is rewritten atomically
 at most every ``REWRITE_S`` (``"complete": false`` until the end; rewriting the whole file after each
@@ -261,7 +263,8 @@ class Bench:
             return {**row, "status": "SKIP", "reason": f"no clock for {v.backend} on {v.device}: bench times "
                                                        "CUDA kernels (events), MLX and ggml's Metal back-end "
                                                        "(their own synchronization)"}
-        # where a row's wall time goes (host clock; the timing part includes compile_s)
+        # where a row's wall time goes (host clock). The row's first call, compilation included (compile_s), is
+        # the call at size where the row is judged at size, else the timing's first
         phase: dict[str, float] = {}
         row["phase_s"] = phase
         t0 = time.perf_counter()
@@ -282,6 +285,9 @@ class Bench:
             native = v.prepare(dict(canonical), case)
             phase["prepare"] = round(time.perf_counter() - t0, 3)
             sync = getattr(native, "synchronize", None)
+            # the call judged at size comes first, on these fresh inputs: the timed calls then run on them
+            # (a state updated in place changes no timing), and nothing is prepared twice
+            at_size = self._call_at_size(v, native, sync) if self.judge is not None else None
             t0 = time.perf_counter()
             if clock in ("mlx-sync", "ggml-sync"):  # no device events: host time around a synchronization
                 t = time_synced(lambda: v.run(native), waiter(native), clock, sem_bound=self.sel.sem_bound,
@@ -310,11 +316,12 @@ class Bench:
                 "tflops": row["flops"] / med_s / 1e12, "floor_ms": floor,
                 "pct_of_floor": 100 * floor / st["median_ms"] if floor else None,
                 "x_floor": st["median_ms"] / floor if floor else None,
-                "clock_mhz": t.clock_mhz, "temp_c": t.temp_c, "throttled": t.throttled}
+                "clock_mhz": t.clock_mhz, "temp_c": t.temp_c, "throttled": t.throttled,
+                **({"timing_s": t.parts_s} if t.parts_s else {})}
         if picks:
             done["autotune"] = picks
-        if self.judge is not None:
-            self._judge_at_size(v, case, done)
+        if at_size is not None:
+            self._judge_at_size(v, case, done, at_size)
         return done
 
     @staticmethod
@@ -330,32 +337,56 @@ class Bench:
                 sync()
         return picks
 
-    def _judge_at_size(self, v: KernelVariant, case: Case, row: dict) -> None:
-        """One more call on freshly prepared inputs of the row's shape (the timed calls may have changed
-        an initial state in place), its outputs handed to the pool that judges them (``at_size``)."""
+    @staticmethod
+    def _call_at_size(v: KernelVariant, native, sync) -> dict:
+        """The row's first call, on freshly prepared inputs of its shape, its outputs copied back for the judge
+        at size (``at_size``), before the timed calls: ``call_s`` (compilation and autotuning included:
+        the row's ``compile_s``), ``copy_s``, ``out`` (canonical, float32 where exact: ``exact_float32``),
+        ``picks`` (the autotune choices it ran: the timed calls' too, same keys) or ``error``."""
+        from wkvkernels._torch import exact_float32
+
         from ..run.autotune import recording
 
-        t0 = time.perf_counter()
-        parts: dict[str, float] = {}  # where the at-size part goes (issue 47): not summed into phase_s
+        res: dict = {}
         try:
-            native = v.prepare(dict(self._canonical(case)), case)
-            parts["prepare"] = round(time.perf_counter() - t0, 3)
-            with recording() as picks:  # the same autotune keys as the timed calls
+            if v.device == "cuda":
+                import torch
+
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            with recording() as picks:
                 raw = v.run(native)
-            if picks:
-                row["autotune"] = picks
-            out = v.to_canonical(raw)  # waits for the call: the call and the copy back, together
-            parts["call_copy"] = round(time.perf_counter() - t0 - parts["prepare"], 3)
+                if sync is not None:
+                    sync()
+                if v.device == "cuda":
+                    torch.cuda.synchronize()
+            res["call_s"] = round(time.perf_counter() - t0, 3)
+            res["picks"] = picks
+            t0 = time.perf_counter()
+            with exact_float32():
+                res["out"] = v.to_canonical(raw)
+            res["copy_s"] = round(time.perf_counter() - t0, 3)
         except Exception as exc:  # noqa: BLE001 - the row's ERROR at size, with where it raised
             tb = traceback.extract_tb(exc.__traceback__)[-1]
-            self.judge.skip(row, v, case, "ERROR", f"the call at size raised {type(exc).__name__}: {exc} "
-                                                   f"(at {tb.filename.rsplit('/', 1)[-1]}:{tb.lineno})"[:500])
+            res["error"] = (f"the call at size raised {type(exc).__name__}: {exc} "
+                            f"(at {tb.filename.rsplit('/', 1)[-1]}:{tb.lineno})")[:500]
+        return res
+
+    def _judge_at_size(self, v: KernelVariant, case: Case, row: dict, res: dict) -> None:
+        """The timed row's first call (``_call_at_size``) handed to the pool that judges it at size. The call's
+        seconds are the row's ``compile_s`` (the first call), and its autotune choices the row's."""
+        parts: dict[str, float] = {}  # where the at-size part goes (issue 47): not summed into phase_s
+        if "error" in res:
+            self.judge.skip(row, v, case, "ERROR", res["error"])
         else:
+            row["compile_s"] = res["call_s"]
+            if res["picks"]:
+                row["autotune"] = res["picks"]
+            parts["call"], parts["copy"] = res["call_s"], res["copy_s"]
             t1 = time.perf_counter()
-            native = raw = None  # the device buffers go before the hand-over
-            self.judge.submit(row, v, case, out)
+            self.judge.submit(row, v, case, res.pop("out"))
             parts["handover"] = round(time.perf_counter() - t1, 3)
-        row["phase_s"]["at_size"] = round(time.perf_counter() - t0, 3)
+        row["phase_s"]["at_size"] = round(sum(parts.values()), 3)
         row["at_size_s"] = parts
 
     # -- driving -------------------------------------------------------------------------------

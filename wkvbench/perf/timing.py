@@ -137,6 +137,10 @@ class Timing:
     mode_reason: str = ""  # why that mode (launch-bound, forced, capture failed, ...)
     launch: dict = field(default_factory=dict)  # host_us (enqueue one call), device_us (one call)
     host_gaps: int = 0  # samples dropped: the GPU reached them before the host had enqueued them
+    # host seconds of the engine's parts (issue 47: what a row's timing waits on): "first" (the first call and
+    # the settling ones), "mode" (choose_mode: the launch profile, captures, CUPTI checks), "warm" (the clock's
+    # warm-up), "sample" (the samples), of which "renew" (new capture sets and their warm replays)
+    parts_s: dict = field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -314,6 +318,7 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None 
         raise ValueError(f"clock must be 'events' or 'profiler', got {clock!r}")
     wait = sync or torch.cuda.synchronize
     torch.cuda.synchronize()
+    parts: dict[str, float] = {}
     t0 = time.perf_counter()
     fn()
     wait()
@@ -326,14 +331,19 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None 
         torch.cuda.synchronize()
         if time.perf_counter() - t1 >= LONG_CALL_S:
             break
+    t1 = time.perf_counter()
+    parts["first"] = t1 - t0
     call, mode, why, launch = choose_mode(fn, graph, clock)
     flush = _Flusher() if l2 == "cold" else None
+    t2 = time.perf_counter()
+    parts["mode"] = t2 - t1
     if mode == "eager" and launch.get("device_us", 0.0) >= LONG_CALL_S * 1e6:
         # a long call ran three times just now, the last one timed (the launch profile): it is its own
         # warm-up (two calls of each of the 56 long rows were 8 s of a 161 s bench on the H100)
         per_call = launch["device_us"] * 1e-6
     else:
         per_call = _warm_up(call, wait, flush if mode != "profiler" else None, timed=mode != "profiler")
+    parts["warm"] = time.perf_counter() - t2
     # a batch keeps the GPU busy for BATCH_S at least: short calls in batches of 10 left it idle
     # between batches while the host synchronized and summarized
     if per_call >= LONG_CALL_S:  # no host gap to hide: LONG_REPS samples at least, in batches of as many
@@ -359,8 +369,10 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None 
     if mode == "queued":  # the spin before each sample outlasts the host's enqueue of the whole call
         lead = lead0 = int(min(1.5 * launch.get("host_us", 5000.0) + 200.0, QUEUED_LEAD_MAX_US) * 2000)
     t_start = t_set = time.perf_counter()
+    renew_s = 0.0
     while len(samples) < max_reps:
         if replays is not None and samples and time.perf_counter() - t_set >= set_s:
+            t_renew = time.perf_counter()
             if replays.renew():  # the next capture set, its replays warmed outside the samples
                 for _ in range(2 * len(replays.graphs)):
                     call()
@@ -368,6 +380,7 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None 
             else:  # no memory for another set: the rest of the samples on this one
                 replays = None
             t_set = time.perf_counter()
+            renew_s += t_set - t_renew
         if mode == "profiler":
             for _ in range(min(BATCH, max_reps - len(samples))):
                 if flush:
@@ -412,10 +425,12 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None 
         if ended:  # (not ``why``: that is the mode's reason, recorded as mode_reason)
             stop = ended
             break
+    parts["sample"], parts["renew"] = time.perf_counter() - t_start, renew_s
     if mode == "graph" and hasattr(call, "sets"):
         launch["capture_sets"] = call.sets
     clk1, temp1, thr1 = gpu_clocks(torch.cuda.current_device())
     throttled = thr0 or thr1 or (clk0 is not None and clk1 is not None and clk1 < 0.9 * clk0)
     return Timing(samples_ms=[round(s, 6) for s in samples], compile_s=round(compile_s, 3),
                   clock_mhz=[clk0, clk1], temp_c=[temp0, temp1], throttled=bool(throttled), stop=stop,
-                  mode=mode, mode_reason=why, launch=launch, host_gaps=gaps)
+                  mode=mode, mode_reason=why, launch=launch, host_gaps=gaps,
+                  parts_s={k: round(v, 3) for k, v in parts.items()})
