@@ -286,3 +286,35 @@ def test_to_numpy_gives_exact_float32_inside_the_context():
         assert to_numpy(t).dtype == np.float64  # off again after the context
     with exact_float32():
         assert to_numpy(x).dtype == np.float64 and to_numpy(torch.arange(3)).dtype == np.float64
+
+
+def test_the_hand_over_is_c_contiguous():
+    """A transposed view (FLA's K-last state, as its adapter hands it back) is written contiguous: ``np.save``
+    writes any other layout through a buffered iterator, 20x slower on the H200 (``compact``'s docstring)."""
+    from wkvbench.perf.at_size import compact
+
+    state = np.arange(2 * 3 * 4 * 4, dtype=np.float32).reshape(2, 3, 4, 4)
+    out = {"y": np.linspace(0, 1, 6).reshape(2, 3), "state": np.swapaxes(state, -1, -2), "n": np.float64(2.0)}
+    packed = compact(out)
+    assert all(x.flags.c_contiguous for x in packed.values())
+    assert packed["y"].dtype == np.float64 and packed["state"].dtype == np.float32  # 0.2 is not a float32
+    for k, x in out.items():
+        assert np.array_equal(packed[k], x)
+
+
+def test_the_pinned_copy_is_contiguous_float32(monkeypatch):
+    """On a GPU ``to_numpy`` copies through page-locked memory, after a cast to float32 and ``contiguous()`` on
+    the device; here a CPU tensor stands in for the device one (``is_cuda`` patched), and the pinned buffer is
+    plain host memory (torch has no page-locked memory without CUDA)."""
+    import torch
+
+    from wkvkernels import _torch
+
+    real_empty = torch.empty
+    monkeypatch.setattr(torch, "empty", lambda *a, pin_memory=False, **k: real_empty(*a, **k))
+    monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda self: True))
+    h = torch.randn(2, 3, 8, 4).to(torch.bfloat16).transpose(-1, -2)  # FLA's state as its adapter hands it back
+    with _torch.exact_float32():
+        x = _torch.to_numpy(h)
+    assert x.dtype == np.float32 and x.flags.c_contiguous and x.shape == (2, 3, 4, 8)
+    assert np.array_equal(x, h.float().numpy())

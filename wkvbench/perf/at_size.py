@@ -146,12 +146,16 @@ def load_arrays(path: str) -> dict[str, np.ndarray]:
 
 
 def compact(out: dict) -> dict:
-    """Outputs to hand over: float32 where that is exact (a kernel's outputs are at most fp32)."""
+    """Outputs to hand over: float32 where that is exact (a kernel's outputs are at most fp32), C-contiguous.
+    ``np.save`` writes any other layout through a buffered iterator: FLA's final states, handed back as a
+    transposed view (its K-last layout), took 0.78-1.08 s a decode row in the hand-over where sglang's, the same
+    size and contiguous, took 0.04 s (H200, 2026-11-29, ``reports/gpu/h200-2026-11-29-at-size-first-call/``)."""
     packed = {}
     for k, x in out.items():
         x = np.asarray(x)
         x32 = _exact_float32(x) if x.dtype == np.float64 else None
-        packed[k] = x if x32 is None else x32
+        x = x if x32 is None else x32
+        packed[k] = x if x.flags.c_contiguous else np.ascontiguousarray(x)
     return packed
 
 
