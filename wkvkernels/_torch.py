@@ -53,8 +53,8 @@ _HALF_OR_SINGLE = ("torch.float32", "torch.float16", "torch.bfloat16")
 def exact_float32() -> Iterator[None]:
     """Inside, :func:`to_numpy` returns float32 for fp32, fp16 and bf16 tensors instead of float64: the same
     values (each of those formats is a subset of float32), half the bytes to copy and hold. The bench's
-    call at size converts its outputs inside (``wkvbench.perf.at_size``): it copied the float64 arrays back and
-    then checked, in the timed process, that float32 held them exactly before handing them over. An adapter's
+    call at size converts its outputs inside (``wkvbench.perf.at_size``), where it had copied float64 arrays back
+    and then checked, in the timed process, that float32 held them exactly before handing them over. An adapter's
     forward ``to_canonical`` only re-lays the arrays out (reshape, transpose, slice), so its values are the
     same either way; float64 tensors stay float64."""
     before = getattr(_EXACT_FLOAT32, "on", False)
@@ -77,9 +77,10 @@ def to_numpy(t) -> np.ndarray:
 
 def _pinned_copy(t) -> np.ndarray:
     """A CUDA tensor copied into page-locked host memory (torch's caching host allocator: the buffer goes back
-    to it when the array does). On an H200 box (2026-11-29) a 268 MB float32 output (the prefill shape's
-    ``y``) came back in 0.005 s this way and in 0.19 s into pageable memory, as ``.to("cpu")`` copies it;
-    a bf16 one, cast on the GPU, in 0.135 s (medians of 5; ``reports/gpu/h200-2026-11-29-at-size-first-call/``)."""
+    to it when the array does). On an H200 box (2026-11-29) the prefill shape's ``y`` (268 MB as float32) came
+    back in 0.005 s this way, from fp32 and from bf16 (cast on the GPU first), against 0.17-0.25 s as float64 into
+    pageable memory, as ``.to("cpu", dtype=torch.float64)`` copied it (medians of 5; the first copy of a size
+    allocates the buffer, 0.05-0.16 s; ``reports/gpu/h200-2026-11-29-at-size-first-call/copyback.txt``)."""
     import torch
 
     host = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
