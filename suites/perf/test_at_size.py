@@ -318,3 +318,39 @@ def test_the_pinned_copy_is_contiguous_float32(monkeypatch):
         x = _torch.to_numpy(h)
     assert x.dtype == np.float32 and x.flags.c_contiguous and x.shape == (2, 3, 4, 8)
     assert np.array_equal(x, h.float().numpy())
+
+
+def test_page_locked_inputs_copy_the_float32_arrays_and_keep_the_rest(monkeypatch):
+    """Here torch has no page-locked memory: first the fallback (the arrays as they are), then a stand-in
+    allocator (plain host memory) for the copies."""
+    import torch
+
+    from wkvkernels._torch import page_locked
+
+    x = {"r": np.arange(6, dtype=np.float32).reshape(2, 3), "idx": np.arange(3), "scale": 0.5,
+         "empty": np.zeros((0, 4), np.float32)}
+    same = page_locked(x)
+    assert same == x and same is not x and all(same[k] is x[k] for k in x)  # no CUDA: nothing copied
+    real_empty = torch.empty
+    monkeypatch.setattr(torch, "empty", lambda *a, pin_memory=False, **k: real_empty(*a, **k))
+    got = page_locked(x)
+    assert got["r"] is not x["r"] and got["r"].dtype == np.float32 and np.array_equal(got["r"], x["r"])
+    assert got["idx"] is x["idx"] and got["scale"] == 0.5 and got["empty"] is x["empty"]
+
+
+def test_a_cuda_plan_makes_each_shapes_inputs_page_locked_once(tmp_path, stand_in_device, monkeypatch):
+    from wkvkernels import _torch
+
+    made = []
+    real = _torch.page_locked
+    monkeypatch.setattr(_torch, "page_locked", lambda x: made.append(sorted(x)) or real(x))
+    for name in ("wkv7.test_size.right", "wkv7.test_size.wrong_at_size"):  # CUDA variants, as far as the plan goes
+        monkeypatch.setattr(base._REGISTRY[name], "device", "cuda")
+    sel = BenchSelection(variant_globs=("wkv7.test_size.*",), devices=("cuda",), dtypes=("fp32",), sets=("quick",))
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)  # the call at size waits for the device
+    rows = {r["variant"]: r for r in Bench(sel, tmp_path / "b.json").run()}
+    assert len(rows) == 2 and all(r["status"] == "OK" for r in rows.values())
+    assert rows["wkv7.test_size.right"]["at_size"]["status"] == "PASS", rows["wkv7.test_size.right"]["at_size"]
+    assert len(made) == 1 and "r" in made[0]  # the two rows share one shape's inputs
