@@ -333,7 +333,9 @@ def test_page_locked_inputs_copy_the_float32_arrays_and_keep_the_rest(monkeypatc
     assert same == x and same is not x and all(same[k] is x[k] for k in x)  # no CUDA: nothing copied
     real_empty = torch.empty
     monkeypatch.setattr(torch, "empty", lambda *a, pin_memory=False, **k: real_empty(*a, **k))
+    x["r"].flags.writeable = False
     got = page_locked(x)
+    assert not got["r"].flags.writeable
     assert got["r"] is not x["r"] and got["r"].dtype == np.float32 and np.array_equal(got["r"], x["r"])
     assert got["idx"] is x["idx"] and got["scale"] == 0.5 and got["empty"] is x["empty"]
 
