@@ -78,7 +78,7 @@ def test_the_new_box_is_slower_and_the_engine_agrees_with_do_bench():
     fresh = _rows(SET / "diagnostics" / "fresh" / "bench.json.gz")
     dev = sorted(abs(now[k]["median_ms"] / fresh[k]["median_ms"] - 1) for k in fresh)
     assert statistics.median(dev) < 0.0018 and dev[int(0.9 * len(dev))] < 0.0067
-    stab = json.loads((SET / "stability-decode-20.json").read_text())
+    stab = json.loads((SET / "diagnostics" / "stability-decode-20.json").read_text())
     assert stab["repeats"] == 5 and len(stab["rows"]) == 20 and all(r["ok"] for r in stab["rows"])
     assert stab["provenance"]["gpu"]["devices"][0]["uuid"] == _load(SET / "diagnostics" / "warm" / "run.json")[
         "provenance"]["gpu"]["devices"][0]["uuid"]
@@ -88,7 +88,7 @@ def test_the_new_box_is_slower_and_the_engine_agrees_with_do_bench():
 
 
 def test_the_copy_and_hand_over_after_cd2f467():
-    new = _load(SET / "bench-cd2f467-fla.json.gz")
+    new = _load(SET / "diagnostics" / "bench-cd2f467-fla.json.gz")
     assert new["provenance"]["git"]["commit"].startswith("cd2f467")
     rows = {(x["variant"], x["shape_set"], x["dtype"]): x for x in new["rows"]}
     assert len(rows) == 8 and all(x["status"] == "OK" and x["at_size"]["status"] == "PASS" for x in rows.values())
