@@ -131,3 +131,21 @@ def test_launch_bound_calls_are_timed_as_graph_replays_and_agree_with_do_bench()
     ref2 = do_bench(lambda: dst.copy_(src), warmup=25, rep=200, return_mode="median")
     assert abs(t2.stats()["median_ms"] / ref2 - 1) < 0.03, (t2.stats()["median_ms"], ref2)
     assert time_call(tiny, graph=False).mode == "eager"  # forced eager is honoured
+
+
+def test_a_capture_keeps_torchs_caches_and_its_replay_does_the_work():
+    """``modes._capture`` does not empty torch's caches, as ``torch.cuda.graph`` does on entry (torch 2.11: the
+    device cache and the page-locked host cache): a freed device block stays reserved across a capture, and
+    a replay of the capture does the call's work."""
+    from wkvbench.perf.modes import _capture
+
+    x = torch.arange(1 << 20, dtype=torch.float32, device="cuda")
+    y = torch.zeros_like(x)
+    torch.empty(64 << 20, device="cuda")  # 256 MB, freed at once: a cached device block
+    reserved = torch.cuda.memory_reserved()
+    g = _capture(lambda: y.copy_(x * 2 + 1))
+    assert torch.cuda.memory_reserved() >= reserved
+    y.zero_()
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(y, x * 2 + 1)

@@ -29,7 +29,7 @@ def _stub(monkeypatch, host_us: float, device_us: float, kernel_ms: float = 0.1,
             raise capture_error
         return _Graph()
 
-    monkeypatch.setattr(modes, "launch_profile", lambda fn: {"host_us": host_us, "device_us": device_us})
+    monkeypatch.setattr(modes, "launch_profile", lambda fn, **kw: {"host_us": host_us, "device_us": device_us})
     monkeypatch.setattr(modes, "_capture", capture)
     monkeypatch.setattr(modes, "_profiler_ms", lambda fn: kernel_ms if in_replay_ms is None or fn is call
                         else in_replay_ms)
@@ -52,9 +52,10 @@ def test_a_launch_bound_call_is_timed_as_replays_of_a_graph_that_holds_its_kerne
     fn, mode, why, launch = modes.choose_mode(call, None, "events")
     assert mode == "graph" and "launch-bound" in why
     assert launch["kernel_us"] == 110.0 and launch["replay_us"] == 113.0
-    # several captures (each places the buffers anew), replayed in turn
+    # a set of GRAPH_CAPTURES captures (one: captures made together share their level), replayed in turn; the
+    # engine samples several sets made apart (Replays.renew, test_graph_replays_are_sampled_over_...)
     k = modes.GRAPH_CAPTURES
-    assert k > 1 and launch["captures"] == k
+    assert k >= 1 and launch["captures"] == k
     _Graph.replayed.clear()
     for _ in range(2 * k):
         fn()
@@ -109,7 +110,7 @@ def test_a_host_loop_is_timed_eagerly_never_captured_nor_profiled_again(monkeypa
     monkeypatch.setattr("torch.cuda.synchronize", lambda: None)
     launch = modes.launch_profile(slow)
     assert len(calls) == 1 and launch["host_loop"] and launch["host_us"] >= modes.HOST_LOOP_S * 1e6
-    monkeypatch.setattr(modes, "launch_profile", lambda fn: launch)
+    monkeypatch.setattr(modes, "launch_profile", lambda fn, **kw: launch)
     monkeypatch.setattr(modes, "_capture", lambda fn: pytest.fail("a host loop was captured"))
     fn, mode, why, got = modes.choose_mode(slow, None, "events")
     assert fn is slow and mode == "eager" and why.startswith("a host loop: ") and "not captured" in why
@@ -349,6 +350,7 @@ def test_captures_stop_where_the_gpu_memory_runs_out(monkeypatch):
         return made[-1]
 
     monkeypatch.setattr(modes, "_capture", capture)
+    monkeypatch.setattr(modes, "GRAPH_CAPTURES", 5)  # a set of several (the engine's is one)
     fn, mode, _, launch = modes.choose_mode(call, None, "events")
     assert mode == "graph" and launch["captures"] == 2
 
@@ -413,7 +415,7 @@ def _time_on(sim: _Sim, monkeypatch, mode: str, launch: dict, per_call_s: float,
     what the mode choice hands the sampling (graph mode: the replays); ``kw`` goes to ``time_call``."""
     sim.patch(monkeypatch)
     monkeypatch.setattr(timing, "choose_mode",
-                        lambda fn, graph, clock: (timed or fn, mode, "stand-in", launch))
+                        lambda fn, graph, clock, **kw: (timed or fn, mode, "stand-in", launch))
     monkeypatch.setattr(timing, "_warm_up", lambda *a, **k: per_call_s)
     return timing.time_call(sim.call, **{"time_cap_s": 1.0, **kw})
 
@@ -565,3 +567,54 @@ def test_a_replay_set_renews_its_captures_and_keeps_them_where_memory_runs_out(m
         r()
     assert _Graph.replayed == made[3:6] * 2
     assert not r.renew() and r.sets == 2 and r.graphs == made[3:6]  # the first capture of a new set ran out
+
+
+def test_a_long_call_that_ran_before_is_not_settled_again(monkeypatch):
+    """The bench's call judged at size runs first on the row's inputs (compilation, autotuning): a first call
+    of LONG_CALL_S or more in ``time_call`` then needs no settling call, and its host enqueue time is the
+    launch profile's first measurement. Without ``settled`` a long first call is followed by one settling
+    call and the launch profile takes its own; a short call is settled twice either way."""
+    sim = _Sim(kernel_us=30_000.0, flush_us=25.0, host_call_us=50.0)
+    calls: list[int] = []
+
+    def fn():
+        calls.append(1)
+        sim.call()
+
+    seen: dict = {}
+
+    def choose(fn_, graph, clock, host_s=None):
+        seen.update(host_s=host_s, calls=len(calls))
+        return fn_, "eager", "stand-in", {"host_us": 50.0, "device_us": sim.kernel * 1e6}
+
+    sim.patch(monkeypatch)
+    monkeypatch.setattr(timing, "choose_mode", choose)
+    t = timing.time_call(fn, settled=True, time_cap_s=1.0)
+    assert seen["calls"] == 1 and seen["host_s"] == pytest.approx(50e-6, abs=2e-6)
+    assert t.stats()["median_ms"] == pytest.approx(30.0)
+    calls.clear()
+    timing.time_call(fn, time_cap_s=1.0)
+    assert seen == {"host_s": None, "calls": 2}
+    sim.kernel = 1e-5  # a short call: settled twice, and the launch profile measures it itself
+    calls.clear()
+    timing.time_call(fn, settled=True, time_cap_s=1.0)
+    assert seen == {"host_s": None, "calls": 3}
+
+
+def test_the_launch_profile_takes_a_first_host_measurement_it_is_given(monkeypatch):
+    """``launch_profile(fn, host_s=...)``: the caller's measurement replaces the first host call; a long call
+    is then measured by one device call alone, and a host loop by none."""
+    sim = _Sim(kernel_us=30_000.0, flush_us=25.0, host_call_us=50.0)
+    calls: list[int] = []
+
+    def fn():
+        calls.append(1)
+        sim.call()
+
+    sim.patch(monkeypatch)
+    got = modes.launch_profile(fn, host_s=50e-6)
+    assert len(calls) == 1 and got["host_us"] == 50.0 and got["device_us"] == pytest.approx(30_000.0, rel=1e-3)
+    calls.clear()
+    assert modes.launch_profile(fn)["host_us"] == pytest.approx(50.0, abs=2.0) and len(calls) == 2
+    calls.clear()
+    assert modes.launch_profile(fn, host_s=0.2)["host_loop"] and not calls

@@ -305,7 +305,8 @@ class Bench:
             else:
                 t = time_call(lambda: v.run(native), l2=self.sel.l2, graph=self.sel.graph, clock=clock,
                               sem_bound=self.sel.sem_bound, min_reps=self.sel.min_reps,
-                              max_reps=self.sel.max_reps, time_cap_s=self.sel.time_cap_s, sync=sync)
+                              max_reps=self.sel.max_reps, time_cap_s=self.sel.time_cap_s, sync=sync,
+                              settled=at_size is not None and "error" not in at_size)
             phase["timing"] = round(time.perf_counter() - t0, 3)
             picks = None
             if self.judge is None and clock in ("events", "profiler"):  # else the call at size records them

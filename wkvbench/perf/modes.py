@@ -5,6 +5,7 @@ host's enqueue time against the device time) and from checks that a graph holds 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 from collections.abc import Callable
@@ -32,12 +33,14 @@ def _profiler_ms(fn: Callable[[], object]) -> float:
     return sum(e.self_device_time_total for e in prof.key_averages()) / 1e3  # us -> ms
 
 
-def launch_profile(fn: Callable[[], object], reps: int = 5) -> dict:
+def launch_profile(fn: Callable[[], object], reps: int = 5, host_s: float | None = None) -> dict:
     """Host time to enqueue one call (``host_us``, median of ``reps``, the GPU idle before each) and the
     call's device time (``device_us``: events around one call enqueued while the GPU is still busy
     with a spin kernel, so no host time can fall between them). Both in microseconds. A call whose
     first measurement shows the host far below ``LAUNCH_BOUND`` of the device (a fifth of it) is
-    measured once (the long calls of the prefill and long sets: 8 calls saved per row)."""
+    measured once (the long calls of the prefill and long sets: 8 calls saved per row). ``host_s`` is
+    a first host measurement the caller already took the same way (``timing.time_call``'s first call on
+    a call that has run before): it replaces the first call here."""
     import torch
 
     def host_once() -> float:
@@ -57,10 +60,10 @@ def launch_profile(fn: Callable[[], object], reps: int = 5) -> dict:
         b.synchronize()
         return a.elapsed_time(b) * 1e3
 
-    def spin_for(host_s: float) -> int:  # clock cycles (at most ~2 GHz): longer than the host's enqueue
-        return int(host_s * 2e9 + 2e5)
+    def spin_for(secs: float) -> int:  # clock cycles (at most ~2 GHz): longer than the host's enqueue
+        return int(secs * 2e9 + 2e5)
 
-    host = [host_once()]
+    host = [host_once() if host_s is None else host_s]
     if host[0] >= HOST_LOOP_S:  # a host loop: the GPU waits for the host, the events see host time
         return {"host_us": round(host[0] * 1e6, 2), "device_us": round(host[0] * 1e6, 2), "host_loop": True}
     dev = [device_once(spin_for(host[0]))]
@@ -70,33 +73,61 @@ def launch_profile(fn: Callable[[], object], reps: int = 5) -> dict:
     return {"host_us": round(float(np.median(host)) * 1e6, 2), "device_us": round(float(np.median(dev)), 2)}
 
 
+@functools.cache
+def _capture_stream(device: int):
+    """The side stream the engine captures on, one per device (``torch.cuda.graph`` keeps one too)."""
+    import torch
+
+    return torch.cuda.Stream(device=device)
+
+
 def _capture(fn: Callable[[], object]):
-    """``fn`` captured in a CUDA graph (its replay), after one call on a side stream."""
+    """``fn`` captured in a CUDA graph (its replay), after one call on the capture stream.
+
+    Not through ``torch.cuda.graph``: on entry it empties torch's device cache and its page-locked host cache
+    (torch 2.11), so every capture paid for new device allocations after it and the at-size copies for new
+    page-locked buffers (``wkvkernels._torch``); a graph row made 40 captures. Torch's allocator gives each
+    capture a private pool of new device memory either way; the memory of graphs that are gone is given back
+    once a row (``empty_graph_pools``)."""
     import torch
 
     g = torch.cuda.CUDAGraph()
-    s = torch.cuda.Stream()
+    s = _capture_stream(torch.cuda.current_device())
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
-        fn()  # warm the side stream
+        fn()  # warm the capture stream
     torch.cuda.current_stream().wait_stream(s)
-    with torch.cuda.graph(g):
-        fn()
+    torch.cuda.synchronize()
+    with torch.cuda.stream(s):
+        g.capture_begin()
+        try:
+            fn()
+        finally:
+            g.capture_end()
     torch.cuda.synchronize()
     return g
+
+
+def empty_graph_pools() -> None:
+    """Gives the device memory of the graphs that are gone (and torch's other unused cached blocks) back to
+    the driver: ``_capture`` leaves that to the engine, once per row before its captures."""
+    import torch
+
+    torch.cuda.empty_cache()
 
 
 GRAPH_HOLDS = 0.8  # a graph replay shorter than this share of the call's kernel time missed launches
 # Each capture places the call's intermediate buffers anew, and the replays' speed follows the place:
 # 6 rounds of FLA's chunked GLA (quick set, bf16, H100, 2026-11-25) read 28.5-29.3 us with a new
-# capture each round and 29.0-29.1 us on one graph (wkv6: 31.4-31.9 against 31.58 every round). The
-# engine replays GRAPH_CAPTURES captures in turn, so a row's median stands for several placements.
-# Captures made together share their level, though: 20 a round spread as much as 5 (1.0-1.8 % over 8
-# rounds) on 10-30 us replays, one set kept for every round 0.3-0.6 %, and do_bench on a new set each
-# round 2.4-2.5 % on wkvbench's wkv4 decode (H200, 2026-11-26,
-# reports/gpu/h200-2026-11-26-graph-capture-sets). Capture sets made apart do not: the engine samples
-# several sets in turn (``Replays.renew``, ``timing.GRAPH_SETS``).
-GRAPH_CAPTURES = 5
+# capture each round and 29.0-29.1 us on one graph (wkv6: 31.4-31.9 against 31.58 every round).
+# Captures made together share their level: 20 a round spread as much as 5 (1.0-1.8 % over 8 rounds)
+# on 10-30 us replays, one set kept for every round 0.3-0.6 %, and do_bench on a new set each round
+# 2.4-2.5 % on wkvbench's wkv4 decode (H200, 2026-11-26, reports/gpu/h200-2026-11-26-graph-capture-sets).
+# Capture sets made apart do not: the engine samples several sets in turn (``Replays.renew``,
+# ``timing.GRAPH_SETS``), and a set is GRAPH_CAPTURES captures. It was 5 until 2026-11-29; since further
+# captures made together add no placement, a set is one (a graph row made 40 captures, and its renewals
+# were 15.7 s of a 172 s warm bench of 184 rows: reports/gpu/h200-2026-11-29-at-size-first-call).
+GRAPH_CAPTURES = 1
 
 
 def _replay_ms(g, reps: int = 5) -> float:
@@ -114,9 +145,10 @@ def _replay_ms(g, reps: int = 5) -> float:
     return float(np.median(times))
 
 
-def choose_mode(fn: Callable[[], object], graph: bool | None, clock: str) -> tuple[Callable[[], object], str, str,
-                                                                                    dict]:
-    """(the call to time, mode, why, launch profile) for ``time_call``'s ``graph`` setting.
+def choose_mode(fn: Callable[[], object], graph: bool | None, clock: str,
+                host_s: float | None = None) -> tuple[Callable[[], object], str, str, dict]:
+    """(the call to time, mode, why, launch profile) for ``time_call``'s ``graph`` setting (``host_s``: the
+    first host measurement of the launch profile, where the caller has one).
 
     A launch-bound call is timed as CUDA-graph replays when its capture holds its work: both the replay
     (CUDA events) and the kernels CUPTI records inside one replay must reach ``GRAPH_HOLDS`` of the
@@ -136,7 +168,7 @@ def choose_mode(fn: Callable[[], object], graph: bool | None, clock: str) -> tup
 
     if clock == "profiler":
         return fn, "profiler", "kernel times summed by CUPTI (work on a stream events cannot see)", {}
-    launch = launch_profile(fn) if graph is None else {}
+    launch = launch_profile(fn, host_s=host_s) if graph is None else {}
     if graph is None and launch.get("host_loop"):
         return fn, "eager", (f"a host loop: {launch['host_us'] / 1e3:.0f} ms of host enqueue a call (at least "
                              f"{HOST_LOOP_S * 1e3:.0f} ms), so its time is the host's: eager calls, "
@@ -162,6 +194,7 @@ def choose_mode(fn: Callable[[], object], graph: bool | None, clock: str) -> tup
         return fn, "profiler", (f"{why}; {detail}; kernel times summed by CUPTI (events see "
                                 f"{launch['device_us']:.1f} us of its {kernels * 1e3:.1f} us)"), launch
 
+    empty_graph_pools()  # the memory of the graphs of rows before this one
     try:
         g = _capture(fn)
     except Exception as exc:  # noqa: BLE001 - a call that syncs or allocates on the host cannot be captured

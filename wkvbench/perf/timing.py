@@ -4,7 +4,8 @@
 
 1. **Warm-up.** The first call (Triton autotuning, JIT compilation, lazy CUDA builds) is timed on
    its own, host clock around a synchronized call, and reported as ``compile_s``; it is never a sample.
-   Two more untimed calls settle caches and allocators.
+   Two more untimed calls settle caches and allocators (one after a call of ``LONG_CALL_S`` or more, none
+   after such a call on inputs the call has run on before: ``settled``).
 2. **Samples.** Each repetition is bracketed by two CUDA events on the current stream: device time,
    not host time. With ``l2="cold"`` (the default) a buffer of twice the L2 size, and at least 256 MiB
    as do_bench's (``FLUSH_MIN_BYTES``), is overwritten
@@ -307,9 +308,12 @@ def _warm_up(call: Callable[[], object], wait: Callable[[], object], flush, time
 
 def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None = None, clock: str = "events",
               sem_bound: float = SEM_BOUND, min_reps: int = 10, max_reps: int = 500, time_cap_s: float = 3.0,
-              batch: int = BATCH, sync: Callable[[], object] | None = None) -> Timing:
+              batch: int = BATCH, sync: Callable[[], object] | None = None, settled: bool = False) -> Timing:
     """Device time of ``fn`` (see the module docstring). ``sync`` waits for ``fn``'s work when it runs
-    outside torch's current stream (called after each call in warm-up and profiler mode)."""
+    outside torch's current stream (called after each call in warm-up and profiler mode). ``settled``: ``fn``
+    has run on these inputs before (the bench's call judged at size, compilation and autotuning included),
+    so a first call here of ``LONG_CALL_S`` or more is not followed by a settling call, and its host enqueue
+    time is the launch profile's first measurement (two long calls fewer a row)."""
     import torch
 
     if l2 not in ("cold", "warm"):
@@ -321,10 +325,12 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None 
     parts: dict[str, float] = {}
     t0 = time.perf_counter()
     fn()
+    enqueue_s = time.perf_counter() - t0
     wait()
     torch.cuda.synchronize()
     compile_s = time.perf_counter() - t0
-    for _ in range(2):  # lazy set-ups after a first call; a long call settles them in one
+    long_settled = settled and compile_s >= LONG_CALL_S
+    for _ in range(0 if long_settled else 2):  # lazy set-ups after a first call; a long call settles them in one
         t1 = time.perf_counter()
         fn()
         wait()
@@ -333,7 +339,7 @@ def time_call(fn: Callable[[], object], *, l2: str = "cold", graph: bool | None 
             break
     t1 = time.perf_counter()
     parts["first"] = t1 - t0
-    call, mode, why, launch = choose_mode(fn, graph, clock)
+    call, mode, why, launch = choose_mode(fn, graph, clock, host_s=enqueue_s if long_settled else None)
     flush = _Flusher() if l2 == "cold" else None
     t2 = time.perf_counter()
     parts["mode"] = t2 - t1
