@@ -104,7 +104,8 @@ def page_locked(arrays: dict) -> dict:
             if isinstance(x, np.ndarray) and x.dtype == np.float32 and x.size:
                 host = torch.empty(x.shape, dtype=torch.float32, pin_memory=True).numpy()  # keeps its tensor
                 host[...] = x
-                host.flags.writeable = x.flags.writeable  # a read-only input stays read-only
+                if not x.flags.writeable:  # a read-only input stays read-only (numpy refuses to set True here)
+                    host.flags.writeable = False
                 out[k] = host
     except RuntimeError:  # torch without CUDA, or the page-locked memory is spent: the pageable arrays
         return dict(arrays)

@@ -333,6 +333,8 @@ def test_page_locked_inputs_copy_the_float32_arrays_and_keep_the_rest(monkeypatc
     assert same == x and same is not x and all(same[k] is x[k] for k in x)  # no CUDA: nothing copied
     real_empty = torch.empty
     monkeypatch.setattr(torch, "empty", lambda *a, pin_memory=False, **k: real_empty(*a, **k))
+    got = page_locked(x)  # a writable input: its copy is writable (numpy refuses to set the flag to True on it)
+    assert got["r"].flags.writeable and np.array_equal(got["r"], x["r"])
     x["r"].flags.writeable = False
     got = page_locked(x)
     assert not got["r"].flags.writeable

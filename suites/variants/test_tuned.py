@@ -351,6 +351,29 @@ def test_the_run_points_its_processes_at_the_record_and_the_seeds(tmp_path, monk
                                                             ("p 1", "k", "[3]"): "BLOCK: 32",
                                                             ("p 1", "k", "[9]"): "BLOCK: 64"}
     assert run.state.autotune["bench_seeds"] == 3
+    # the set's record keeps the seeds the run did not meet, marked as carried over (the next run's seeds)
+    seeds = run.work / run.SEEDS
+    seeds.write_text(json.dumps({"schema": tuned.SCHEMA, "choices": {"p 1": {
+        "k": {"[7]": {"config": "BLOCK: 32", "from": "tuned"}, "[8]": {"config": "BLOCK: 8", "from": "tuned"}},
+        "k2": {"[1]": {"config": "BLOCK: 4", "from": "seeded"}}}}}))
+    run._autotune_merge()
+    doc = json.loads((tmp_path / "set" / "autotune.json").read_text())
+    assert doc["choices"]["p 1"]["k"]["[8]"] == {"config": "BLOCK: 8", "from": "tuned", "carried": True}
+    assert doc["choices"]["p 1"]["k2"]["[1]"] == {"config": "BLOCK: 4", "from": "seeded", "carried": True}
+    assert doc["choices"]["p 1"]["k"]["[7]"] == {"config": "BLOCK: 32", "from": "seeded"}  # met: the run's own
+    assert doc["counts"] == {"tuned": 2, "disk": 0, "seeded": 1, "carried": 2} and run.state.autotune["carried"] == 2
+    assert len(tuned.load_seeds(tmp_path / "set" / "autotune.json")) == 5
+    # a run whose processes recorded nothing (its bench rows all failed before a call) still keeps its seeds
+    run3 = GpuRun(Options(out=tmp_path / "set3"))
+    (run3.work / run3.SEEDS).write_text(seeds.read_text())
+    (run3.work / "autotune").mkdir()
+    run3._autotune_merge()
+    doc = json.loads((tmp_path / "set3" / "autotune.json").read_text())
+    assert doc["counts"] == {"tuned": 0, "disk": 0, "seeded": 0, "carried": 3} and tuned.chosen_differently(doc) == 0
+    assert tuned.load_seeds(tmp_path / "set3" / "autotune.json") == tuned.load_seeds(seeds)
+    run4 = GpuRun(Options(out=tmp_path / "set4"))  # neither seeds nor records (a CPU-only run): no record at all
+    run4._autotune_merge()
+    assert not (tmp_path / "set4" / "autotune.json").exists()
     run2 = GpuRun(Options(out=tmp_path / "set2", autotune="tune"))
     (run2.work / run2.SEEDS).write_text("{}")
     run2._autotune_record()

@@ -279,16 +279,20 @@ class GpuRun:
             self.state.autotune = {**self.state.autotune, "bench_seeds": n}
 
     def _autotune_merge(self) -> None:
-        """The processes' records as ``autotune.json`` in the results set, and their counts into run.json."""
+        """The processes' records as ``autotune.json`` in the results set, over the run's seeds (a seed the run did
+        not meet is carried over: ``tuned.merge``), and their counts into run.json."""
         from ..perf.bench import machine_slug
         from ..run import tuned
 
         rec = self.work / "autotune"
-        if not rec.is_dir() or not any(rec.glob("autotune-*.jsonl")):  # nothing autotuned (a CPU-only run)
+        base = self.work / self.SEEDS if self.opt.autotune == "seeded" else None
+        if not (base is not None and base.is_file()) and (
+                not rec.is_dir() or not any(rec.glob("autotune-*.jsonl"))):  # nothing autotuned (a CPU-only run)
             return
-        doc = tuned.merge(rec, self.opt.out / "autotune.json", machine=machine_slug(self.state.provenance))
+        doc = tuned.merge(rec, self.opt.out / "autotune.json", machine=machine_slug(self.state.provenance),
+                          base=base)
         self.state.autotune = {k: v for k, v in self.state.autotune.items()  # counted afresh below
-                               if k not in ("chosen_differently", "disk_key_differs")} | doc["counts"]
+                               if k not in ("chosen_differently", "disk_key_differs", "carried")} | doc["counts"]
         twice = tuned.chosen_differently(doc)
         if twice:  # autotune.json keeps one (the bench's seed) and lists the others beside it
             self.state.autotune["chosen_differently"] = twice

@@ -142,7 +142,9 @@ def print_breakdown(st: State) -> None:
         disk = f", {a['disk']} from Triton's on-disk cache" if a.get("disk") else ""
         twice = (f"; {a['chosen_differently']} keys chosen differently by processes of this run (autotune.json "
                  "keeps one, which seeded the bench, and lists the \"others\")") if a.get("chosen_differently") else ""
+        kept = (f", {a['carried']} more carried over from them into autotune.json (not met by this run)"
+                if a.get("carried") else "")
         con.print(f"autotune choices: {a.get('tuned', 0)} tuned on this box{disk}, {a.get('seeded', 0)} taken from "
-                  f"{seeds}{twice}", highlight=False)
+                  f"{seeds}{kept}{twice}", highlight=False)
     doc = json.loads(st.path.read_text())
     con.print(f"wall time {doc['wall_s']:.0f} s (install and serial phases); results in {st.path.parent}")

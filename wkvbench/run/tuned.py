@@ -55,6 +55,7 @@ from .autotune import kernel_name
 ENV_RECORD = "WKVBENCH_AUTOTUNE_RECORD"  # a folder: each process appends to autotune-<pid>.jsonl there
 ENV_SEEDS = "WKVBENCH_AUTOTUNE_SEEDS"  # an autotune.json whose choices seed this process's autotuners
 TUNED, DISK, SEEDED = "tuned", "disk", "seeded"  # benchmarked here; from Triton's on-disk cache; from the seeds
+CARRIED = "carried"  # in a run's record: a choice of its seeds that none of its processes met (``merge``)
 RANK = {SEEDED: 0, DISK: 1, TUNED: 2}  # several processes made one choice: the record says the most direct
 
 _ORIGINAL = None
@@ -319,9 +320,10 @@ def gather(folder: str | os.PathLike) -> dict[str, dict[str, dict[str, dict]]]:
 
 
 def chosen_differently(doc: dict) -> int:
-    """How many keys of a record the run's processes chose differently for (entries with ``"others"``)."""
+    """How many keys of a record the run's processes chose differently for (entries with ``"others"``; a choice
+    carried over from the seeds was not made by this run)."""
     return sum(1 for kernels in doc["choices"].values() for keys in kernels.values()
-               for e in keys.values() if e.get("others"))
+               for e in keys.values() if e.get("others") and not e.get(CARRIED))
 
 
 def _document(found: dict, machine: str) -> dict:
@@ -333,10 +335,31 @@ def _document(found: dict, machine: str) -> dict:
     return {"schema": SCHEMA, "machine": machine, "counts": counts, "choices": found}
 
 
-def merge(folder: str | os.PathLike, out: str | os.PathLike, machine: str = "") -> dict:
+def merge(folder: str | os.PathLike, out: str | os.PathLike, machine: str = "",
+          base: str | os.PathLike | None = None) -> dict:
     """The process records under ``folder`` as one ``autotune.json`` at ``out`` (``gather``), with the counts
-    per origin. Returns the document."""
-    doc = _document(gather(folder), machine)
+    per origin, over the record ``base`` (the run's seeds; None: none). A choice of ``base`` that no process
+    of the run met is kept, marked ``"carried": true`` and counted under ``carried`` (not among the run's
+    origins): the set's record is what seeds the next run on the machine, and a narrower run, or one whose
+    bench failed, must not take it down to what it met. Two H200 runs of 2026-11-29 did: a run seeded with
+    331 choices wrote the 177 its bench met, and a run whose bench rows all failed before their first call
+    wrote none, so the next run's bench tuned every key again (its first calls of 76 rows took 662 s;
+    reports/gpu/h200-2026-11-29-one-capture-a-set). Returns the document."""
+    found = gather(folder)
+    doc = _document(found, machine)
+    if base is not None and Path(base).is_file():
+        carried = 0
+        for pkg, kernels in read_record(base)["choices"].items():
+            for kernel, keys in kernels.items():
+                mine = found.setdefault(pkg, {}).setdefault(kernel, {})
+                for key, entry in keys.items():
+                    if key not in mine:
+                        mine[key] = {**entry, CARRIED: True}
+                        carried += 1
+        doc["choices"] = {p: {k: dict(sorted(keys.items())) for k, keys in sorted(ks.items())}
+                          for p, ks in sorted(found.items())}
+        if carried:
+            doc["counts"][CARRIED] = carried
     Path(out).write_text(json.dumps(doc, indent=1) + "\n")
     return doc
 
