@@ -327,6 +327,33 @@ def test_warm_up_calls_the_benchmark_shape_once_and_only_behind_a_passing_gate(t
     assert benchable(v, case).error and "not an Availability" in benchable(v, case).reason
 
 
+def test_a_warm_up_that_raises_is_not_warmed_and_its_process_exits_1(tmp_path, monkeypatch, capsys):
+    """A row whose warm-up call raises (at f74bb8b: every row's page-locked inputs) is not counted as warmed,
+    and ``bench --warm-only`` exits 1 naming it, so that ``wkvbench gpu`` does not mark the warm-up done
+    (only an exit of 0 does: gpu/side.py) and a later run warms it again. The row still shows the error when
+    timed."""
+    from wkvbench.perf.bench import Bench
+    from wkvkernels.base import get
+    from wkvkernels.cases import Case
+
+    def planted(self, case):
+        raise ValueError("cannot set WRITEABLE flag to True of this array")
+
+    monkeypatch.setattr(Bench, "_canonical", planted)
+    v = get("wkv7.torch.recurrent")
+    b = Bench(BenchSelection(devices=("cpu",), dtypes=("fp32",)), tmp_path / "b.json")
+    case = Case("wkv7", "model", set_shape("quick", "wkv7"), "fp32", 0)
+    assert b._warm(v, case) is False
+    assert len(b.warm_errors) == 1 and b.warm_errors[0].startswith(f"wkv7.torch.recurrent {case.id}: ValueError")
+    argv = ["bench", "--device", "cpu", "--variant", "wkv7.torch.recurrent", "--dtype", "fp32", "--set", "quick",
+            "--warm-only", "--output", str(tmp_path / "w.json")]
+    assert main(argv) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "warmed 0 of 1 rows" in out and "1 rows raised in their warm-up call" in out and "WRITEABLE" in out
+    monkeypatch.undo()
+    assert main(argv) == 0 and "warmed 1 of 1 rows" in " ".join(capsys.readouterr().out.split())
+
+
 def test_a_declared_bench_length_limit_is_a_skip_with_its_reason_and_leaves_verification_alone(tmp_path,
                                                                                             monkeypatch):
     """``bench_max_T``: an implementation whose cost per token is a host loop (rwkv7-hf's reference

@@ -57,6 +57,10 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
         gated = bench.gates_not_passed()
         console.print(f"warmed {bench.warmed} of {len(sel.plan())} rows"
                       + (f" (left cold, their gate not PASS: {'; '.join(gated)})" if gated else ""))
+        if bench.warm_errors:  # exit 1: wkvbench gpu does not mark this warm-up done, and runs it again next time
+            console.print(f"[red]{len(bench.warm_errors)} rows raised in their warm-up call[/red] (timed, they read "
+                          "ERROR with the same reason):\n  " + "\n  ".join(bench.warm_errors))
+            return 1
         return 0
     if args.details:
         console.print(bench_table(rows, bench.ceilings))

@@ -201,7 +201,8 @@ class Bench:
         self._gates: dict[tuple, dict] = gates_from(verified) if verified else {}
         self.ceilings: Ceilings | None = None
         self.judge = None  # at_size.SizeJudge while a run judges its rows at size
-        self.warmed = 0  # rows a warm-only run called at size (the others: unsupported or a red gate)
+        self.warmed = 0  # rows a warm-only run called at size (the others: unsupported, a red gate, or raised)
+        self.warm_errors: list[str] = []  # rows whose warm-up call raised: "variant case: error (at file:line)"
         self.page_locked = False  # the canonical inputs in page-locked memory (run(): a plan with CUDA rows)
 
     def _resumed(self) -> list[dict]:
@@ -505,6 +506,13 @@ class Bench:
                 import torch
 
                 torch.cuda.synchronize()
-        except Exception:  # noqa: BLE001 - a warm-up failure shows again, with its reason, when timed
-            pass
+        except Exception as exc:  # noqa: BLE001 - it shows again, with its reason, when timed (an ERROR row)
+            # not warmed: the warm-only process exits 1, so ``wkvbench gpu`` does not mark the warm-up done
+            # (gpu/side.py). At f74bb8b every row's inputs raised here, the warm-ups exited 0 having warmed
+            # nothing, and the next run skipped them as done: its bench compiled and tuned every kernel itself
+            # (reports/gpu/h200-2026-11-29-one-capture-a-set)
+            tb = traceback.extract_tb(exc.__traceback__)[-1]
+            self.warm_errors.append(f"{v.name} {case.id}: {type(exc).__name__}: {exc} "
+                                    f"(at {tb.filename.rsplit('/', 1)[-1]}:{tb.lineno})"[:400])
+            return False
         return True
