@@ -618,3 +618,23 @@ def test_the_launch_profile_takes_a_first_host_measurement_it_is_given(monkeypat
     assert modes.launch_profile(fn)["host_us"] == pytest.approx(50.0, abs=2.0) and len(calls) == 2
     calls.clear()
     assert modes.launch_profile(fn, host_s=0.2)["host_loop"] and not calls
+
+
+def test_a_renewal_gives_back_the_memory_of_replaced_sets_past_half_the_gpu(monkeypatch):
+    """Captures keep torch's caches (``modes._capture``), so the sets a row replaced stay reserved until
+    the cache is emptied: a renewal empties it first once more than ``RESERVED_MAX`` of the GPU's memory
+    is reserved, and not before."""
+    import torch
+
+    reserved = {"now": 10}
+    emptied: list[int] = []
+    monkeypatch.setattr(modes, "_capture", lambda fn: _Graph())
+    monkeypatch.setattr("torch.cuda.synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda *a: reserved["now"])
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(modes, "_total_memory", lambda device: 100)
+    monkeypatch.setattr(modes, "empty_graph_pools", lambda: emptied.append(reserved["now"]))
+    r = modes.graph_replays(call)
+    assert r.renew() and r.renew() and emptied == []
+    reserved["now"] = 51
+    assert r.renew() and emptied == [51] and r.sets == 4

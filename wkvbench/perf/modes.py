@@ -108,6 +108,19 @@ def _capture(fn: Callable[[], object]):
     return g
 
 
+# ``_capture`` leaves the memory of replaced capture sets reserved, and a graph row renews its set every
+# ``timing.GRAPH_MIN_TIME_S / GRAPH_SETS`` of its sampling: past RESERVED_MAX of the GPU's memory reserved, a
+# renewal gives that memory back first (``Replays.renew``), so a row of large buffers never runs out of it.
+RESERVED_MAX = 0.5
+
+
+@functools.cache
+def _total_memory(device: int) -> int:
+    import torch
+
+    return torch.cuda.get_device_properties(device).total_memory
+
+
 def empty_graph_pools() -> None:
     """Gives the device memory of the graphs that are gone (and torch's other unused cached blocks) back to
     the driver: ``_capture`` leaves that to the engine, once per row before its captures."""
@@ -246,6 +259,9 @@ class Replays:
         False, keeping the old set, where the GPU's memory cannot hold another capture."""
         import torch
 
+        reserved = torch.cuda.memory_reserved()  # 0 where CUDA was never initialized
+        if reserved and reserved > RESERVED_MAX * _total_memory(torch.cuda.current_device()):
+            empty_graph_pools()  # the sets this one replaced: their memory stays reserved until then
         try:
             graphs = _capture_set(self.fn, len(self.graphs))
         except torch.cuda.OutOfMemoryError:
