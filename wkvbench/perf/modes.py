@@ -137,9 +137,10 @@ GRAPH_HOLDS = 0.8  # a graph replay shorter than this share of the call's kernel
 # on 10-30 us replays, one set kept for every round 0.3-0.6 %, and do_bench on a new set each round
 # 2.4-2.5 % on wkvbench's wkv4 decode (H200, 2026-11-26, reports/gpu/h200-2026-11-26-graph-capture-sets).
 # Capture sets made apart do not: the engine samples several sets in turn (``Replays.renew``,
-# ``timing.GRAPH_SETS``), and a set is GRAPH_CAPTURES captures. It was 5 until 2026-11-29; since further
-# captures made together add no placement, a set is one (a graph row made 40 captures, and its renewals
-# were 15.7 s of a 172 s warm bench of 184 rows: reports/gpu/h200-2026-11-29-at-size-first-call).
+# ``timing.GRAPH_SETS``), and a set is GRAPH_CAPTURES captures. It was 5 until 2026-11-29, when a graph row
+# made 40 captures and their renewals were 15.7 s of a 172 s warm bench of 184 rows
+# (reports/gpu/h200-2026-11-29-at-size-first-call). With one capture a set, three graph rows on one H200 kept
+# the level of five within 0.22-0.37 % over 8 alternating rounds (reports/gpu/h200-2026-11-29-one-capture-a-set).
 GRAPH_CAPTURES = 1
 
 

@@ -342,8 +342,9 @@ def merge(folder: str | os.PathLike, out: str | os.PathLike, machine: str = "",
     of the run met is kept, marked ``"carried": true`` and counted under ``carried`` (not among the run's
     origins): the set's record is what seeds the next run on the machine, and a narrower run, or one whose
     bench failed, must not take it down to what it met. Two H200 runs of 2026-11-29 did: a run seeded with
-    331 choices wrote the 177 its bench met, and a run whose bench rows all failed before their first call
-    wrote none, so the next run's bench tuned every key again (its first calls of 76 rows took 662 s;
+    331 choices wrote the 177 its bench met, and a run whose processes recorded nothing (every warm-up and
+    bench call raised) wrote none, so the next run's bench tuned every key again (its first calls of 76 rows
+    took 662 s;
     reports/gpu/h200-2026-11-29-one-capture-a-set). Returns the document."""
     found = gather(folder)
     doc = _document(found, machine)
