@@ -657,3 +657,56 @@ def test_a_run_lets_its_processes_cache_bytecode_where_the_image_forbids_it(tmp_
     subprocess.run([sys.executable, "-c", "import wkv_bytecode_probe"], env=child, check=True, timeout=60)
     assert list(prefix.rglob("wkv_bytecode_probe*.pyc")), list(prefix.rglob("*"))
     assert not (tmp_path / "src" / "__pycache__").exists()  # nothing beside the sources
+
+
+def test_a_warm_up_whose_rows_raised_is_counted_said_and_not_marked_done(monkeypatch, tmp_path):
+    """``bench --warm-only`` exits 1 where a row's warm-up call raised: the run says so with the log's tail,
+    counts it beside the side phase's figures, and does not mark the warm-up done, so the next run warms it
+    again (at f74bb8b, 112 warm-ups whose every call raised exited 0 and were skipped by the next run)."""
+    import collections
+    import threading
+
+    from wkvbench.gpu import side
+
+    marked, said = [], []
+    (tmp_path / "warm-x.log").write_text("1 rows raised in their warm-up call\n  x/y: ValueError: planted\n")
+
+    class P:
+        cpu_s = 0.0
+
+        def __init__(self, name):
+            self.name = name
+
+    class FakeRun:
+        ngpu = 1
+
+        class procs:
+            logs = tmp_path
+
+            @staticmethod
+            def start(name, cmd, env):
+                return P(name)
+
+            @staticmethod
+            def poll(p):
+                return {"warm-x": 1, "warm-y": 0, "props-z": 1}[p.name]
+
+        class state:
+            provenance: dict = {}
+
+            @staticmethod
+            def add_variant(*a):
+                pass
+
+            @staticmethod
+            def add_cpu(*a):
+                pass
+
+    monkeypatch.setattr(side.time, "sleep", lambda s: None)
+    monkeypatch.setattr(side, "mark_warm", lambda prov, name: marked.append(name))
+    monkeypatch.setattr(side, "say", said.append)
+    counts: collections.Counter = collections.Counter()
+    side.run_side(FakeRun(), [("warm-x", ["x"], "v"), ("warm-y", ["y"], "v"), ("props-z", ["z"], "v")], 3,
+                  threading.Event(), counts)
+    assert marked == ["warm-y"] and counts == {"ok": 3, "warm_raised": 1}
+    assert len(said) == 1 and "warm-up warm-x: rows raised" in said[0] and "ValueError: planted" in said[0]

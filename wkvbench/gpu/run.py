@@ -405,7 +405,8 @@ class GpuRun:
                      "phases") if only_ggml else verify_detail(self.verify)
         side_ph.seconds = time.time() - t0
         side_ph.status = "done" if not counts["failed"] else "failed"
-        side_ph.detail = f"{counts['ok']} processes finished, {counts['failed']} failed"
+        side_ph.detail = f"{counts['ok']} processes finished, {counts['failed']} failed" + (
+            f", {counts['warm_raised']} warm-ups with rows that raised" if counts["warm_raised"] else "")
         self.opt.exclude = tuple(x for x in self.opt.exclude if x not in excl)
         self._variant_times(self.verify)
         self.state.save()

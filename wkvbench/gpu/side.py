@@ -96,6 +96,10 @@ def run_side(run, tasks, slots: int, stop: threading.Event, counts: collections.
                 say(f"side task {name} exited with {rc}:\n{tail(run.procs.logs / (name + '.log'))}")
             elif warm and rc == 0:
                 mark_warm(run.state.provenance, name)
+            elif warm:  # 1: rows whose warm-up call raised (bench --warm-only names them); not marked done
+                counts["warm_raised"] += 1
+                say(f"warm-up {name}: rows raised in their call; not marked done (timed, they read ERROR):\n"
+                    f"{tail(run.procs.logs / (name + '.log'))}")
         time.sleep(0.5)
 
 
