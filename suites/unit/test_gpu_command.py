@@ -525,41 +525,14 @@ def test_an_own_env_package_is_warmed_beside_its_verification_in_its_folder(monk
     run.opt.phases = ("verify", "side", "report")
     assert run._envs_warm(["rwkv-fla"]) is None
     # run_side gives each task the package's environment
-    seen = []
-
-    class P:
-        cpu_s = 0.0
-
-    class FakeRun:
-        ngpu = 1
-
-        class procs:
-            @staticmethod
-            def start(name, cmd, e):
-                seen.append(e)
-                return P()
-
-            @staticmethod
-            def poll(p):
-                return 0
-
-        class state:
-            provenance: dict = {}
-
-            @staticmethod
-            def add_variant(*a):
-                pass
-
-            @staticmethod
-            def add_cpu(*a):
-                pass
-
+    seen: list[dict] = []
     monkeypatch.setattr(side.time, "sleep", lambda s: None)
-    side.run_side(FakeRun(), [("warm-x", ["x"], "v", {"PYTHONPATH": str(folder)})], 1, threading.Event(),
-                  collections.Counter())
+    monkeypatch.setattr(side, "mark_warm", lambda prov, name: None)
+    side.run_side(_side_run(lambda name: 0, seen=seen), [("warm-x", ["x"], "v", {"PYTHONPATH": str(folder)})], 1,
+                  threading.Event(), collections.Counter())
     assert seen[0]["PYTHONPATH"] == str(folder) and seen[0]["OMP_NUM_THREADS"] == "1"
-    side.run_side(FakeRun(), [("warm-y", ["y"], "v", {"PYTHONPATH": "task"})], 1, threading.Event(),
-                  collections.Counter())
+    side.run_side(_side_run(lambda name: 0, seen=seen), [("warm-y", ["y"], "v", {"PYTHONPATH": "task"})], 1,
+                  threading.Event(), collections.Counter())
     assert seen[1]["PYTHONPATH"] == "task" and seen[1]["OMP_NUM_THREADS"] == "1"
 
 
@@ -659,17 +632,10 @@ def test_a_run_lets_its_processes_cache_bytecode_where_the_image_forbids_it(tmp_
     assert not (tmp_path / "src" / "__pycache__").exists()  # nothing beside the sources
 
 
-def test_a_warm_up_whose_rows_raised_is_counted_said_and_not_marked_done(monkeypatch, tmp_path):
-    """``bench --warm-only`` exits 1 where a row's warm-up call raised: the run says so with the log's tail,
-    counts it beside the side phase's figures, and does not mark the warm-up done, so the next run warms it
-    again (at f74bb8b, 112 warm-ups whose every call raised exited 0 and were skipped by the next run)."""
-    import collections
-    import threading
 
-    from wkvbench.gpu import side
-
-    marked, said = [], []
-    (tmp_path / "warm-x.log").write_text("1 rows raised in their warm-up call\n  x/y: ValueError: planted\n")
+def _side_run(rc_of, logs: Path | None = None, seen: list | None = None):
+    """A stand-in for the ``GpuRun`` that ``side.run_side`` drives: one GPU; each task ends at its first poll
+    with the exit code ``rc_of(name)``; ``seen`` gets each task's environment."""
 
     class P:
         cpu_s = 0.0
@@ -681,15 +647,15 @@ def test_a_warm_up_whose_rows_raised_is_counted_said_and_not_marked_done(monkeyp
         ngpu = 1
 
         class procs:
-            logs = tmp_path
-
             @staticmethod
             def start(name, cmd, env):
+                if seen is not None:
+                    seen.append(env)
                 return P(name)
 
             @staticmethod
             def poll(p):
-                return {"warm-x": 1, "warm-y": 0, "props-z": 1}[p.name]
+                return rc_of(p.name)
 
         class state:
             provenance: dict = {}
@@ -702,11 +668,27 @@ def test_a_warm_up_whose_rows_raised_is_counted_said_and_not_marked_done(monkeyp
             def add_cpu(*a):
                 pass
 
+    FakeRun.procs.logs = logs
+    return FakeRun()
+
+
+def test_a_warm_up_whose_rows_raised_is_counted_said_and_not_marked_done(monkeypatch, tmp_path):
+    """``bench --warm-only`` exits 1 where a row's warm-up call raised: the run says so with the log's tail,
+    counts it beside the side phase's figures, and does not mark the warm-up done, so the next run warms it
+    again (at f74bb8b, 112 warm-ups whose every call raised exited 0 and were skipped by the next run)."""
+    import collections
+    import threading
+
+    from wkvbench.gpu import side
+
+    marked, said = [], []
+    (tmp_path / "warm-x.log").write_text("1 rows raised in their warm-up call\n  x/y: ValueError: planted\n")
+    run = _side_run({"warm-x": 1, "warm-y": 0, "props-z": 1}.get, logs=tmp_path)
     monkeypatch.setattr(side.time, "sleep", lambda s: None)
     monkeypatch.setattr(side, "mark_warm", lambda prov, name: marked.append(name))
     monkeypatch.setattr(side, "say", said.append)
     counts: collections.Counter = collections.Counter()
-    side.run_side(FakeRun(), [("warm-x", ["x"], "v"), ("warm-y", ["y"], "v"), ("props-z", ["z"], "v")], 3,
+    side.run_side(run, [("warm-x", ["x"], "v"), ("warm-y", ["y"], "v"), ("props-z", ["z"], "v")], 3,
                   threading.Event(), counts)
     assert marked == ["warm-y"] and counts == {"ok": 3, "warm_raised": 1}
     assert len(said) == 1 and "warm-up warm-x: rows raised" in said[0] and "ValueError: planted" in said[0]
