@@ -34,7 +34,7 @@ def _spread(x: list[float]) -> float:
 
 
 def test_capture_cost_old_against_new_on_one_box():
-    doc = _load(DIAG / "capture-cost.json")
+    doc = _load(DIAG / "capture-cost.txt")
     assert doc["gpu"] == "NVIDIA H200" and doc["uuid"].startswith("54198721") and doc["replay_writes"] is True
     want = {"gdn.fla.chunk": (19.26, 34.1, 2.6, 4.7, 0.0022), "kda.fla.fused_recurrent": (7.9, 9.45, 0.97, 1.07, 0.0037),
             "gla.fla.chunk": (14.1, 14.65, 2.47, 2.5, 0.0033)}
