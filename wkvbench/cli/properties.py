@@ -21,7 +21,6 @@ import json
 import logging
 import sys
 import time
-import traceback
 from dataclasses import replace
 from pathlib import Path
 
@@ -34,7 +33,7 @@ from wkvkernels.ops import op_spec
 
 from ..checks.packing import PACK_LENGTHS, PACK_SLACK, packing_invariance
 from ..checks.properties import PropertyResult, batch_invariance, determinism, log, state_passing
-from ..judge.check import ERROR, FAIL, Checker
+from ..judge.check import ERROR, FAIL, Checker, raised
 from ..results.schemas import PROPERTIES as SCHEMA
 from .args import selection_args
 
@@ -171,10 +170,7 @@ def _run_variant(v: KernelVariant, args: argparse.Namespace, checker: Checker, h
             r: PropertyResult | None = job(checker)
             row = r.as_dict()
         except Exception as exc:  # noqa: BLE001 - one crashing kernel must not end the run
-            tb = traceback.extract_tb(exc.__traceback__)[-1]
-            row = {"property": prop, "variant": v.name, "case": case.id, "status": ERROR,
-                   "reason": f"{type(exc).__name__}: {exc} "
-                             f"(at {tb.filename.rsplit('/', 1)[-1]}:{tb.lineno})",
+            row = {"property": prop, "variant": v.name, "case": case.id, "status": ERROR, "reason": raised(exc),
                    "bitwise": None, "max_rel_diff": None, "details": {}}
         row["seconds"] = round(time.perf_counter() - t0, 3)
         log.info("%s %s %s: %s in %.1f s", v.name, prop, case.id, row["status"], row["seconds"])

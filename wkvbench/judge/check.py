@@ -47,6 +47,13 @@ BAD: tuple[str, ...] = (FAIL, ERROR, CRASH, TIMEOUT, XPASS)  # statuses that cou
 DTYPE_MAX = {"fp32": 3.4028e38, "bf16": 3.3895e38, "fp16": 65504.0}
 
 
+def raised(exc: BaseException) -> str:
+    """``"Type: message (at file.py:line)"``: an exception as an ERROR's reason, with the innermost frame it
+    was raised in."""
+    tb = traceback.extract_tb(exc.__traceback__)[-1]
+    return f"{type(exc).__name__}: {exc} (at {tb.filename.rsplit('/', 1)[-1]}:{tb.lineno})"
+
+
 @dataclass
 class CheckResult:
     variant: str
@@ -387,10 +394,7 @@ class Checker:
         except Unsupported as exc:
             return CheckResult(variant.name, case, SKIP, str(exc))
         except Exception as exc:
-            tb = traceback.extract_tb(exc.__traceback__)[-1]
-            where = f" (at {tb.filename.rsplit('/', 1)[-1]}:{tb.lineno})"
-            return CheckResult(variant.name, case, ERROR, f"{type(exc).__name__}: {exc}{where}",
-                               seconds=time.perf_counter() - t0)
+            return CheckResult(variant.name, case, ERROR, raised(exc), seconds=time.perf_counter() - t0)
         ref = self.oracle(case.op, {**default_state(case.op, effective), **effective}, case.shape.qkn)
         res = compare_outputs(variant.name, case, out, ref, declared_dtypes(variant, case), returned,
                               getattr(variant, "state_precision", "fp32"), inputs)

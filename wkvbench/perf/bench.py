@@ -27,14 +27,13 @@ import contextlib
 import fnmatch
 import json
 import time
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from wkvkernels.base import Availability, KernelVariant, supported, variants
 from wkvkernels.cases import Case
 
-from ..judge.check import PASS, Checker
+from ..judge.check import PASS, Checker, raised
 from ..judge.commands import command
 from ..results.provenance import Machine, provenance, release_named
 from ..results.schemas import BENCH, append_partial, atomic_write, partial_rows
@@ -313,9 +312,7 @@ class Bench:
             if self.judge is None and clock in ("events", "profiler"):  # else the call at size records them
                 picks = self._autotune_picks(lambda: v.run(native), sync)
         except Exception as exc:
-            tb = traceback.extract_tb(exc.__traceback__)[-1]
-            return {**row, "status": "ERROR",
-                    "reason": f"{type(exc).__name__}: {exc} (at {tb.filename.rsplit('/', 1)[-1]}:{tb.lineno})"[:500]}
+            return {**row, "status": "ERROR", "reason": raised(exc)[:500]}
         finally:
             native = None
         st = t.stats()
@@ -378,9 +375,7 @@ class Bench:
                 res["out"] = v.to_canonical(raw)
             res["copy_s"] = round(time.perf_counter() - t0, 3)
         except Exception as exc:  # noqa: BLE001 - the row's ERROR at size, with where it raised
-            tb = traceback.extract_tb(exc.__traceback__)[-1]
-            res["error"] = (f"the call at size raised {type(exc).__name__}: {exc} "
-                            f"(at {tb.filename.rsplit('/', 1)[-1]}:{tb.lineno})")[:500]
+            res["error"] = f"the call at size raised {raised(exc)}"[:500]
         return res
 
     def _judge_at_size(self, v: KernelVariant, case: Case, row: dict, res: dict) -> None:
@@ -511,8 +506,6 @@ class Bench:
             # (gpu/side.py). At f74bb8b every row's inputs raised here, the warm-ups exited 0 having warmed
             # nothing, and the next run skipped them as done: its bench compiled and tuned every kernel itself
             # (reports/gpu/h200-2026-11-29-one-capture-a-set)
-            tb = traceback.extract_tb(exc.__traceback__)[-1]
-            self.warm_errors.append(f"{v.name} {case.id}: {type(exc).__name__}: {exc} "
-                                    f"(at {tb.filename.rsplit('/', 1)[-1]}:{tb.lineno})"[:400])
+            self.warm_errors.append(f"{v.name} {case.id}: {raised(exc)}"[:400])
             return False
         return True
