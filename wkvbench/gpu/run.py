@@ -285,9 +285,10 @@ class GpuRun:
         from ..run import tuned
 
         rec = self.work / "autotune"
-        base = self.work / self.SEEDS if self.opt.autotune == "seeded" else None
-        if not (base is not None and base.is_file()) and (
-                not rec.is_dir() or not any(rec.glob("autotune-*.jsonl"))):  # nothing autotuned (a CPU-only run)
+        base = self.work / self.SEEDS
+        if self.opt.autotune != "seeded" or not base.is_file():
+            base = None
+        if base is None and not any(rec.glob("autotune-*.jsonl")):  # no seeds, nothing autotuned (a CPU-only run)
             return
         doc = tuned.merge(rec, self.opt.out / "autotune.json", machine=machine_slug(self.state.provenance),
                           base=base)

@@ -316,7 +316,25 @@ def gather(folder: str | os.PathLike) -> dict[str, dict[str, dict[str, dict]]]:
         if others:
             entry["others"] = others
         found.setdefault(pkg, {}).setdefault(kernel, {})[key] = entry
+    return _sorted(found)
+
+
+def _sorted(found: dict) -> dict:
     return {p: {k: dict(sorted(keys.items())) for k, keys in sorted(ks.items())} for p, ks in sorted(found.items())}
+
+
+def _laid_over(base: str | os.PathLike | None, folder: str | os.PathLike, mark: dict | None = None) -> dict:
+    """The choices of the record ``base`` (None, or no such file: none; read afresh), each with ``mark`` added,
+    and every choice the process records under ``folder`` hold laid over them (a choice made in this run wins
+    over an older one), sorted."""
+    found: dict = {}
+    if base is not None and Path(base).is_file():
+        found = {pkg: {kernel: {key: {**e, **(mark or {})} for key, e in keys.items()}
+                       for kernel, keys in kernels.items()} for pkg, kernels in read_record(base)["choices"].items()}
+    for pkg, kernels in gather(folder).items():
+        for kernel, keys in kernels.items():
+            found.setdefault(pkg, {}).setdefault(kernel, {}).update(keys)
+    return _sorted(found)
 
 
 def chosen_differently(doc: dict) -> int:
@@ -327,11 +345,12 @@ def chosen_differently(doc: dict) -> int:
 
 
 def _document(found: dict, machine: str) -> dict:
-    counts = dict.fromkeys((TUNED, DISK, SEEDED), 0)
+    counts = dict.fromkeys((TUNED, DISK, SEEDED), 0)  # and CARRIED, counted apart, where there are some
     for ks in found.values():
         for keys in ks.values():
             for e in keys.values():
-                counts[e["from"]] = counts.get(e["from"], 0) + 1
+                origin = CARRIED if e.get(CARRIED) else e["from"]
+                counts[origin] = counts.get(origin, 0) + 1
     return {"schema": SCHEMA, "machine": machine, "counts": counts, "choices": found}
 
 
@@ -344,23 +363,8 @@ def merge(folder: str | os.PathLike, out: str | os.PathLike, machine: str = "",
     bench failed, must not take it down to what it met. Two H200 runs of 2026-11-29 did: a run seeded with
     331 choices wrote the 177 its bench met, and a run whose processes recorded nothing (every warm-up and
     bench call raised) wrote none, so the next run's bench tuned every key again (its first calls of 76 rows
-    took 662 s;
-    reports/gpu/h200-2026-11-29-one-capture-a-set). Returns the document."""
-    found = gather(folder)
-    doc = _document(found, machine)
-    if base is not None and Path(base).is_file():
-        carried = 0
-        for pkg, kernels in read_record(base)["choices"].items():
-            for kernel, keys in kernels.items():
-                mine = found.setdefault(pkg, {}).setdefault(kernel, {})
-                for key, entry in keys.items():
-                    if key not in mine:
-                        mine[key] = {**entry, CARRIED: True}
-                        carried += 1
-        doc["choices"] = {p: {k: dict(sorted(keys.items())) for k, keys in sorted(ks.items())}
-                          for p, ks in sorted(found.items())}
-        if carried:
-            doc["counts"][CARRIED] = carried
+    took 662 s; reports/gpu/h200-2026-11-29-one-capture-a-set). Returns the document."""
+    doc = _document(_laid_over(base, folder, mark={CARRIED: True}), machine)
     Path(out).write_text(json.dumps(doc, indent=1) + "\n")
     return doc
 
@@ -370,10 +374,7 @@ def seed_file(out: str | os.PathLike, folder: str | os.PathLike, base: str | os.
     """The seeds of a run's bench: the record ``base`` (the run's own seeds; None: none) with every choice
     the run's processes have recorded under ``folder`` so far laid over it (a choice made in this run wins
     over an older one), written to ``out`` as a record. Returns how many choices it holds."""
-    found = read_record(base)["choices"] if base is not None and Path(base).is_file() else {}  # read afresh
-    for pkg, kernels in gather(folder).items():
-        for kernel, keys in kernels.items():
-            found.setdefault(pkg, {}).setdefault(kernel, {}).update(keys)
+    found = _laid_over(base, folder)
     doc = _document(found, machine)
     tmp = Path(out).with_suffix(".tmp")
     tmp.write_text(json.dumps(doc, indent=1) + "\n")
