@@ -1,5 +1,6 @@
 """Capture cost and the engine with old (torch.cuda.graph, 5 captures a set) vs new (modes._capture, 1 a set).
-python .gpu/cap.py  (the image's torch; fla-core on PYTHONPATH)"""
+PYTHONPATH=.:<fla-core> python reports/gpu/h200-2026-11-29-one-capture-a-set/capture_cost.py OUT.json
+(from the repository root, on a CUDA box; it ran with the image's torch 2.11 and fla-core 0.6.0)"""
 import statistics, time, json, sys
 import torch
 from wkvbench.perf import modes, timing
