@@ -638,3 +638,38 @@ def test_a_renewal_gives_back_the_memory_of_replaced_sets_past_half_the_gpu(monk
     assert r.renew() and r.renew() and emptied == []
     reserved["now"] = 51
     assert r.renew() and emptied == [51] and r.sets == 4
+
+
+def test_stability_runs_the_configurations_its_bench_ran(tmp_path, monkeypatch):
+    """A standalone ``wkvbench stability BENCH.json`` seeds Triton's autotuners from the ``autotune.json`` beside
+    the bench file (or ``--autotune-seeds``), as ``wkvbench gpu`` does through its environment. Unseeded, an
+    H200's wkv6.fla.chunk decode rows autotuned again in the stability process and ran 9 % faster than the
+    bench rows they checked (reports/gpu/h200-2026-11-29-seeded-stability). A file that is not an autotune
+    record is refused before anything runs."""
+    import json
+
+    from wkvbench.console import make_console
+    from wkvbench.perf import stability
+    from wkvbench.results.schemas import AUTOTUNE
+    from wkvbench.run import tuned
+
+    monkeypatch.delenv(tuned.ENV_SEEDS, raising=False)
+    monkeypatch.delenv(tuned.ENV_RECORD, raising=False)
+    installed = []
+    monkeypatch.setattr(tuned, "install", lambda record=None, seeds=None: installed.append(
+        tuned.load_seeds(seeds)) or True)
+    con = make_console()
+    bench = tmp_path / "bench.json"
+    args = lambda *a: stability.parser().parse_args([str(bench), *a])  # noqa: E731
+    assert stability._seed(args(), con) is None and installed == []  # nothing beside it: said, not seeded
+    record = {"schema": AUTOTUNE, "machine": "m", "counts": {},
+              "choices": {"fla-core 0.6.0": {"chunk_fwd_kernel_h": {"(64, 64)": {"config": "BK: 32, BV: 64"}}}}}
+    (tmp_path / "autotune.json").write_text(json.dumps(record))
+    assert stability._seed(args(), con) == str(tmp_path / "autotune.json")
+    assert installed == [{("fla-core 0.6.0", "chunk_fwd_kernel_h", "(64, 64)"): "BK: 32, BV: 64"}]
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"schema": "wkvbench.bench/1", "rows": []}))
+    assert stability._seed(args("--autotune-seeds", str(other)), con) is False  # said, exit 2 in main
+    monkeypatch.setattr(tuned, "install", lambda record=None, seeds=None: True)
+    monkeypatch.setenv(tuned.ENV_SEEDS, "/run/seeds.json")  # wkvbench gpu's processes: its run's seeds
+    assert stability._seed(args("--autotune-seeds", str(other)), con) == "/run/seeds.json"

@@ -120,6 +120,12 @@ def measure(row: dict, repeats: int, settings: dict, rep_ms: int, warmup_s: floa
                             "its floor" if out["mode"] == "queued" else
                             "none: kernel times summed by CUPTI (ggml's own stream, or a launch-bound call no "
                             "CUDA graph holds and events cannot see), which do_bench's events cannot reproduce")
+    from .bench import Bench
+
+    picks = Bench._autotune_picks(fn, getattr(native, "synchronize", None))
+    if picks or row.get("autotune"):
+        out["autotune"] = picks  # the configurations these rounds ran, and whether they are the bench row's
+        out["autotune_as_bench"] = picks == row.get("autotune")
     bench = row.get("median_ms")
     out["vs_bench"] = eng / bench if bench else None  # against the bench file's own median (another run)
     out["ok"] = out["spread"] <= SPREAD_MAX and (out["ratio"] is None or abs(out["ratio"] - 1) <= RATIO_MAX)
@@ -241,9 +247,38 @@ def parser() -> argparse.ArgumentParser:
                     help="not the rows the bench timed in this mode")
     ap.add_argument("--rep-ms", type=int, default=100, help="do_bench's rep (ms) per round")
     ap.add_argument("--output", type=Path, default=None, help="JSON (default: stability.json beside the bench file)")
+    ap.add_argument("--autotune-seeds", type=Path, default=None, metavar="FILE",
+                    help="the autotune record whose choices Triton's autotuners take (default: autotune.json "
+                         "beside the bench file, the choices its bench ran; ``wkvbench gpu`` passes its run's)")
     ap.add_argument("--shard", default="0/1", metavar="I/N",
                     help="every N-th row from the I-th: one process per GPU of a box (``nox -s gpu`` does it)")
     return ap
+
+
+def _seed(a: argparse.Namespace, con) -> str | None | bool:
+    """Give Triton's autotuners the choices the bench ran, so that every row runs the configurations its bench
+    row ran (``run.tuned``): ``wkvbench gpu``'s environment (its run's seeds), else ``--autotune-seeds``, else
+    the ``autotune.json`` beside the bench file. Where the configuration comes from, None where no record
+    seeds it (the autotuners then benchmark every choice again, at whichever shape meets a key first: an
+    H200's wkv6.fla.chunk decode rows then ran 9 % faster than their bench rows, issue 47), False on a
+    file that is not an autotune record (said)."""
+    from wkvkernels import config
+
+    from ..run import tuned
+
+    if tuned.install_from_env():
+        return config.raw(tuned.ENV_SEEDS) or None
+    path = a.autotune_seeds or a.bench.with_name("autotune.json")
+    if a.autotune_seeds is None and not path.is_file():
+        con.print(f"stability: no {path.name} beside {a.bench}: Triton's autotuners choose again, so a row may run "
+                  "other configurations than its bench row ('autotune' on each row says which)", highlight=False)
+        return None
+    try:
+        tuned.install(seeds=path)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        con.print(f"[red]error:[/red] --autotune-seeds {path}: cannot seed the autotuners: {exc}")
+        return False
+    return str(path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -266,10 +301,10 @@ def main(argv: list[str] | None = None) -> int:
     # the autotune results the bench left in Triton's cache (nox -s gpu sets this for its own runs):
     # without them every FLA row autotuned again at its first round, for minutes
     os.environ.setdefault("TRITON_CACHE_AUTOTUNING", "1")
-    from ..run import tuned
-
-    tuned.install_from_env()  # the run's seeds: the same configurations as its bench (run/tuned.py)
     con = make_console()
+    seeds = _seed(a, con)
+    if seeds is False:
+        return 2
     try:
         doc = read(a.bench, BENCH).doc
     except ResultsError as exc:
@@ -291,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     def save() -> None:
         atomic_write(out_path, json.dumps({"schema": SCHEMA, "provenance": prov, "bench": a.bench.name,
                                            "repeats": a.repeats, "process_warmup_s": PROCESS_WARMUP_S,
+                                           "autotune_seeds": seeds,
                                            "spread_max": SPREAD_MAX,
                                            "ratio_max": RATIO_MAX, "rows": results}, indent=1))
 
@@ -322,5 +358,8 @@ def main(argv: list[str] | None = None) -> int:
                   "yes" if r["ok"] else "[red]NO[/red]")
     con.print(t)
     bad = [r for r in results if not r["ok"]]
-    con.print(f"{len(results) - len(bad)}/{len(results)} rows within the targets; results: {out_path}")
+    other = sum(1 for r in results if r.get("autotune_as_bench") is False)
+    con.print(f"{len(results) - len(bad)}/{len(results)} rows within the targets; results: {out_path}"
+              + (f"; {other} rows ran other autotune configurations than their bench rows ('autotune')"
+                 if other else ""), highlight=False)
     return 1 if bad else 0

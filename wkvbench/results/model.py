@@ -166,6 +166,8 @@ class StabilityRow(_StabilityKey, total=False):
     reference: str
     bench_median_ms: float | None
     vs_bench: float | None
+    autotune: dict[str, str]  # Triton's configurations the rounds ran (kernel -> configuration)
+    autotune_as_bench: bool  # ... the same as the bench row's
     error: str
 
 
