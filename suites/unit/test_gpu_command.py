@@ -184,11 +184,25 @@ def test_a_warm_up_done_by_an_earlier_run_is_not_done_again(tmp_path, monkeypatc
     prov = {"gpu": {"name": "NVIDIA H100", "driver": "580", "cuda": "13.0"},
             "versions": {"torch": "2.11.0", "triton": "3.6.0"}}
 
-    def tasks():
-        run = gpu.GpuRun(gpu.Options(out=tmp_path / "out", variants=("wkv7.fla.chunk",), dtypes=("bf16",)))
+    def tasks(dtypes=("bf16",)):
+        run = gpu.GpuRun(gpu.Options(out=tmp_path / "out", variants=("wkv7.fla.chunk",), dtypes=dtypes))
         run.ngpu, run.state.provenance = 1, prov
         return run, [name for name, _, _ in side.side_tasks(run, ggml=False)]
 
+    run, names = tasks(("bf16", "fp16"))  # one process warms both dtypes of a group of sets
+    assert names == ["warm-wkv7.fla.chunk-bf16+fp16-quick+decode+prefill+long",
+                     "warm-wkv7.fla.chunk-bf16+fp16-head128", "props-wkv7.fla.chunk"] and run.warmed_before == 0
+    assert run.warm_marks["warm-wkv7.fla.chunk-bf16+fp16-head128"] == ["warm-wkv7.fla.chunk-bf16-head128",
+                                                                       "warm-wkv7.fla.chunk-fp16-head128"]
+    [cmd] = [c for n, c, _ in side.side_tasks(run, ggml=False) if n.endswith("+fp16-head128")]
+    assert cmd[cmd.index("--warm-only"):] == ["--warm-only", "--variant", "wkv7.fla.chunk", "--dtype", "bf16",
+                                              "--dtype", "fp16", "--set", "head128", "--output",
+                                              str(run.work / "warm-wkv7.fla.chunk-bf16+fp16-head128.json")]
+    side.mark_warm(prov, "warm-wkv7.fla.chunk-fp16-head128")  # done before: the group warms bf16 alone
+    run, names = tasks(("bf16", "fp16"))
+    assert "warm-wkv7.fla.chunk-bf16-head128" in names and run.warmed_before == 1
+    assert run.warm_marks["warm-wkv7.fla.chunk-bf16-head128"] == ["warm-wkv7.fla.chunk-bf16-head128"]
+    side.warm_marker(prov, "warm-wkv7.fla.chunk-fp16-head128").unlink()
     run, names = tasks()
     assert names == ["warm-wkv7.fla.chunk-bf16-quick+decode+prefill+long", "warm-wkv7.fla.chunk-bf16-head128",
                      "props-wkv7.fla.chunk"] and run.warmed_before == 0
@@ -645,6 +659,7 @@ def _side_run(rc_of, logs: Path | None = None, seen: list | None = None):
 
     class FakeRun:
         ngpu = 1
+        warm_marks = {"warm-y": ["warm-y-bf16", "warm-y-fp16"]}  # a task of two dtypes: a marker each
 
         class procs:
             @staticmethod
@@ -690,5 +705,5 @@ def test_a_warm_up_whose_rows_raised_is_counted_said_and_not_marked_done(monkeyp
     counts: collections.Counter = collections.Counter()
     side.run_side(run, [("warm-x", ["x"], "v"), ("warm-y", ["y"], "v"), ("props-z", ["z"], "v")], 3,
                   threading.Event(), counts)
-    assert marked == ["warm-y"] and counts == {"ok": 3, "warm_raised": 1}
+    assert marked == ["warm-y-bf16", "warm-y-fp16"] and counts == {"ok": 3, "warm_raised": 1}
     assert len(said) == 1 and "warm-up warm-x: rows raised" in said[0] and "ValueError: planted" in said[0]

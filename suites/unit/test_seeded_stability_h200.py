@@ -73,3 +73,18 @@ def test_the_seeded_check_ran_the_bench_s_configurations_within_the_targets():
     assert (round(min(decode), 3), round(max(decode), 3)) == (0.99, 1.007)
     w = by[("wkv6.fla.fused_recurrent", "quick", "bf16")]
     assert (round(w["vs_bench"], 3), round(w["engine_median_ms"], 4), w["autotune_as_bench"]) == (0.901, 0.2548, True)
+
+
+def test_a_warm_up_process_per_dtype_cost_more_than_its_compilations():
+    lines = (DIAG / "warm-process-cost.txt").read_text().splitlines()
+
+    def times(label: str) -> list[tuple[float, float]]:
+        return [(float(w[0]), float(w[2])) for x in lines if x.startswith(label + " rc=0 ")
+                for w in [x[len(label) + 6:].split()]]  # "<label> rc=0 <real> real <user> user ..."
+
+    assert times("import-only") == [(19.076, 15.659), (13.378, 12.471)]
+    sep = [t for d in ("bf16", "fp16", "fp32") for t in times(f"sep {d}")]
+    [one] = times("one-process")
+    assert round(sum(r for r, _ in sep), 1) == 52.1 and round(sum(u for _, u in sep), 1) == 44.4
+    assert one == (20.833, 18.275)
+    assert sum(x.endswith("warmed 4 of 4 rows") for x in lines) == 3 and lines[7].endswith("warmed 12 of 12 rows")

@@ -111,7 +111,8 @@ class GpuRun:
         self.state = State.load(opt.out / "run.json")
         self.verify = opt.out / "verify.json"
         self.bench = opt.out / "bench.json"
-        self.warmed_before = 0  # warm-up tasks an earlier run did into the caches kept here
+        self.warmed_before = 0  # warm-ups (a variant, dtype and group of sets) an earlier run did into the caches kept here
+        self.warm_marks: dict[str, list[str]] = {}  # a warm-up task -> the markers of the warm-ups it does (side.py)
         self.load = Load(t0=self.state.started_at)  # the time line counts from the run's first start
         self.ggml_beside = None  # ggml's verification started beside the others (ggml built before)
         self.ngpu = 0  # the GPUs the run uses (set by ``run``)

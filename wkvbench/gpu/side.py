@@ -1,5 +1,5 @@
 """The side tasks of a ``wkvbench gpu`` run, beside its verification: ``bench --warm-only`` per Triton
-variant, dtype and group of shape sets (Triton's compilations and autotuning at the benchmark shapes,
+variant and group of shape sets, for the run's dtypes (Triton's compilations and autotuning at the benchmark shapes,
 so the bench finds them in its caches) and ``properties`` per CUDA variant.
 
 A warm-up that ended in an earlier run on the same machine and software stack is not run again while
@@ -25,22 +25,31 @@ def side_tasks(run, ggml: bool, variants: list | None = None) -> list[tuple[str,
     from ..run.units import cost_rank
 
     tasks = []
+    prov, kept = run.state.provenance, triton_caches_kept()
     pool = run._selected("cuda") if variants is None else [v for v in variants if v.device == "cuda"]
     for v in sorted(pool, key=lambda v: (cost_rank(v), v.name)):
         if (v.backend == "ggml") != ggml or v.operator == "gdn_wy":
             continue
         if "bench" in run.opt.phases and run.ngpu and v.backend == "triton":
-            # autotuning at the bench shapes, ahead of the bench (which then finds it in Triton's
-            # caches)
-            for d in (d for d in run.opt.dtypes if d in v.dtypes):
-                for group in warm_groups(run._sets()):
-                    name = warm_name(v.name, d, group)
-                    if warm_marker(run.state.provenance, name).is_file() and triton_caches_kept():
-                        run.warmed_before += 1
-                        continue
-                    tasks.append((name, py("bench", "--warm-only", "--variant", v.name, "--dtype", d,
-                                            *(x for st in group for x in ("--set", st)),
-                                            "--output", str(run.work / f"{name}.json")), v.name))
+            # compiling and autotuning at the bench shapes, ahead of the bench (which then finds them in
+            # Triton's caches): one process for the dtypes of a group of shape sets, as a process costs
+            # seconds before it compiles anything (importing torch, Triton and FLA's ops, which import
+            # torch's dynamo, and a CUDA context: 12.5 CPU seconds on an H200 box, 2026-11-29;
+            # wkv6.fla.fused_recurrent's warm-ups of the standard sets took 52 s and 44 CPU seconds in one
+            # process per dtype, 21 s and 18 in one for the three). Each dtype's warm-up done in an earlier
+            # run keeps its own marker and is left out.
+            dtypes = [d for d in run.opt.dtypes if d in v.dtypes]
+            for group in warm_groups(run._sets()):
+                todo = [d for d in dtypes if not (kept and warm_marker(prov, warm_name(v.name, d, group)).is_file())]
+                run.warmed_before += len(dtypes) - len(todo)
+                if not todo:
+                    continue
+                name = warm_name(v.name, "+".join(todo), group)
+                run.warm_marks[name] = [warm_name(v.name, d, group) for d in todo]
+                tasks.append((name, py("bench", "--warm-only", "--variant", v.name,
+                                        *(x for d in todo for x in ("--dtype", d)),
+                                        *(x for st in group for x in ("--set", st)),
+                                        "--output", str(run.work / f"{name}.json")), v.name))
         out = run.work / f"props-{v.name}.json"
         if variants is None and "side" in run.opt.phases and not complete(out):
             tasks.append((f"props-{v.name}", py("properties", "--variant", v.name, "--dtype", "bf16",
@@ -95,7 +104,8 @@ def run_side(run, tasks, slots: int, stop: threading.Event, counts: collections.
             if rc not in (0, 1):
                 say(f"side task {name} exited with {rc}:\n{tail(run.procs.logs / (name + '.log'))}")
             elif warm and rc == 0:
-                mark_warm(run.state.provenance, name)
+                for marker in run.warm_marks.get(name, (name,)):  # one per dtype the task warmed
+                    mark_warm(run.state.provenance, marker)
             elif warm:  # 1: rows whose warm-up call raised (bench --warm-only names them); not marked done
                 counts["warm_raised"] += 1
                 say(f"warm-up {name}: rows raised in their call; not marked done (timed, they read ERROR):\n"
