@@ -274,11 +274,11 @@ def _seed(a: argparse.Namespace, con) -> str | None | bool:
                   "other configurations than its bench row ('autotune' on each row says which)", highlight=False)
         return None
     try:
-        tuned.install(seeds=path)
+        seeded = tuned.install(seeds=path)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         con.print(f"[red]error:[/red] --autotune-seeds {path}: cannot seed the autotuners: {exc}")
         return False
-    return str(path)
+    return str(path) if seeded else None  # not seeded: no Triton here
 
 
 def main(argv: list[str] | None = None) -> int:
