@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+from collections.abc import Mapping
 
 # where compilers and JIT libraries keep what they built (and whether Triton keeps its autotune choices)
 CACHE_ENV = ("TRITON_HOME", "TRITON_CACHE_DIR", "TRITON_CACHE_AUTOTUNING", "CUDA_CACHE_PATH",
@@ -67,3 +68,22 @@ def import_module(name: str):
     """``importlib.import_module(name)``, the compile caches left where they were."""
     with kept_caches(name):
         return importlib.import_module(name)
+
+
+@contextlib.contextmanager
+def env_override(updates: Mapping[str, str | None]):
+    """Set (or, for None, unset) environment variables for the duration of the block, then restore."""
+    saved = {k: os.environ.get(k) for k in updates}
+    try:
+        for k, v in updates.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

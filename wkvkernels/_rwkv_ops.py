@@ -20,7 +20,6 @@ until :func:`load` is called.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib.util
 import os
@@ -29,6 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import _caches
+from ._caches import env_override  # noqa: F401 - where it lived first
 from .base import Availability, KernelVariant
 from .releases import Releases
 
@@ -227,25 +227,6 @@ def cuda_reason(needs: str) -> str | None:
     else:
         raise ValueError(f"needs must be 'triton' or 'nvcc', got {needs!r}")
     return None
-
-
-@contextlib.contextmanager
-def env_override(updates: Mapping[str, str | None]):
-    """Set (or, for None, unset) environment variables for the duration of the block, then restore."""
-    saved = {k: os.environ.get(k) for k in updates}
-    try:
-        for k, v in updates.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def check_module(fn: Callable, expected: str, call: str) -> Availability:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
-import os
 from typing import Any, ClassVar
 
 from wkvkernels import _caches, _fla_env
@@ -70,15 +69,8 @@ def import_fork():
     """``import vllm.third_party.flash_linear_attention.ops`` (see the module docstring for the
     ``CUDA_VISIBLE_DEVICES`` of a driverless interpreter run)."""
     if _fla_env._interpreter_on() and "vllm.triton_utils.importing" not in importlib.sys.modules and _no_driver():
-        saved = os.environ.get("CUDA_VISIBLE_DEVICES")
-        os.environ["CUDA_VISIBLE_DEVICES"] = ""
-        try:
+        with _caches.env_override({"CUDA_VISIBLE_DEVICES": ""}):
             _caches.import_module("vllm.triton_utils")
-        finally:
-            if saved is None:
-                del os.environ["CUDA_VISIBLE_DEVICES"]
-            else:
-                os.environ["CUDA_VISIBLE_DEVICES"] = saved
     return _caches.import_module(FORK)  # vllm sets TRITON_CACHE_AUTOTUNING at import
 
 
