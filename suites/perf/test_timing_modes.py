@@ -333,6 +333,19 @@ def test_the_first_row_of_a_stability_process_is_warmed_up_before_its_rounds_cou
     warm = stability.measure(row, 5, {}, 10, warmup_s=2.0)
     assert len(calls) == 9 and warm["engine_ms"] == [1.02] * 5 and warm["ok"]
     assert warm["kernels_ms"] == [0.9] * 5 and warm["reference_ms"] == []
+    # the rows of one shape share its canonical inputs, as in the bench: made once, kept until another shape
+    from wkvbench.perf import shapes
+
+    made = []
+    real = shapes.bench_inputs
+    monkeypatch.setattr("wkvbench.perf.bench.bench_inputs", lambda case: made.append(case.id) or real(case))
+    kept: dict = {}
+    bf16 = {**row, "case": "wkv7/model/B1-T8-H1-N16/bf16/s0", "dtype": "bf16"}
+    other = {**row, "case": "wkv7/model/B1-T4-H1-N16/fp32/s0", "shape": "B1-T4-H1-N16"}
+    for r in (row, bf16, other, row):
+        stability.measure(r, 1, {}, 10, inputs=kept)
+    assert made == ["wkv7/model/B1-T8-H1-N16/fp32/s0", "wkv7/model/B1-T4-H1-N16/fp32/s0",
+                    "wkv7/model/B1-T8-H1-N16/fp32/s0"] and len(kept) == 1
 
 
 def test_captures_stop_where_the_gpu_memory_runs_out(monkeypatch):
