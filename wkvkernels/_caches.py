@@ -58,10 +58,7 @@ def kept_caches(what: str = ""):
             if now == value or (value is None and _own_default(key, now)):
                 continue
             UNDONE.setdefault(what or "?", {})[key] = now
-            if value is None:
-                del os.environ[key]
-            else:
-                os.environ[key] = value
+            _put_env(key, value)
 
 
 def import_module(name: str):
@@ -76,14 +73,16 @@ def env_override(updates: Mapping[str, str | None]):
     saved = {k: os.environ.get(k) for k in updates}
     try:
         for k, v in updates.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+            _put_env(k, v)
         yield
     finally:
         for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+            _put_env(k, v)
+
+
+def _put_env(key: str, value: str | None) -> None:
+    """``os.environ[key] = value``; None unsets ``key``."""
+    if value is None:
+        os.environ.pop(key, None)
+    else:
+        os.environ[key] = value

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import _caches
-from ._caches import env_override  # noqa: F401 - where it lived first
+from ._caches import env_override
 from .base import Availability, KernelVariant
 from .releases import Releases
 
