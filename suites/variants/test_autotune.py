@@ -235,11 +235,11 @@ def test_recording_sees_the_pinned_configuration_too(pinned):
 
 
 def test_a_bench_row_takes_the_picks_of_one_more_untimed_call():
-    from wkvbench.perf.bench import Bench
+    from wkvbench.perf.bench import autotune_picks
 
     k = _KeyedKernel()
     t = _timed_tuner(k, lambda block, n: {16: 3.0, 32: 1.0, 64: 2.0}[block])
     synced = []
-    picks = Bench._autotune_picks(lambda: t.run(None, 7), lambda: synced.append(True))
+    picks = autotune_picks(lambda: t.run(None, 7), lambda: synced.append(True))
     assert picks["_body"].startswith("BLOCK: 32") and synced == [True]
-    assert Bench._autotune_picks(lambda: None) == {}  # nothing autotuned: the row records nothing
+    assert autotune_picks(lambda: None) == {}  # nothing autotuned: the row records nothing

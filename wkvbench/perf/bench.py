@@ -122,6 +122,19 @@ class BenchRun:
     ceilings: Ceilings | None = None
 
 
+def autotune_picks(call, sync=None) -> dict[str, str]:
+    """The configurations the autotuned Triton kernels of one more (untimed) call ran: the ones the
+    timed calls ran (same shape, so same autotune keys). Rows judged at size take them from that
+    call instead (``Bench._judge_at_size``); the stability check records its rows' with it."""
+    from ..run.autotune import recording
+
+    with recording() as picks:
+        call()
+        if sync is not None:
+            sync()
+    return picks
+
+
 def clock_of(v: KernelVariant) -> str | None:
     """How ``bench`` times ``v``: CUDA events (``events``; CUPTI kernel sums, ``profiler``, for ggml on
     its own CUDA stream), MLX's synchronization (``mlx-sync``) or ggml's Metal one (``ggml-sync``);
@@ -310,7 +323,7 @@ class Bench:
             phase["timing"] = round(time.perf_counter() - t0, 3)
             picks = None
             if self.judge is None and clock in ("events", "profiler"):  # else the call at size records them
-                picks = self._autotune_picks(lambda: v.run(native), sync)
+                picks = autotune_picks(lambda: v.run(native), sync)
         except Exception as exc:
             return {**row, "status": "ERROR", "reason": raised(exc)[:500]}
         finally:
@@ -331,19 +344,6 @@ class Bench:
         if at_size is not None:
             self._judge_at_size(v, case, done, at_size)
         return done
-
-    @staticmethod
-    def _autotune_picks(call, sync=None) -> dict[str, str]:
-        """The configurations the autotuned Triton kernels of one more (untimed) call ran: the ones the
-        timed calls ran (same shape, so same autotune keys). Rows judged at size take them from that
-        call instead (``_judge_at_size``)."""
-        from ..run.autotune import recording
-
-        with recording() as picks:
-            call()
-            if sync is not None:
-                sync()
-        return picks
 
     @staticmethod
     def _call_at_size(v: KernelVariant, native, sync) -> dict:

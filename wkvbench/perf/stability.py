@@ -65,7 +65,7 @@ def measure(row: dict, repeats: int, settings: dict, rep_ms: int, warmup_s: floa
     from wkvkernels.base import get
     from wkvkernels.cases import Case
 
-    from .bench import bench_inputs, clock_of
+    from .bench import autotune_picks, bench_inputs, clock_of
     from .modes import graph_replays
     from .synced import WHAT as SYNCED
     from .synced import time_synced, waiter
@@ -128,9 +128,7 @@ def measure(row: dict, repeats: int, settings: dict, rep_ms: int, warmup_s: floa
                             "its floor" if out["mode"] == "queued" else
                             "none: kernel times summed by CUPTI (ggml's own stream, or a launch-bound call no "
                             "CUDA graph holds and events cannot see), which do_bench's events cannot reproduce")
-    from .bench import Bench
-
-    picks = Bench._autotune_picks(fn, getattr(native, "synchronize", None))
+    picks = autotune_picks(fn, getattr(native, "synchronize", None))
     if picks or row.get("autotune"):
         out["autotune"] = picks  # the configurations these rounds ran, and whether they are the bench row's
         out["autotune_as_bench"] = picks == row.get("autotune")
