@@ -172,6 +172,33 @@ def test_warm_ups_take_head_size_128_apart_from_the_other_sets():
     assert warm_groups(("decode",)) == [("decode",)]
 
 
+def test_tilelang_variants_are_warmed_at_the_bench_shapes_every_run(tmp_path, monkeypatch):
+    """FlashQLA's TileLang kernels compile for each shape at their first call (27 and 22 s for its two timed rows
+    in the bench of the fresh H200 run, 2026-11-29): they get warm-ups as Triton's do, without markers."""
+    from wkvbench.gpu import run as gpu
+    from wkvbench.gpu import side
+
+    (tmp_path / "triton" / "k").mkdir(parents=True)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    monkeypatch.setenv("TRITON_CACHE_AUTOTUNING", "1")
+    prov = {"gpu": {"name": "NVIDIA H200"}, "versions": {"torch": "2.11.0", "triton": "3.6.0"}}
+
+    def tasks():
+        run = gpu.GpuRun(gpu.Options(out=tmp_path / "out", variants=("gdn.flashqla.chunk",)))
+        run.ngpu, run.state.provenance = 1, prov
+        return run, side.side_tasks(run, ggml=False, variants=run._selected("cuda"))
+
+    run, found = tasks()
+    names = [n for n, _, _ in found]
+    assert names == ["warm-gdn.flashqla.chunk-bf16+fp16-quick+decode+prefill+long",
+                     "warm-gdn.flashqla.chunk-bf16+fp16-head128"]  # its dtypes alone; no properties in its folder
+    assert all(run.warm_marks[n] == [] for n in names)  # run_side marks nothing done for them
+    side.mark_warm(prov, "warm-gdn.flashqla.chunk-bf16-head128", "none")  # even a marker is not taken
+    run, found = tasks()
+    assert [n for n, _, _ in found] == names and run.warmed_before == 0
+
+
 def test_a_warm_up_done_by_an_earlier_run_is_not_done_again(tmp_path, monkeypatch):
     from wkvbench.gpu import run as gpu
     from wkvbench.gpu import side
@@ -198,7 +225,7 @@ def test_a_warm_up_done_by_an_earlier_run_is_not_done_again(tmp_path, monkeypatc
     assert cmd[cmd.index("--warm-only"):] == ["--warm-only", "--variant", "wkv7.fla.chunk", "--dtype", "bf16",
                                               "--dtype", "fp16", "--set", "head128", "--output",
                                               str(run.work / "warm-wkv7.fla.chunk-bf16+fp16-head128.json")]
-    side.mark_warm(prov, "warm-wkv7.fla.chunk-fp16-head128")  # done before: the group warms bf16 alone
+    side.mark_warm(prov, "warm-wkv7.fla.chunk-fp16-head128", "none")  # done before: the group warms bf16 alone
     run, names = tasks(("bf16", "fp16"))
     assert "warm-wkv7.fla.chunk-bf16-head128" in names and run.warmed_before == 1
     assert run.warm_marks["warm-wkv7.fla.chunk-bf16-head128"] == ["warm-wkv7.fla.chunk-bf16-head128"]
@@ -206,9 +233,15 @@ def test_a_warm_up_done_by_an_earlier_run_is_not_done_again(tmp_path, monkeypatc
     run, names = tasks()
     assert names == ["warm-wkv7.fla.chunk-bf16-quick+decode+prefill+long", "warm-wkv7.fla.chunk-bf16-head128",
                      "props-wkv7.fla.chunk"] and run.warmed_before == 0
-    side.mark_warm(prov, "warm-wkv7.fla.chunk-bf16-head128")
+    side.mark_warm(prov, "warm-wkv7.fla.chunk-bf16-head128", "none")
     run, names = tasks()
     assert "warm-wkv7.fla.chunk-bf16-head128" not in names and len(names) == 2 and run.warmed_before == 1
+    # done with other autotune seeds: its seeded choices are in no cache of Triton's, so it warms again
+    side.mark_warm(prov, "warm-wkv7.fla.chunk-bf16-head128", "0123456789ab")
+    assert "warm-wkv7.fla.chunk-bf16-head128" in tasks()[1]
+    side.warm_marker(prov, "warm-wkv7.fla.chunk-bf16-head128").write_text("2026-11-28T10:00:00\n")  # no seeds line
+    assert "warm-wkv7.fla.chunk-bf16-head128" in tasks()[1]
+    side.mark_warm(prov, "warm-wkv7.fla.chunk-bf16-head128", "none")
     # another software stack, or Triton's cache gone, or autotune results not cached on disk: warm again
     prov["versions"]["triton"] = "3.7.0"
     assert len(tasks()[1]) == 3
@@ -541,7 +574,7 @@ def test_an_own_env_package_is_warmed_beside_its_verification_in_its_folder(monk
     # run_side gives each task the package's environment
     seen: list[dict] = []
     monkeypatch.setattr(side.time, "sleep", lambda s: None)
-    monkeypatch.setattr(side, "mark_warm", lambda prov, name: None)
+    monkeypatch.setattr(side, "mark_warm", lambda prov, name, seeds: None)
     side.run_side(_side_run(lambda name: 0, seen=seen), [("warm-x", ["x"], "v", {"PYTHONPATH": str(folder)})], 1,
                   threading.Event(), collections.Counter())
     assert seen[0]["PYTHONPATH"] == str(folder) and seen[0]["OMP_NUM_THREADS"] == "1"
@@ -660,6 +693,7 @@ def _side_run(rc_of, logs: Path | None = None, seen: list | None = None):
     class FakeRun:
         ngpu = 1
         warm_marks = {"warm-y": ["warm-y-bf16", "warm-y-fp16"]}  # a task of two dtypes: a marker each
+        warm_seeds = "0123456789ab"
 
         class procs:
             @staticmethod
@@ -700,10 +734,11 @@ def test_a_warm_up_whose_rows_raised_is_counted_said_and_not_marked_done(monkeyp
     (tmp_path / "warm-x.log").write_text("1 rows raised in their warm-up call\n  x/y: ValueError: planted\n")
     run = _side_run({"warm-x": 1, "warm-y": 0, "props-z": 1}.get, logs=tmp_path)
     monkeypatch.setattr(side.time, "sleep", lambda s: None)
-    monkeypatch.setattr(side, "mark_warm", lambda prov, name: marked.append(name))
+    monkeypatch.setattr(side, "mark_warm", lambda prov, name, seeds: marked.append((name, seeds)))
     monkeypatch.setattr(side, "say", said.append)
     counts: collections.Counter = collections.Counter()
     side.run_side(run, [("warm-x", ["x"], "v"), ("warm-y", ["y"], "v"), ("props-z", ["z"], "v")], 3,
                   threading.Event(), counts)
-    assert marked == ["warm-y-bf16", "warm-y-fp16"] and counts == {"ok": 3, "warm_raised": 1}
+    assert marked == [("warm-y-bf16", "0123456789ab"), ("warm-y-fp16", "0123456789ab")]
+    assert counts == {"ok": 3, "warm_raised": 1}
     assert len(said) == 1 and "warm-up warm-x: rows raised" in said[0] and "ValueError: planted" in said[0]

@@ -312,6 +312,31 @@ def test_gpu_command_reads_the_seeds_before_a_fresh_start_removes_the_set(tmp_pa
         _autotune_seeds(argparse.Namespace(autotune="seeded", autotune_seeds=tmp_path / "none.json"), out)
 
 
+def test_a_run_with_another_output_folder_is_seeded_from_the_machines_record(tmp_path):
+    """``-- --fresh --output <new folder>`` (the warm run beside a fresh one) takes this machine identity's
+    record, as the run into ``reports/gpu/<machine>/`` does; the folder's own record and --autotune-seeds
+    come first."""
+    import argparse
+
+    from wkvbench.cli.gpu import _autotune_seeds
+
+    machine, other = tmp_path / "reports" / "gpu" / "box", tmp_path / "warm"
+    machine.mkdir(parents=True)
+    ns = argparse.Namespace(autotune="seeded", autotune_seeds=None)
+    assert _autotune_seeds(ns, other, machine) == (None, "")
+    rec = {"schema": tuned.SCHEMA, "choices": {"p": {"k": {"[1]": {"config": "BLOCK: 16"}}}}}
+    (machine / "autotune.json").write_text(json.dumps(rec))
+    text, where = _autotune_seeds(ns, other, machine)
+    assert where == str(machine / "autotune.json") and tuned.choices(json.loads(text)) == {("p", "k", "[1]"): "BLOCK: 16"}
+    other.mkdir()
+    (other / "autotune.json").write_text(json.dumps({"schema": tuned.SCHEMA, "choices": {}}))
+    assert _autotune_seeds(ns, other, machine)[1] == str(other / "autotune.json")  # the folder's own first
+    given = tmp_path / "given.json"
+    given.write_text(json.dumps({"schema": tuned.SCHEMA, "choices": {}}))
+    assert _autotune_seeds(argparse.Namespace(autotune="seeded", autotune_seeds=given), other, machine)[1] == str(given)
+    assert _autotune_seeds(argparse.Namespace(autotune="tune", autotune_seeds=None), other, machine) == (None, "")
+
+
 def test_the_run_points_its_processes_at_the_record_and_the_seeds(tmp_path, monkeypatch):
     from wkvbench.gpu.run import GpuRun, Options
 
@@ -324,11 +349,14 @@ def test_the_run_points_its_processes_at_the_record_and_the_seeds(tmp_path, monk
     assert os.environ[tuned.ENV_RECORD] == str((run.work / "autotune").resolve())
     assert os.environ[tuned.ENV_SEEDS] == str((run.work / run.SEEDS).resolve())
     assert run.state.autotune == {"seeds": 1, "file": "earlier/autotune.json"}
+    assert run.warm_seeds == tuned.digest(run.work / run.SEEDS) and len(run.warm_seeds) == 12  # the markers' seeds
     (run.work / "autotune" / "autotune-5.jsonl").write_text(json.dumps(
         {"package": "p 1", "kernel": "k", "key": "[7]", "config": "BLOCK: 32", "from": "seeded"}) + "\n")
     run._autotune_merge()
     assert json.loads((tmp_path / "set" / "autotune.json").read_text())["counts"] == {"tuned": 0, "disk": 0, "seeded": 1}
     assert run.state.autotune["seeded"] == 1 and "disk_key_differs" not in run.state.autotune
+    # the merged record, which chose nothing new, names the same seeds: the next run trusts these warm-ups
+    assert tuned.digest(tmp_path / "set" / "autotune.json") == run.warm_seeds
     for pid, source in ((8, "a"), (9, "b")):  # one choice under two disk keys: the run says which part differed
         (run.work / "autotune" / f"autotune-{pid}.jsonl").write_text(json.dumps(
             {"package": "p 1", "kernel": "k", "key": "[3]", "config": "BLOCK: 32", "from": "tuned",
@@ -377,7 +405,7 @@ def test_the_run_points_its_processes_at_the_record_and_the_seeds(tmp_path, monk
     run2 = GpuRun(Options(out=tmp_path / "set2", autotune="tune"))
     (run2.work / run2.SEEDS).write_text("{}")
     run2._autotune_record()
-    assert tuned.ENV_SEEDS not in os.environ  # --autotune tune: the seeds are not read
+    assert tuned.ENV_SEEDS not in os.environ and run2.warm_seeds == "none"  # --autotune tune: the seeds are not read
 
 
 def test_the_compare_command_exits_by_whether_shared_keys_agree(tmp_path, capsys):

@@ -34,7 +34,8 @@ def add_parser(sub) -> None:
     p.add_argument("--timeout", type=float, default=900.0, help="per-case limit of a verify worker (s)")
     p.add_argument("--autotune", choices=("seeded", "tune"), default="seeded",
                    help="seeded (default): Triton autotuners take the choices an earlier run on this machine identity "
-                        "recorded (the results set's autotune.json, or --autotune-seeds) and tune only keys it lacks; "
+                        "recorded (the results set's autotune.json, else reports/gpu/<machine>/autotune.json, or "
+                        "--autotune-seeds) and tune only keys it lacks; "
                         "tune: benchmark every configuration, as on a box with no record")
     p.add_argument("--autotune-seeds", type=Path, default=None, metavar="FILE",
                    help="an autotune.json to seed from instead of the results set's own")
@@ -50,12 +51,13 @@ def main(args: argparse.Namespace) -> int:
     from ..results.provenance import provenance
 
     prov = provenance()
-    out = args.output or Path("reports") / "gpu" / machine_slug(prov)
+    machine_set = Path("reports") / "gpu" / machine_slug(prov)  # this machine identity's results set
+    out = args.output or machine_set
     stale = _other_commit(out / "run.json", prov["git"]["commit"])
     if stale and not args.fresh:
         print(f"wkvbench gpu: {out} holds the results of commit {stale}, not of this one "
               f"({prov['git']['commit'] or 'unknown'}): starting a new results set there", flush=True)
-    seeds, seeds_from = _autotune_seeds(args, out)  # read before a fresh start removes the set
+    seeds, seeds_from = _autotune_seeds(args, out, machine_set)  # read before a fresh start removes the set
     if (args.fresh or stale) and out.exists():
         shutil.rmtree(out)
     phases = tuple(x for x in args.only.split(",") if x) or Options(out).phases
@@ -75,10 +77,16 @@ def main(args: argparse.Namespace) -> int:
     return run.run()
 
 
-def _autotune_seeds(args: argparse.Namespace, out: Path) -> tuple[str | None, str]:
+def _autotune_seeds(args: argparse.Namespace, out: Path, machine_set: Path | None = None) -> tuple[str | None, str]:
     """The text of the autotune record that seeds the run, and where it came from: ``--autotune-seeds``, else
-    the results set's own ``autotune.json`` (an earlier run's on this machine identity); none with
-    ``--autotune tune``. A file that is not an autotune record is an error before anything runs."""
+    the results set's own ``autotune.json`` (an earlier run's on this machine identity), else that of this
+    machine identity's results set ``machine_set`` (``reports/gpu/<machine>/``, where ``--output`` names
+    another folder); none with ``--autotune tune``. A file that is not an autotune record is an error before
+    anything runs.
+
+    Without the last, ``-- --fresh --output <new folder>`` on a warm H200 (2026-11-29) ran unseeded: its
+    bench autotuned 39 keys again that the warm-ups, seeded, had never written to Triton's cache, and the
+    first calls of its first 102 rows took 181 s instead of 2.8 s."""
     import json
 
     from ..run.tuned import choices, read_record
@@ -86,6 +94,8 @@ def _autotune_seeds(args: argparse.Namespace, out: Path) -> tuple[str | None, st
     if args.autotune != "seeded":
         return None, ""
     path = args.autotune_seeds or out / "autotune.json"
+    if args.autotune_seeds is None and not path.is_file() and machine_set is not None:
+        path = machine_set / "autotune.json"
     if not path.is_file():
         if args.autotune_seeds is not None:
             raise SystemExit(f"wkvbench gpu: --autotune-seeds {path}: no such file")

@@ -17,8 +17,8 @@ Phases, in the order they start::
     verify      one ``wkvbench verify`` process, a worker per core, its units grouped as ``units`` says
     side        beside it: ``properties`` per CUDA variant and ``bench --warm-only`` per (Triton variant,
                 dtype, head size 128 or not): compiles and autotunes the benchmark shapes, one process per
-                core; skipped when an earlier run on this machine warmed the same thing into Triton's
-                on-disk caches (``warm_marker``)
+                core; skipped when an earlier run on this machine, with the same autotune seeds, warmed
+                the same thing into Triton's on-disk caches (``side.warm_done``)
     bench       alone on the GPUs: one ``bench`` worker per GPU, gates taken from verify.json (ggml's
                 build goes on beside it, on the cores the bench leaves)
     ggml-verify the ggml variants (verify and properties), once their build is in (beside verify when
@@ -113,6 +113,7 @@ class GpuRun:
         self.bench = opt.out / "bench.json"
         self.warmed_before = 0  # warm-ups (a variant, dtype and group of sets) an earlier run did into the caches kept here
         self.warm_marks: dict[str, list[str]] = {}  # a warm-up task -> the markers of the warm-ups it does (side.py)
+        self.warm_seeds = "none"  # the autotune seeds the warm-ups run with, as their markers name them (side.py)
         self.load = Load(t0=self.state.started_at)  # the time line counts from the run's first start
         self.ggml_beside = None  # ggml's verification started beside the others (ggml built before)
         self.ngpu = 0  # the GPUs the run uses (set by ``run``)
@@ -250,6 +251,7 @@ class GpuRun:
         seeds = self.work / self.SEEDS
         if self.opt.autotune == "seeded" and seeds.is_file():
             n = len(tuned.load_seeds(seeds))
+            self.warm_seeds = tuned.digest(seeds)
             os.environ[tuned.ENV_SEEDS] = str(seeds.resolve())
             self.state.autotune = {"seeds": n, "file": self.opt.autotune_seeds}
             say(f"autotune: {n} choices recorded on this machine identity ({self.opt.autotune_seeds}) seed the "
@@ -257,6 +259,7 @@ class GpuRun:
         else:
             os.environ.pop(tuned.ENV_SEEDS, None)
             self.state.autotune = {"seeds": 0, "file": ""}
+            self.warm_seeds = "none"
 
     BENCH_SEEDS = "autotune-bench-seeds.json"  # under work/: the seeds of the bench phases
 

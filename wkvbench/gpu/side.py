@@ -1,9 +1,10 @@
 """The side tasks of a ``wkvbench gpu`` run, beside its verification: ``bench --warm-only`` per Triton
-variant and group of shape sets, for the run's dtypes (Triton's compilations and autotuning at the benchmark shapes,
+(or TileLang) variant and group of shape sets, for the run's dtypes (Triton's compilations and autotuning at the benchmark shapes,
 so the bench finds them in its caches) and ``properties`` per CUDA variant.
 
-A warm-up that ended in an earlier run on the same machine and software stack is not run again while
-Triton keeps its autotune results on disk (``warm_marker``, ``triton_caches_kept``).
+A warm-up that ended in an earlier run on the same machine and software stack, with the same autotune
+seeds, is not run again while Triton keeps its autotune results on disk (``warm_done``,
+``triton_caches_kept``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,15 @@ from pathlib import Path
 from ..run.procs import complete, py, say, tail, untimed_env
 
 
+# The backends whose kernels compile for each shape at their first call into an on-disk cache, which a warm-up
+# process fills for the bench: Triton's (and its autotuning), and TileLang's (FlashQLA's; ~/.tilelang/cache). On
+# the fresh one-GPU H200 run of 2026-11-29 FlashQLA's two timed rows compiled for 27 and 22 s in the bench, 49
+# of its bench's 62 s; its verification on warm caches took 35 s against 230 s fresh. TileLang's warm-ups carry
+# no marker (``triton_caches_kept`` checks Triton's cache alone): a warm run warms them again from TileLang's
+# cache, at about a process's start each.
+WARMED = ("triton", "tilelang")
+
+
 def side_tasks(run, ggml: bool, variants: list | None = None) -> list[tuple[str, list[str], str]]:
     """(name, command, variant) of the warm-up and properties processes of ``run`` (a ``GpuRun``),
     slowest first. ``variants``: those of a package in a folder of its own (``--own-env``), whose
@@ -30,7 +40,7 @@ def side_tasks(run, ggml: bool, variants: list | None = None) -> list[tuple[str,
     for v in sorted(pool, key=lambda v: (cost_rank(v), v.name)):
         if (v.backend == "ggml") != ggml or v.operator == "gdn_wy":
             continue
-        if "bench" in run.opt.phases and run.ngpu and v.backend == "triton":
+        if "bench" in run.opt.phases and run.ngpu and v.backend in WARMED:
             # compiling and autotuning at the bench shapes, ahead of the bench (which then finds them in
             # Triton's caches): one process for the dtypes of a group of shape sets, as a process costs
             # seconds before it compiles anything (importing torch, Triton and FLA's ops, which import
@@ -39,13 +49,14 @@ def side_tasks(run, ggml: bool, variants: list | None = None) -> list[tuple[str,
             # process per dtype, 21 s and 18 in one for the three). Each dtype's warm-up done in an earlier
             # run keeps its own marker and is left out.
             dtypes = [d for d in run.opt.dtypes if d in v.dtypes]
+            marked = kept and v.backend == "triton"  # TileLang's: warmed every run (WARMED)
             for group in warm_groups(run._sets()):
-                todo = [d for d in dtypes if not (kept and warm_marker(prov, warm_name(v.name, d, group)).is_file())]
+                todo = [d for d in dtypes if not (marked and warm_done(prov, warm_name(v.name, d, group), run.warm_seeds))]
                 run.warmed_before += len(dtypes) - len(todo)
                 if not todo:
                     continue
                 name = warm_name(v.name, "+".join(todo), group)
-                run.warm_marks[name] = [warm_name(v.name, d, group) for d in todo]
+                run.warm_marks[name] = [warm_name(v.name, d, group) for d in todo] if v.backend == "triton" else []
                 tasks.append((name, py("bench", "--warm-only", "--variant", v.name,
                                         *(x for d in todo for x in ("--dtype", d)),
                                         *(x for st in group for x in ("--set", st)),
@@ -105,7 +116,7 @@ def run_side(run, tasks, slots: int, stop: threading.Event, counts: collections.
                 say(f"side task {name} exited with {rc}:\n{tail(run.procs.logs / (name + '.log'))}")
             elif warm and rc == 0:
                 for marker in run.warm_marks.get(name, (name,)):  # one per dtype the task warmed
-                    mark_warm(run.state.provenance, marker)
+                    mark_warm(run.state.provenance, marker, run.warm_seeds)
             elif warm:  # 1: rows whose warm-up call raised (bench --warm-only names them); not marked done
                 counts["warm_raised"] += 1
                 say(f"warm-up {name}: rows raised in their call; not marked done (timed, they read ERROR):\n"
@@ -141,12 +152,25 @@ def triton_caches_kept() -> bool:
     return on and cache.is_dir() and any(cache.iterdir())
 
 
-def mark_warm(prov: dict, name: str) -> None:
+def warm_done(prov: dict, name: str, seeds: str) -> bool:
+    """Warm-up ``name`` ended in an earlier run on this machine and software stack with the same autotune
+    seeds (``seeds``: ``tuned.digest`` of the run's, or "none"). A seeded choice is never benchmarked, so
+    Triton's cache holds no autotune result for it: on a warm H200 (2026-11-29), a run whose seeds were
+    missing skipped 136 warm-ups that seeded runs had marked done, and its bench autotuned again what they
+    had compiled (first calls of 6-23 s where the fresh run's took 0.01-0.4 s)."""
+    path = warm_marker(prov, name)
+    try:
+        return f"seeds {seeds}" in path.read_text().splitlines()
+    except OSError:
+        return False
+
+
+def mark_warm(prov: dict, name: str, seeds: str) -> None:
     if not triton_caches_kept():
         return
     path = warm_marker(prov, name)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(time.strftime("%Y-%m-%dT%H:%M:%S") + "\n")
+        path.write_text(time.strftime("%Y-%m-%dT%H:%M:%S") + f"\nseeds {seeds}\n")
     except OSError:
         pass  # a cache marker: never fatal (the next run warms again)

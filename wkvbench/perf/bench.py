@@ -484,7 +484,7 @@ class Bench:
         return self.rows
 
     def _warm(self, v: KernelVariant, case: Case) -> bool:
-        """Compile/autotune only: one call at the benchmark shape (fills Triton's on-disk caches for a
+        """Compile/autotune only: one call at the benchmark shape (fills Triton's, or TileLang's, on-disk caches for a
         later timed run; ``nox -s gpu`` runs these beside its verification). Only rows the bench will
         time are warmed: the row's gate case is checked first, as ``_row`` does (pinned, on a small
         case), and a row whose gate is not PASS is left cold, since the bench leaves it UNVERIFIED

@@ -283,6 +283,15 @@ def load_seeds(path: str | os.PathLike) -> dict[tuple[str, str, str], str]:
     return choices(read_record(path))
 
 
+def digest(path: str | os.PathLike) -> str:
+    """A short digest of the choices of the record at ``path`` (not of the file's bytes: a run's merged record
+    that chose nothing new has the same one as the seeds it ran with)."""
+    import hashlib
+
+    text = json.dumps(sorted((list(k), v) for k, v in load_seeds(path).items()))
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
 def _lines(folder: str | os.PathLike):
     """Every line of the process records under ``folder``, parsed; a line cut by a killed process is left out."""
     for f in sorted(Path(folder).glob("autotune-*.jsonl")):
