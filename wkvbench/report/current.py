@@ -54,6 +54,7 @@ class VerifyGroup:
     partial: bool
     superseded_by: str | None = None  # the file(s) of the newer group that covers this one
     variants: frozenset[str] = frozenset()  # the variants its rows judge
+    named: frozenset[str] = frozenset()  # the variants its rows name, SKIP rows too
     dtypes: frozenset[str] = frozenset()  # the dtypes its rows judge
 
     @property
@@ -95,12 +96,14 @@ def verify_groups(runs: list[VerifyRun]) -> list[VerifyGroup]:
                                   any(r.partial for r in rs),
                                   # the variants it judged: one whose every row is SKIP there covers nothing
                                   variants=frozenset(str(r.get("variant")) for r in rows if r.get("status") != "SKIP"),
+                                  named=frozenset(str(r.get("variant")) for r in rows),
                                   dtypes=frozenset(str(r.get("dtype")) for r in rows)))
     ordered = sorted(groups, key=lambda g: _newest_first(g.date))
     for i, g in enumerate(ordered):
         if g.partial:
             continue
-        newer_variants = frozenset().union(*(n.variants for n in ordered[:i] if n.date is not None
+        # the variants a newer run still names, if only as SKIP (not installed there): not retired
+        newer_variants = frozenset().union(*(n.named for n in ordered[:i] if n.date is not None
                                              and (g.date is None or n.date > g.date)))
         for newer in ordered[:i]:
             if (not newer.partial and newer.date is not None and (g.date is None or newer.date > g.date)
@@ -108,7 +111,9 @@ def verify_groups(runs: list[VerifyRun]) -> list[VerifyGroup]:
                     and g.passes <= newer.passes and g.dtypes <= newer.dtypes  # a bf16-only run covers less
                     # a newer run that lacks some of its variants covers less (one operator's, or another
                     # package's: the serving runs beside the machine's results set), both stay current; unless
-                    # no newer run has those variants at all (renamed or retired since)
+                    # no newer run names those variants at all (renamed or retired since). A newer run where
+                    # they read SKIP alone still names them: the whole run of 2026-11-29, whose vLLM folder
+                    # lacked FlashKDA's extension, had hidden the FlashKDA run of 2026-11-28
                     and not ((g.variants - newer.variants) & newer_variants)):
                 g.superseded_by = _files(newer.runs)
                 break
