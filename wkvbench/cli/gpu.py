@@ -86,7 +86,8 @@ def _autotune_seeds(args: argparse.Namespace, out: Path, machine_set: Path | Non
 
     Without the last, ``-- --fresh --output <new folder>`` on a warm H200 (2026-11-29) ran unseeded: its
     bench autotuned 39 keys again that the warm-ups, seeded, had never written to Triton's cache, and the
-    first calls of its first 102 rows took 181 s instead of 2.8 s."""
+    first calls of its first 37 timed rows took 180 s instead of 1.7 s
+    (``reports/gpu/h200-2026-11-29-whole-fresh/``)."""
     import json
 
     from ..run.tuned import choices, read_record

@@ -49,14 +49,15 @@ def side_tasks(run, ggml: bool, variants: list | None = None) -> list[tuple[str,
             # process per dtype, 21 s and 18 in one for the three). Each dtype's warm-up done in an earlier
             # run keeps its own marker and is left out.
             dtypes = [d for d in run.opt.dtypes if d in v.dtypes]
-            marked = kept and v.backend == "triton"  # TileLang's: warmed every run (WARMED)
+            triton = v.backend == "triton"  # TileLang's warm-ups have no markers: warmed every run (WARMED)
             for group in warm_groups(run._sets()):
-                todo = [d for d in dtypes if not (marked and warm_done(prov, warm_name(v.name, d, group), run.warm_seeds))]
+                todo = [d for d in dtypes
+                        if not (kept and triton and warm_done(prov, warm_name(v.name, d, group), run.warm_seeds))]
                 run.warmed_before += len(dtypes) - len(todo)
                 if not todo:
                     continue
                 name = warm_name(v.name, "+".join(todo), group)
-                run.warm_marks[name] = [warm_name(v.name, d, group) for d in todo] if v.backend == "triton" else []
+                run.warm_marks[name] = [warm_name(v.name, d, group) for d in todo] if triton else []
                 tasks.append((name, py("bench", "--warm-only", "--variant", v.name,
                                         *(x for d in todo for x in ("--dtype", d)),
                                         *(x for st in group for x in ("--set", st)),
@@ -156,8 +157,8 @@ def warm_done(prov: dict, name: str, seeds: str) -> bool:
     """Warm-up ``name`` ended in an earlier run on this machine and software stack with the same autotune
     seeds (``seeds``: ``tuned.digest`` of the run's, or "none"). A seeded choice is never benchmarked, so
     Triton's cache holds no autotune result for it: on a warm H200 (2026-11-29), a run whose seeds were
-    missing skipped 136 warm-ups that seeded runs had marked done, and its bench autotuned again what they
-    had compiled (first calls of 6-23 s where the fresh run's took 0.01-0.4 s)."""
+    missing skipped 136 warm-ups that seeded runs had marked done, and its bench autotuned again: 17 of its
+    first 37 timed rows spent over 5 s in their first call, where the fresh run's same rows spent 1.7 s in all."""
     path = warm_marker(prov, name)
     try:
         return f"seeds {seeds}" in path.read_text().splitlines()
