@@ -349,14 +349,14 @@ def test_the_run_points_its_processes_at_the_record_and_the_seeds(tmp_path, monk
     assert os.environ[tuned.ENV_RECORD] == str((run.work / "autotune").resolve())
     assert os.environ[tuned.ENV_SEEDS] == str((run.work / run.SEEDS).resolve())
     assert run.state.autotune == {"seeds": 1, "file": "earlier/autotune.json"}
-    assert run.warm_seeds == tuned.digest(run.work / run.SEEDS) and len(run.warm_seeds) == 12  # the markers' seeds
+    assert run.warm_seeds == tuned.digest(tuned.load_seeds(run.work / run.SEEDS)) and len(run.warm_seeds) == 12  # the markers' seeds
     (run.work / "autotune" / "autotune-5.jsonl").write_text(json.dumps(
         {"package": "p 1", "kernel": "k", "key": "[7]", "config": "BLOCK: 32", "from": "seeded"}) + "\n")
     run._autotune_merge()
     assert json.loads((tmp_path / "set" / "autotune.json").read_text())["counts"] == {"tuned": 0, "disk": 0, "seeded": 1}
     assert run.state.autotune["seeded"] == 1 and "disk_key_differs" not in run.state.autotune
     # the merged record, which chose nothing new, names the same seeds: the next run trusts these warm-ups
-    assert tuned.digest(tmp_path / "set" / "autotune.json") == run.warm_seeds
+    assert tuned.digest(tuned.load_seeds(tmp_path / "set" / "autotune.json")) == run.warm_seeds
     for pid, source in ((8, "a"), (9, "b")):  # one choice under two disk keys: the run says which part differed
         (run.work / "autotune" / f"autotune-{pid}.jsonl").write_text(json.dumps(
             {"package": "p 1", "kernel": "k", "key": "[3]", "config": "BLOCK: 32", "from": "tuned",

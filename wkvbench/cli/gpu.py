@@ -77,7 +77,8 @@ def main(args: argparse.Namespace) -> int:
     return run.run()
 
 
-def _autotune_seeds(args: argparse.Namespace, out: Path, machine_set: Path | None = None) -> tuple[str | None, str]:
+def _autotune_seeds(args: argparse.Namespace, out: Path,
+                    machine_set: Path | None = None) -> tuple[str | None, str]:
     """The text of the autotune record that seeds the run, and where it came from: ``--autotune-seeds``, else
     the results set's own ``autotune.json`` (an earlier run's on this machine identity), else that of this
     machine identity's results set ``machine_set`` (``reports/gpu/<machine>/``, where ``--output`` names

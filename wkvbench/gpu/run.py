@@ -111,9 +111,10 @@ class GpuRun:
         self.state = State.load(opt.out / "run.json")
         self.verify = opt.out / "verify.json"
         self.bench = opt.out / "bench.json"
-        self.warmed_before = 0  # warm-ups (a variant, dtype and group of sets) an earlier run did into the caches kept here
-        self.warm_marks: dict[str, list[str]] = {}  # a warm-up task -> the markers of the warm-ups it does (side.py)
-        self.warm_seeds = "none"  # the autotune seeds the warm-ups run with, as their markers name them (side.py)
+        # warm-ups (a variant, dtype and group of sets) an earlier run did into the caches kept here
+        self.warmed_before = 0
+        self.warm_marks: dict[str, list[str]] = {}  # a warm-up task -> its warm-ups' markers (side.py)
+        self.warm_seeds = "none"  # the autotune seeds of the warm-ups, as their markers name them (side.py)
         self.load = Load(t0=self.state.started_at)  # the time line counts from the run's first start
         self.ggml_beside = None  # ggml's verification started beside the others (ggml built before)
         self.ngpu = 0  # the GPUs the run uses (set by ``run``)
@@ -250,8 +251,8 @@ class GpuRun:
         os.environ[tuned.ENV_RECORD] = str(rec.resolve())
         seeds = self.work / self.SEEDS
         if self.opt.autotune == "seeded" and seeds.is_file():
-            n = len(tuned.load_seeds(seeds))
-            self.warm_seeds = tuned.digest(seeds)
+            chosen = tuned.load_seeds(seeds)
+            n, self.warm_seeds = len(chosen), tuned.digest(chosen)
             os.environ[tuned.ENV_SEEDS] = str(seeds.resolve())
             self.state.autotune = {"seeds": n, "file": self.opt.autotune_seeds}
             say(f"autotune: {n} choices recorded on this machine identity ({self.opt.autotune_seeds}) seed the "

@@ -1,6 +1,6 @@
 """The side tasks of a ``wkvbench gpu`` run, beside its verification: ``bench --warm-only`` per Triton
-(or TileLang) variant and group of shape sets, for the run's dtypes (Triton's compilations and autotuning at the benchmark shapes,
-so the bench finds them in its caches) and ``properties`` per CUDA variant.
+(or TileLang) variant and group of shape sets, for the run's dtypes (the compilations and autotuning at
+the benchmark shapes, so the bench finds them in its caches) and ``properties`` per CUDA variant.
 
 A warm-up that ended in an earlier run on the same machine and software stack, with the same autotune
 seeds, is not run again while Triton keeps its autotune results on disk (``warm_done``,
@@ -19,12 +19,12 @@ from pathlib import Path
 from ..run.procs import complete, py, say, tail, untimed_env
 
 
-# The backends whose kernels compile for each shape at their first call into an on-disk cache, which a warm-up
-# process fills for the bench: Triton's (and its autotuning), and TileLang's (FlashQLA's; ~/.tilelang/cache). On
-# the fresh one-GPU H200 run of 2026-11-29 FlashQLA's two timed rows compiled for 27 and 22 s in the bench, 49
-# of its bench's 62 s; its verification on warm caches took 35 s against 230 s fresh. TileLang's warm-ups carry
-# no marker (``triton_caches_kept`` checks Triton's cache alone): a warm run warms them again from TileLang's
-# cache, at about a process's start each.
+# The backends whose kernels compile for each shape at their first call into an on-disk cache, which a
+# warm-up process fills for the bench: Triton's (and its autotuning), and TileLang's (FlashQLA's;
+# ~/.tilelang/cache). On the fresh one-GPU H200 run of 2026-11-29 FlashQLA's two timed rows compiled for 27
+# and 22 s in the bench, 49 of its bench's 62 s; its verification on warm caches took 35 s against 230 s
+# fresh. TileLang's warm-ups carry no marker (``triton_caches_kept`` checks Triton's cache alone): a warm
+# run warms them again from TileLang's cache, at about a process's start each.
 WARMED = ("triton", "tilelang")
 
 
@@ -51,8 +51,8 @@ def side_tasks(run, ggml: bool, variants: list | None = None) -> list[tuple[str,
             dtypes = [d for d in run.opt.dtypes if d in v.dtypes]
             triton = v.backend == "triton"  # TileLang's warm-ups have no markers: warmed every run (WARMED)
             for group in warm_groups(run._sets()):
-                todo = [d for d in dtypes
-                        if not (kept and triton and warm_done(prov, warm_name(v.name, d, group), run.warm_seeds))]
+                todo = [d for d in dtypes if not (
+                    kept and triton and warm_done(prov, warm_name(v.name, d, group), run.warm_seeds))]
                 run.warmed_before += len(dtypes) - len(todo)
                 if not todo:
                     continue
@@ -116,7 +116,7 @@ def run_side(run, tasks, slots: int, stop: threading.Event, counts: collections.
             if rc not in (0, 1):
                 say(f"side task {name} exited with {rc}:\n{tail(run.procs.logs / (name + '.log'))}")
             elif warm and rc == 0:
-                for marker in run.warm_marks.get(name, (name,)):  # one per dtype the task warmed
+                for marker in run.warm_marks.get(name, ()):  # one per dtype it warmed (TileLang's: none)
                     mark_warm(run.state.provenance, marker, run.warm_seeds)
             elif warm:  # 1: rows whose warm-up call raised (bench --warm-only names them); not marked done
                 counts["warm_raised"] += 1
@@ -157,8 +157,9 @@ def warm_done(prov: dict, name: str, seeds: str) -> bool:
     """Warm-up ``name`` ended in an earlier run on this machine and software stack with the same autotune
     seeds (``seeds``: ``tuned.digest`` of the run's, or "none"). A seeded choice is never benchmarked, so
     Triton's cache holds no autotune result for it: on a warm H200 (2026-11-29), a run whose seeds were
-    missing skipped 136 warm-ups that seeded runs had marked done, and its bench autotuned again: 17 of its
-    first 37 timed rows spent over 5 s in their first call, where the fresh run's same rows spent 1.7 s in all."""
+    missing skipped 136 warm-ups that seeded runs had marked done, and its bench autotuned again: 17 of
+    its first 37 timed rows spent over 5 s in their first call, where the fresh run's same rows spent
+    1.7 s in all."""
     path = warm_marker(prov, name)
     try:
         return f"seeds {seeds}" in path.read_text().splitlines()

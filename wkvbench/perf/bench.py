@@ -484,10 +484,10 @@ class Bench:
         return self.rows
 
     def _warm(self, v: KernelVariant, case: Case) -> bool:
-        """Compile/autotune only: one call at the benchmark shape (fills Triton's, or TileLang's, on-disk caches for a
-        later timed run; ``nox -s gpu`` runs these beside its verification). Only rows the bench will
-        time are warmed: the row's gate case is checked first, as ``_row`` does (pinned, on a small
-        case), and a row whose gate is not PASS is left cold, since the bench leaves it UNVERIFIED
+        """Compile/autotune only: one call at the benchmark shape (fills Triton's, or TileLang's, on-disk
+        caches for a later timed run; ``nox -s gpu`` runs these beside its verification). Only rows the
+        bench will time are warmed: the row's gate case is checked first, as ``_row`` does (pinned, on a
+        small case), and a row whose gate is not PASS is left cold, since the bench leaves it UNVERIFIED
         untimed. On the H100 (2026-11-27, ``reports/gpu/h100-2026-11-27-nox-gpu-bf16/``) the warm-up of
         ``kda.sglang.chunk``, whose gates are all known failures, took 652 s and held the verification
         phase 5 minutes. True where the row was warmed."""

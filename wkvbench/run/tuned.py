@@ -283,12 +283,12 @@ def load_seeds(path: str | os.PathLike) -> dict[tuple[str, str, str], str]:
     return choices(read_record(path))
 
 
-def digest(path: str | os.PathLike) -> str:
-    """A short digest of the choices of the record at ``path`` (not of the file's bytes: a run's merged record
+def digest(chosen: dict[tuple[str, str, str], str]) -> str:
+    """A short digest of a record's choices (``load_seeds``; not of the file's bytes: a run's merged record
     that chose nothing new has the same one as the seeds it ran with)."""
     import hashlib
 
-    text = json.dumps(sorted((list(k), v) for k, v in load_seeds(path).items()))
+    text = json.dumps(sorted((list(k), v) for k, v in chosen.items()))
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
