@@ -83,7 +83,7 @@ def _install_runtime(session: nox.Session, *groups: str, ggml: bool = True, lazy
     every package comes from that folder, on top of the interpreter's own torch/triton. ``ggml=False``
     leaves ggml-python out (``gpu`` builds it itself, in the background).
 
-    ``lazy_bytecode`` (``nox -s verify``): torch pinned in the same pip command as the groups (one
+    ``lazy_bytecode`` (``nox -s verify``, ``nox -s gpu``): torch pinned in the same pip command as the groups (one
     resolution, the same torch), and ``pip --no-compile``: pip compiles every module it installs (torch,
     triton, transformers, keras: 27 of the 51 s of this install on the 2-core CPU machine, 2026-11-28), where
     the session imports a fraction of them; its processes write the bytecode of what they import instead
@@ -131,6 +131,14 @@ def _ggml_source(session: nox.Session) -> str:
             tar.extractall(tmp, filter="data")
     session.run_install("python", "tools/patch_ggml_python.py", src)
     return src
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
 
 
 def _install_only(session: nox.Session) -> bool:
@@ -249,7 +257,7 @@ def gpu(session: nox.Session) -> None:
     import time
 
     t0 = os.environ.get("WKVBENCH_T0") or str(time.time())
-    _install_runtime(session, "gpu-kernels", "report", "bench", ggml=False)
+    _install_runtime(session, "gpu-kernels", "report", "bench", ggml=False, lazy_bytecode=True)
     session.install(*_offline(), *BUILD_BACKEND, "typing_extensions")
     env = {"WKVBENCH_T0": t0, "TRITON_CACHE_AUTOTUNING": "1"}
     src = _ggml_source(session)  # downloaded (or taken from the wheelhouse) and patched: an install step
@@ -287,11 +295,21 @@ def _install_serving(session: nox.Session) -> list[str]:
         try:
             if spec["gpu-env"] == "own":
                 folder = os.path.join(session.create_tmp(), "own-env", pkg)
-                session.run_install("python", "-m", "pip", "install", "-q", *_offline(), "--no-deps", "--upgrade",
-                                    "--target", folder, req, *spec.get("gpu-no-deps", []), silent=True)
-                if needs:  # with their own dependencies (openai's httpx2, jiter, ...): the folder is all they get
-                    session.run_install("python", "-m", "pip", "install", "-q", *_offline(), "--upgrade",
-                                        "--target", folder, *needs, silent=True)
+                # what the folder holds, written once it is complete: a second run reuses it (pip --target
+                # --upgrade had installed rwkv-fla's and FlashQLA's folders again on every run)
+                mark, what = os.path.join(folder, ".wkvbench-installed"), "\n".join(
+                    [req, *spec.get("gpu-no-deps", []), "needs:", *needs, *_offline()]) + "\n"
+                if _read(mark) != what:
+                    # --no-compile: the run's processes write the bytecode of the modules they import
+                    session.run_install("python", "-m", "pip", "install", "-q", *_offline(), "--no-deps",
+                                        "--upgrade", "--no-compile", "--target", folder, req,
+                                        *spec.get("gpu-no-deps", []), silent=True)
+                    if needs:  # with their own dependencies (openai's httpx2, jiter, ...): all the folder gets
+                        session.run_install("python", "-m", "pip", "install", "-q", *_offline(), "--upgrade",
+                                            "--no-compile", "--target", folder, *needs, silent=True)
+                    if os.path.isdir(folder):
+                        with open(mark, "w") as f:
+                            f.write(what)
                 args += ["--own-env", f"{pkg}={folder}"]
             else:
                 if needs:

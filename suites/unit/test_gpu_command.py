@@ -742,3 +742,70 @@ def test_a_warm_up_whose_rows_raised_is_counted_said_and_not_marked_done(monkeyp
     assert marked == [("warm-y-bf16", "0123456789ab"), ("warm-y-fp16", "0123456789ab")]
     assert counts == {"ok": 3, "warm_raised": 1}
     assert len(said) == 1 and "warm-up warm-x: rows raised" in said[0] and "ValueError: planted" in said[0]
+
+
+def test_the_own_folders_benches_start_with_the_main_bench_and_wait_for_their_turn(monkeypatch, tmp_path):
+    """Five bench processes' starts were 72.6 s of the 379 s of benches of the fresh one-GPU H200 run
+    (2026-11-29), each folder's after the bench before it had ended. They start with the main bench now, and
+    each waits for its turn (``wait_turn``) before it uses a GPU: one folder's at a time, after the main bench,
+    its phase counted from its turn; rows joined into bench.json as before."""
+    import shutil
+    import threading
+
+    from wkvbench.gpu import run as gpu_run
+    from wkvbench.perf import bench as perf_bench
+    from wkvbench.perf import bench_merge
+
+    folders = {pkg: tmp_path / pkg for pkg in ("rwkv-fla", "vllm")}
+    for f in folders.values():
+        f.mkdir()
+    opt = gpu_run.Options(out=tmp_path / "out", dtypes=("bf16",), own_envs=tuple((k, str(v)) for k, v in folders.items()))
+    run = gpu_run.GpuRun(opt)
+    run.ngpu = 1
+    events, lock = [], threading.Lock()
+
+    def note(what):
+        with lock:
+            events.append(what)
+
+    def main_bench(ngpu, ggml, seeds=True):
+        note("main start")
+        time.sleep(0.4)  # every folder's process has started and waits meanwhile
+        note("main end")
+        shutil.copyfile(FIXTURE_BENCH, run.bench)
+        return True, "main"
+
+    def fake_run_on_gpus(args, ngpu, out, log_dir=None, apart=(), env=None, log_name="bench"):
+        pkg = log_name.removeprefix("bench-")
+        note(f"{pkg} start")
+        assert env["PYTHONPATH"].split(os.pathsep)[0] == str(folders[pkg])
+        perf_bench.wait_turn(env, poll_s=0.01)
+        note(f"{pkg} turn")
+        time.sleep(0.1)
+        shutil.copyfile(FIXTURE_BENCH, out)
+        note(f"{pkg} end")
+        return bench_merge.merge([out], out), []
+
+    monkeypatch.setattr(run, "_bench", main_bench)
+    monkeypatch.setattr(bench_merge, "run_on_gpus", fake_run_on_gpus)
+    assert run._benches(1, run._env_globs())
+    at = {e: i for i, e in enumerate(events)}
+    assert max(at["rwkv-fla start"], at["vllm start"]) < at["main end"], events  # started beside the main bench
+    assert at["main end"] < at["rwkv-fla turn"] < at["rwkv-fla end"] < at["vllm turn"], events  # one at a time
+    ph = run.state.phases
+    assert ph["bench"].seconds >= 0.4
+    for pkg in folders:  # from its turn: the 0.4 s of waiting is not its
+        assert ph[f"env-bench-{pkg}"].status == "done" and 0.1 <= ph[f"env-bench-{pkg}"].seconds < 0.4
+    assert json.loads(run.bench.read_text())["rows"]
+    assert run._benches(1, run._env_globs()) and events.count("vllm start") == 1  # done: kept, none started
+
+
+def test_a_bench_waits_for_its_turn_only_when_given_one(tmp_path):
+    import threading
+
+    from wkvbench.perf.bench import TURN, wait_turn
+
+    assert wait_turn({}) == 0.0
+    turn = tmp_path / "turn"
+    threading.Timer(0.2, turn.touch).start()
+    assert wait_turn({TURN: str(turn)}, poll_s=0.01) >= 0.2

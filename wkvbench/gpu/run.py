@@ -27,7 +27,8 @@ Phases, in the order they start::
                 vLLM's torch pin), installed in a folder of its own (``--own-env PKG=DIR``, nox -s gpu
                 does it): its variants verified (and their properties) with that folder first on
                 ``PYTHONPATH``, their rows joined into verify.json
-    env-bench-<pkg>  their bench rows, timed the same way, joined into bench.json
+    env-bench-<pkg>  their bench rows, timed the same way, joined into bench.json: their processes start
+                with the bench, import and plan beside it, and wait for their turn at the GPUs
     stability   with ``--stability N``: the timing engine against do_bench, N rounds of every bench row
                 but ggml's, right after the bench (ggml's build goes on beside it)
     ggml-bench  their bench rows, joined into bench.json
@@ -212,9 +213,7 @@ class GpuRun:
             if self.ggml_beside is not None:  # its tail before the bench times anything
                 ok &= self._phase("ggml-verify", lambda: ggml_build.verify_end(self, self.ggml_beside))
             if ngpu and "bench" in self.opt.phases:
-                ok &= self._phase("bench", lambda: self._bench(ngpu, ggml=False))
-                for pkg in envs:
-                    ok &= self._phase(f"env-bench-{pkg}", lambda pkg=pkg: self._env_bench(pkg))
+                ok &= self._benches(ngpu, envs)
                 self.bench_ended = time.time()
             if ngpu and self.opt.stability and self.bench.is_file():  # while ggml may still be building
                 ok &= self._phase("stability", lambda: self._stability(ggml=False))
@@ -430,9 +429,9 @@ class GpuRun:
         for unit, secs in doc.get("unit_cpu_s", {}).items():
             self.state.add_variant(unit.split("|")[0], "cpu", secs)
 
-    def _bench(self, ngpu: int, ggml: bool) -> tuple[bool, str]:
+    def _bench(self, ngpu: int, ggml: bool, seeds: bool = True) -> tuple[bool, str]:
         """The bench of every backend but ggml (``bench.json``), or of ggml's variants once they are built
-        and verified, joined into it."""
+        and verified, joined into it; ``seeds``: its seeds file written first (``_benches`` wrote it)."""
         from ..perf.bench_merge import merge, run_on_gpus
 
         if not ggml and all(v.backend == "ggml" for v in self._selected("cuda")):
@@ -442,7 +441,8 @@ class GpuRun:
         verified = ["--verified", str(self.verify)] if self.verify.is_file() else []
         args = [*self._bench_args(), *verified, "--resume", *(["--backend" if ggml else "--exclude-backend", "ggml"])]
         out = self.work / "bench-ggml.json" if ggml else self.bench
-        self._bench_seeds()
+        if seeds:
+            self._bench_seeds()
         doc, failed = run_on_gpus(args, ngpu, out, log_dir=self.procs.logs, apart=())
         if doc is None:
             return False, "no bench worker wrote a row"
@@ -555,19 +555,60 @@ class GpuRun:
         t.start()
         return t
 
-    def _env_bench(self, pkg: str) -> tuple[bool, str]:
-        """``pkg``'s bench rows, timed in its own folder's environment and joined into bench.json."""
-        from ..perf.bench_merge import merge, run_on_gpus
+    def _benches(self, ngpu: int, envs: dict[str, str]) -> bool:
+        """The main bench, then each own folder's, one at a time on the GPUs. The folders' bench processes
+        start with the main bench: each imports and plans beside it, then waits for its turn
+        (``perf.bench.wait_turn``), which comes when the bench before it has ended. Each ``env-bench-<pkg>``
+        phase counts from its turn to its end."""
+        self._bench_seeds()  # before any bench process starts: each reads it as it starts
+        ahead = {pkg: self._env_bench_start(pkg) for pkg in envs
+                 if self.state.phase(f"env-bench-{pkg}").status != "done" and self._env_selected(pkg)}
+        try:
+            ok = self._phase("bench", lambda: self._bench(ngpu, ggml=False, seeds=False))
+            for pkg in envs:
+                ok &= self._phase(f"env-bench-{pkg}", lambda pkg=pkg: self._env_bench(pkg, ahead.get(pkg)))
+        finally:
+            for turn, _, _ in ahead.values():  # none left waiting (a phase that raised)
+                turn.touch()
+        return ok
 
-        glob = self._env_globs()[pkg]
-        if not self._env_selected(pkg):
-            return True, "not selected"
+    def _env_bench_start(self, pkg: str) -> tuple[Path, threading.Thread, dict]:
+        """``pkg``'s bench processes, started in a thread, waiting for the file ``turn`` (``wait_turn``); what
+        ``run_on_gpus`` returns goes into ``result``."""
+        from ..perf.bench import TURN
+        from ..perf.bench_merge import run_on_gpus
+
+        turn = self.work / f"turn-{pkg}"
+        turn.unlink(missing_ok=True)
         verified = ["--verified", str(self.verify)] if self.verify.is_file() else []
         args = [*(x for s in self.opt.sets for x in ("--set", s)), *self._dtype_args(), *self._env_variant_args(pkg),
                 "--time-cap", str(self.opt.time_cap_s), *verified]
         out = self.work / f"bench-env-{pkg}.json"
-        self._bench_seeds()
-        doc, failed = run_on_gpus(args, self.ngpu, out, log_dir=self.procs.logs, apart=(), env=self._env_of(pkg))
+        result: dict = {}
+
+        def go() -> None:
+            result["done"] = run_on_gpus(args, self.ngpu, out, log_dir=self.procs.logs, apart=(),
+                                         env={**self._env_of(pkg), TURN: str(turn)}, log_name=f"bench-{pkg}")
+
+        t = threading.Thread(target=go, daemon=True)
+        t.start()
+        return turn, t, result
+
+    def _env_bench(self, pkg: str, ahead: tuple[Path, threading.Thread, dict] | None) -> tuple[bool, str]:
+        """``pkg``'s bench rows, timed in its own folder's environment (its processes started ahead: its turn
+        given) and joined into bench.json."""
+        from ..perf.bench_merge import merge
+
+        glob = self._env_globs()[pkg]
+        if ahead is None:
+            return True, "not selected"
+        turn, thread, result = ahead
+        turn.touch()
+        thread.join()
+        if "done" not in result:
+            return False, f"the bench of {pkg} raised in its thread (logs/bench-{pkg}-gpu*.log)"
+        doc, failed = result["done"]
+        out = self.work / f"bench-env-{pkg}.json"
         if doc is None:
             return False, f"no bench worker of {pkg} wrote a row"
         if self.bench.is_file():

@@ -440,6 +440,7 @@ class Bench:
         done = {_key(r) for r in self.rows}
         todo = [p for p in plan if (p[0].name, p[1], p[2]) not in done]
         if not warm_only and cuda:  # the roofline's ceilings are measured with CUDA (none for Metal yet)
+            wait_turn()  # imported and planned ahead of its turn at the GPUs (wkvbench gpu)
             self.ceilings = measure_ceilings(self.prov["identity"])
         self.save(False)
         from ..console import make_console, track
@@ -509,3 +510,28 @@ class Bench:
             self.warm_errors.append(f"{v.name} {case.id}: {raised(exc)}"[:400])
             return False
         return True
+
+
+TURN = "WKVBENCH_GPU_TURN"
+
+
+def wait_turn(environ=None, poll_s: float = 0.1) -> float:
+    """A bench process started ahead of its turn at the GPUs waits here, after its imports and its plan and
+    before its first use of a GPU, until the file that ``WKVBENCH_GPU_TURN`` names exists. ``wkvbench gpu``
+    starts the benches of the packages in folders of their own beside the main bench and creates each one's
+    file when the bench before it has ended, so their starts (torch, Triton, the package's modules and the
+    selection's availability) overlap the main bench's timing instead of following it: five bench processes'
+    starts were 72.6 s of the 379 s of benches of the fresh one-GPU H200 run of 2026-11-29. A process whose
+    parent has gone (the run was killed) stops waiting and raises. Returns the seconds waited."""
+    import os
+
+    environ = os.environ if environ is None else environ
+    path = environ.get(TURN)
+    if not path:
+        return 0.0
+    t0, parent = time.perf_counter(), os.getppid()
+    while not os.path.exists(path):
+        if os.getppid() != parent:
+            raise RuntimeError(f"the run that started this bench ended before its turn ({TURN}={path})")
+        time.sleep(poll_s)
+    return time.perf_counter() - t0

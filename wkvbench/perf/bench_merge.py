@@ -58,14 +58,14 @@ APART = ("ggml",)  # backends timed in processes of their own (FINDINGS.md: ggml
 
 def run_on_gpus(bench_args: list[str], ngpu: int, out: Path, worker: list[str] | None = None,
                 log_dir: Path | None = None, apart: tuple[str, ...] = APART,
-                env: dict[str, str] | None = None) -> tuple[dict | None, list[int]]:
+                env: dict[str, str] | None = None, log_name: str = "bench") -> tuple[dict | None, list[int]]:
     """One ``wkvbench bench`` worker per GPU (``CUDA_VISIBLE_DEVICES=i``, ``--shard i/ngpu``), started
     together; their shard files are merged into ``out`` and removed. Returns the merged document
     (None when no worker wrote a shard) and the GPU indices whose worker failed (exit status other
     than 0, or 1 = some rows not OK). On each GPU the variants of the ``apart`` backends are timed by
     a second process after the first (``--backend``/``--exclude-backend``): ggml-python's CUDA backend
     crashed a process that had run the other CUDA kernels first (H100, 2026-11-24). ``worker`` replaces
-    ``python -m wkvbench bench`` (tests); with ``log_dir`` each GPU's output goes to ``bench-gpu<i>.log``;
+    ``python -m wkvbench bench`` (tests); with ``log_dir`` each GPU's output goes to ``<log_name>-gpu<i>.log``;
     ``env`` is added to the workers' environment (a package's own folder on ``PYTHONPATH``)."""
     if ngpu < 1:
         raise ValueError(f"run_on_gpus needs at least one GPU, got {ngpu}")
@@ -79,7 +79,7 @@ def run_on_gpus(bench_args: list[str], ngpu: int, out: Path, worker: list[str] |
 
     def gpu(i: int) -> None:
         env_i = {**os.environ, **(env or {}), "CUDA_VISIBLE_DEVICES": gpu_of(i, ngpu)}
-        log = open(log_dir / f"bench-gpu{i}.log", "ab") if log_dir is not None else None  # noqa: SIM115
+        log = open(log_dir / f"{log_name}-gpu{i}.log", "ab") if log_dir is not None else None  # noqa: SIM115
         try:
             for extra, shard in zip(passes, shards[i], strict=True):  # one after the other on this GPU
                 rc = subprocess.run([*cmd, *bench_args, *extra, "--shard", f"{i}/{ngpu}", "--output", str(shard)],
