@@ -83,8 +83,8 @@ def _install_runtime(session: nox.Session, *groups: str, ggml: bool = True, lazy
     every package comes from that folder, on top of the interpreter's own torch/triton. ``ggml=False``
     leaves ggml-python out (``gpu`` builds it itself, in the background).
 
-    ``lazy_bytecode`` (``nox -s verify``, ``nox -s gpu``): torch pinned in the same pip command as the groups (one
-    resolution, the same torch), and ``pip --no-compile``: pip compiles every module it installs (torch,
+    ``lazy_bytecode`` (``nox -s verify``, ``nox -s gpu``): torch pinned in the same pip command as the groups
+    (one resolution, the same torch), and ``pip --no-compile``: pip compiles every module it installs (torch,
     triton, transformers, keras: 27 of the 51 s of this install on the 2-core CPU machine, 2026-11-28), where
     the session imports a fraction of them; its processes write the bytecode of what they import instead
     (``_bytecode_env``, which the caller passes to its own commands too).
@@ -304,7 +304,7 @@ def _install_serving(session: nox.Session) -> list[str]:
                     session.run_install("python", "-m", "pip", "install", "-q", *_offline(), "--no-deps",
                                         "--upgrade", "--no-compile", "--target", folder, req,
                                         *spec.get("gpu-no-deps", []), silent=True)
-                    if needs:  # with their own dependencies (openai's httpx2, jiter, ...): all the folder gets
+                    if needs:  # with their dependencies (openai's httpx2, jiter, ...): all the folder gets
                         session.run_install("python", "-m", "pip", "install", "-q", *_offline(), "--upgrade",
                                             "--no-compile", "--target", folder, *needs, silent=True)
                     if os.path.isdir(folder):

@@ -747,8 +747,8 @@ def test_a_warm_up_whose_rows_raised_is_counted_said_and_not_marked_done(monkeyp
 def test_the_own_folders_benches_start_with_the_main_bench_and_wait_for_their_turn(monkeypatch, tmp_path):
     """Five bench processes' starts were 72.6 s of the 379 s of benches of the fresh one-GPU H200 run
     (2026-11-29), each folder's after the bench before it had ended. They start with the main bench now, and
-    each waits for its turn (``wait_turn``) before it uses a GPU: one folder's at a time, after the main bench,
-    its phase counted from its turn; rows joined into bench.json as before."""
+    each waits for its turn (``wait_turn``) before it uses a GPU: one folder's at a time, after the main
+    bench, its phase counted from its turn; rows joined into bench.json as before."""
     import shutil
     import threading
 
@@ -759,7 +759,8 @@ def test_the_own_folders_benches_start_with_the_main_bench_and_wait_for_their_tu
     folders = {pkg: tmp_path / pkg for pkg in ("rwkv-fla", "vllm")}
     for f in folders.values():
         f.mkdir()
-    opt = gpu_run.Options(out=tmp_path / "out", dtypes=("bf16",), own_envs=tuple((k, str(v)) for k, v in folders.items()))
+    opt = gpu_run.Options(out=tmp_path / "out", dtypes=("bf16",),
+                          own_envs=tuple((k, str(v)) for k, v in folders.items()))
     run = gpu_run.GpuRun(opt)
     run.ngpu = 1
     events, lock = [], threading.Lock()
@@ -790,8 +791,8 @@ def test_the_own_folders_benches_start_with_the_main_bench_and_wait_for_their_tu
     monkeypatch.setattr(bench_merge, "run_on_gpus", fake_run_on_gpus)
     assert run._benches(1, run._env_globs())
     at = {e: i for i, e in enumerate(events)}
-    assert max(at["rwkv-fla start"], at["vllm start"]) < at["main end"], events  # started beside the main bench
-    assert at["main end"] < at["rwkv-fla turn"] < at["rwkv-fla end"] < at["vllm turn"], events  # one at a time
+    assert max(at["rwkv-fla start"], at["vllm start"]) < at["main end"], events  # beside the main bench
+    assert at["main end"] < at["rwkv-fla turn"] < at["rwkv-fla end"] < at["vllm turn"], events  # in turn
     ph = run.state.phases
     assert ph["bench"].seconds >= 0.4
     for pkg in folders:  # from its turn: the 0.4 s of waiting is not its

@@ -256,9 +256,10 @@ def test_the_newest_committed_run_of_each_machine_comes_first(committed_page):
     # the H200 run of 2026-11-22 is superseded by the results set of the box of two H200s (2026-11-26)
     assert "reports/gpu/h200-2026-11-22/verify-gpu.json.gz" in earlier
     # the machine's results set (a box of four H200s, 7e78b87) is superseded by the whole command on one H200
-    # (2026-11-29, d1b13ec), which covers its variants, dtypes and passes, and that run by the same command's
-    # next fresh run (54046a0, h200-2026-11-29-fresh-and-warm). FlashKDA's run of 2026-11-28 stayed current beside
-    # the first, whose vLLM folder lacked FlashKDA's extension (its rows there SKIP); the second ran it
+    # (2026-11-29, d1b13ec), which covers its variants, dtypes and passes, and that run by the same
+    # command's next fresh run (54046a0, h200-2026-11-29-fresh-and-warm). FlashKDA's run of 2026-11-28 stayed
+    # current beside the first, whose vLLM folder lacked FlashKDA's extension (its rows there SKIP); the
+    # second ran it
     assert "NVIDIA-H200-drv580.159.04-cuda13.0-torch2.11.0-triton3.6.0/verify.json.gz" in earlier
     assert "reports/gpu/h200-2026-11-29-whole-fresh/verify.json.gz" in earlier
     assert "reports/gpu/h200-2026-11-29-fresh-and-warm/verify.json.gz" in current
@@ -294,7 +295,7 @@ def test_the_newest_committed_run_of_each_machine_comes_first(committed_page):
     # nox -s gpu (2026-11-28) is current too. The profiled bench of that day is in a diagnostics/ folder, which
     # the report does not read: its timings ran under cProfile
     # and FlashKDA's and FlashQLA's benches on an H200 (2026-11-28): implementations no other file has, current
-    # (FlashKDA's: the whole runs of 2026-11-29 name its rows only as SKIP, FlashKDA takes bf16 and K = V = 128)
+    # (FlashKDA's: the whole runs of 2026-11-29 name its rows only as SKIP; it takes bf16, K = V = 128)
     assert now.count("badge current") == 11
     assert "reports/gpu/h200-2026-11-28-flashqla-flashkda/bench-flashkda.json.gz" in now
     # FlashQLA's bench of that day is superseded by the whole command on one H200 (2026-11-29), which timed its row

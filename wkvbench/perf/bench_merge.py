@@ -65,8 +65,9 @@ def run_on_gpus(bench_args: list[str], ngpu: int, out: Path, worker: list[str] |
     than 0, or 1 = some rows not OK). On each GPU the variants of the ``apart`` backends are timed by
     a second process after the first (``--backend``/``--exclude-backend``): ggml-python's CUDA backend
     crashed a process that had run the other CUDA kernels first (H100, 2026-11-24). ``worker`` replaces
-    ``python -m wkvbench bench`` (tests); with ``log_dir`` each GPU's output goes to ``<log_name>-gpu<i>.log``;
-    ``env`` is added to the workers' environment (a package's own folder on ``PYTHONPATH``)."""
+    ``python -m wkvbench bench`` (tests); with ``log_dir`` each GPU's output goes to
+    ``<log_name>-gpu<i>.log``; ``env`` is added to the workers' environment (a package's own folder on
+    ``PYTHONPATH``)."""
     if ngpu < 1:
         raise ValueError(f"run_on_gpus needs at least one GPU, got {ngpu}")
     cmd = worker or [sys.executable, "-m", "wkvbench", "bench"]
