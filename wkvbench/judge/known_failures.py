@@ -700,6 +700,30 @@ KNOWN_FAILURES: dict[tuple[str, str], str | None] = {
 }
 
 
+# Known failures at their limit: cases of a finding above whose error sits at the limit, over it on some
+# machines and under it on others, so that listing them in KNOWN_FAILURES would fail the run (XPASS) where
+# they pass. A matching FAIL reads XFAIL with its numbers; a PASS stays PASS. Each entry states both
+# machines' measurements.
+MARGINAL: dict[tuple[str, str], str] = {
+    # FLA's raw-gate softplus (the entries above list the case's bf16 and fp32 rows): under the Triton
+    # interpreter the fp16 row read state 3.57e-7 against its limit 3.37e-7 (1.06x; 14.1x the floor) on the
+    # 2-core CPU machines of 2026-11-29 (AMD EPYC with AVX-512; torch 2.13.0+cpu, triton 3.9.0, numpy 2.4.6,
+    # 2.3.5 and 2.2.6 alike; numpy's SIMD paths restricted to SSE4.2: 3.67e-7), and passed on the CPU machine
+    # of 2026-11-28 (nox -s verify: 1,038 passed, 0 failed). FINDINGS.md.
+    ("gdn.fla.fused_recurrent.interp", "gdn/model/B3-T4-H1-HV2-N64-raw-qkn-h0/fp16/*"): (
+        "FLA's in-kernel softplus is log(1 + exp(x)) in fp32, and this case's state sits at its limit: "
+        "1.06x on one CPU machine, under it on another"),
+}
+
+
+def marginal_failure(variant: str, case_id: str) -> str | None:
+    """Why (variant, case) is a known failure at its limit (``MARGINAL``), or None."""
+    for (vpat, cpat), why in MARGINAL.items():
+        if fnmatch.fnmatchcase(variant, vpat) and fnmatch.fnmatchcase(case_id, cpat):
+            return why
+    return None
+
+
 def known_failure(variant: str, case_id: str) -> str | None:
     """Why (variant, case) is a known failure, or None; the first matching entry decides (an entry of
     None carves a measured exception out of a broader pattern after it)."""

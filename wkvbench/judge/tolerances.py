@@ -22,7 +22,12 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 
-from .known_failures import KNOWN_FAILURES, known_failure  # noqa: F401 - re-exported
+from .known_failures import (  # noqa: F401 - re-exported
+    KNOWN_FAILURES,
+    MARGINAL,
+    known_failure,
+    marginal_failure,
+)
 
 # The two baseline runs a limit's factor can refer to (``Tol.baseline``):
 # SAME_DTYPE: ``<op>.torch.recurrent`` in the case dtype: activations stay in it, so every per-token

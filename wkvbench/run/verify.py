@@ -165,8 +165,8 @@ def _jobs(selection: Selection) -> list[tuple[KernelVariant, Case, str]]:
 def sweep_case(v: KernelVariant, cases: list[Case], kind: str) -> Case | None:
     """The case a variant's configurations are swept on: in its first dtype of bf16, fp16, fp32 among
     ``cases``, the first ``model`` case (else the first case) that the variant supports and that is
-    no known failure."""
-    from ..judge.tolerances import known_failure
+    no known failure (nor one at its limit)."""
+    from ..judge.tolerances import known_failure, marginal_failure
 
     def fits(c: Case) -> bool:
         try:
@@ -175,8 +175,10 @@ def sweep_case(v: KernelVariant, cases: list[Case], kind: str) -> Case | None:
             return True
 
     for dtype in ("bf16", "fp16", "fp32"):
-        pool = [c for c in cases if c.dtype == dtype and dtype in v.dtypes and known_failure(
-            v.name, ("backward:" if kind == "backward" else "") + c.id) is None and fits(c)]
+        pre = "backward:" if kind == "backward" else ""
+        pool = [c for c in cases if c.dtype == dtype and dtype in v.dtypes
+                and known_failure(v.name, pre + c.id) is None
+                and marginal_failure(v.name, pre + c.id) is None and fits(c)]
         pool.sort(key=lambda c: c.domain != "model")
         if pool:
             return pool[0]
