@@ -86,6 +86,10 @@ def test_a_kernel_wrong_only_at_size_is_timed_and_fails_at_size(tmp_path, stand_
     assert bad["reproduce"] == want
     doc = json.loads(out.read_text())
     assert doc["complete"] and len(doc["rows"]) == 2 and not out.with_suffix(".partial.jsonl").exists()
+    # where the process's seconds went outside its rows (no CUDA row: no turn, no ceilings)
+    spent = doc["process_s"]
+    assert list(spent) == ["start", "plan", "rows", "tail", "close"] and all(v >= 0 for v in spent.values())
+    assert spent["rows"] >= sum(r["seconds"] for r in doc["rows"]) - 0.05
 
 
 def test_the_cli_exits_non_zero_and_prints_the_reproduce_command(tmp_path, stand_in_device, capsys):

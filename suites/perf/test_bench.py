@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +16,8 @@ from wkvbench.perf import roofline
 from wkvbench.perf.bench import SHAPE_SETS, STANDARD_SETS, BenchSelection, gate_case, set_shape
 from wkvbench.perf.bench_merge import merge
 from wkvbench.perf.timing import median_se_order, stop_reason, summarize
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_min_bytes_rwkv7_prefill_by_hand():
@@ -499,3 +502,17 @@ def test_the_gate_checked_in_the_bench_process_runs_pinned(tmp_path, monkeypatch
     v = get("wkv7.torch.recurrent")
     gate = b._gate(v, Case.parse("wkv7/model/B2-T256-H4-N64/fp32/s0"))
     assert gate["status"] == "PASS" and seen == [True] and not autotune.installed()
+
+
+def test_shards_merge_their_process_seconds_as_the_slowest_spent_them(tmp_path):
+    """Workers on several GPUs run side by side: each part of the merged ``process_s`` is the slowest
+    worker's, so that it still adds up to the bench's wall time."""
+    fixture = json.loads((REPO / "suites/data/report/results/bench/bench-fixture.json").read_text())
+    paths = []
+    for i, spent in enumerate(({"start": 9.0, "rows": 100.0, "tail": 2.0},
+                               {"start": 11.0, "rows": 90.0, "tail": 5.0})):
+        paths.append(tmp_path / f"s{i}.json")
+        paths[-1].write_text(json.dumps({**fixture, "process_s": spent}))
+    doc = merge(paths, tmp_path / "m.json")
+    assert doc["process_s"] == {"start": 11.0, "rows": 100.0, "tail": 5.0}
+    assert merge(paths[:1], tmp_path / "one.json")["process_s"] == {"start": 9.0, "rows": 100.0, "tail": 2.0}

@@ -783,7 +783,8 @@ def test_the_own_folders_benches_start_with_the_main_bench_and_wait_for_their_tu
         perf_bench.wait_turn(env, poll_s=0.01)
         note(f"{pkg} turn")
         time.sleep(0.1)
-        shutil.copyfile(FIXTURE_BENCH, out)
+        spent = {"start": 5.0, "turn": 0.4}
+        out.write_text(json.dumps({**json.loads(FIXTURE_BENCH.read_text()), "process_s": spent}))
         note(f"{pkg} end")
         return bench_merge.merge([out], out), []
 
@@ -798,6 +799,10 @@ def test_the_own_folders_benches_start_with_the_main_bench_and_wait_for_their_tu
     for pkg in folders:  # from its turn: the 0.4 s of waiting is not its
         assert ph[f"env-bench-{pkg}"].status == "done" and 0.1 <= ph[f"env-bench-{pkg}"].seconds < 0.4
     assert json.loads(run.bench.read_text())["rows"]
+    assert ph["env-bench-vllm"].parts == {"start": 5.0, "turn": 0.4}  # its process's seconds outside its rows
+    saved = json.loads(run.state.path.read_text())["phases"]
+    assert saved["env-bench-vllm"]["parts"] == {"start": 5.0, "turn": 0.4}
+    assert "parts" not in saved["bench"]  # the stand-in main bench wrote none
     assert run._benches(1, run._env_globs()) and events.count("vllm start") == 1  # done: kept, none started
 
 

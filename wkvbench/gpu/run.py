@@ -446,6 +446,8 @@ class GpuRun:
         doc, failed = run_on_gpus(args, ngpu, out, log_dir=self.procs.logs, apart=())
         if doc is None:
             return False, "no bench worker wrote a row"
+        # its processes' seconds outside the rows, before a merge keeps the first file's
+        self.state.phase("ggml-bench" if ggml else "bench").parts = doc.get("process_s") or {}
         if ggml and self.bench.is_file():
             doc = merge([self.bench, out], self.bench)
             out.unlink()
@@ -609,6 +611,8 @@ class GpuRun:
             return False, f"the bench of {pkg} raised in its thread (logs/bench-{pkg}-gpu*.log)"
         doc, failed = result["done"]
         out = self.work / f"bench-env-{pkg}.json"
+        if doc is not None:  # its process's seconds outside its rows, before the merge keeps the main one's
+            self.state.phase(f"env-bench-{pkg}").parts = doc.get("process_s") or {}
         if doc is None:
             return False, f"no bench worker of {pkg} wrote a row"
         if self.bench.is_file():

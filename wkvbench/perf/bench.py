@@ -216,6 +216,8 @@ class Bench:
         self.warmed = 0  # rows a warm-only run called at size (the others: unsupported, a red gate, or raised)
         self.warm_errors: list[str] = []  # rows whose warm-up call raised: "variant case: error (at file:line)"
         self.page_locked = False  # the canonical inputs in page-locked memory (run(): a plan with CUDA rows)
+        # where the process's seconds went outside its rows (``run``): the document's ``process_s``
+        self.process_s: dict[str, float] = {}
 
     def _resumed(self) -> list[dict]:
         """The rows of an earlier run into ``out``: ``F.json``'s and the ones its ``F.partial.jsonl``
@@ -405,6 +407,7 @@ class Bench:
                              "dtypes": list(s.dtypes), "shard": list(s.shard),
                              "shapes": {n: {op: str(sh) for op, sh in SHAPE_SETS[n].items()} for n in s.sets}},
                 "rows": self.rows, **({"autotune": tuned} if (tuned := _tuned_summary()) else {}),
+                **({"process_s": self.process_s} if self.process_s else {}),
                 **({"caches_put_back": put_back} if (put_back := _caches_put_back()) else {})}
 
     def save(self, complete: bool) -> None:
@@ -429,7 +432,16 @@ class Bench:
             self.save(False)
 
     def run(self, warm_only: bool = False) -> list[dict]:
+        """Time (or, ``warm_only``, only call) the selection's rows. Where the process's seconds go outside
+        its rows is the document's ``process_s``: ``start`` (from the process's start to here: imports, the
+        selection, provenance), ``plan``, ``turn`` (``wait_turn``), ``ceilings``, ``rows`` (the loop),
+        ``tail`` (the verdicts at size still out after the last row) and ``close`` (the judging pool's)."""
+        spent = self.process_s
+        if (age := process_age()) is not None:
+            spent["start"] = round(age, 2)
+        t = time.perf_counter()
         plan = self.sel.plan()
+        spent["plan"] = round(time.perf_counter() - t, 2)
         cuda = any(v.device == "cuda" for v, *_ in plan)
         if cuda:
             import torch
@@ -440,8 +452,10 @@ class Bench:
         done = {_key(r) for r in self.rows}
         todo = [p for p in plan if (p[0].name, p[1], p[2]) not in done]
         if not warm_only and cuda:  # the roofline's ceilings are measured with CUDA (none for Metal yet)
-            wait_turn()  # imported and planned ahead of its turn at the GPUs (wkvbench gpu)
+            spent["turn"] = round(wait_turn(), 2)  # imported and planned ahead of its turn (wkvbench gpu)
+            t = time.perf_counter()
             self.ceilings = measure_ceilings(self.prov["identity"])
+            spent["ceilings"] = round(time.perf_counter() - t, 2)
         self.save(False)
         from ..console import make_console, track
 
@@ -451,6 +465,7 @@ class Bench:
 
             judged = [(v, case) for v, _, _, case in todo if benchable(v, case) and clock_of(v) is not None]
             self.judge = SizeJudge(judged, shards=self.sel.shard[1]) if judged else None  # one bench per GPU
+        t = time.perf_counter()
         try:
             with track(self.console or make_console(stderr=True), "bench", len(todo)) as bar, sink as out:
                 for v, s, d, case in todo:
@@ -470,16 +485,19 @@ class Bench:
                         for done in self.judge.collect() if self.judge is not None else ():
                             self._add(done, out)
                     bar.advance()
+                spent["rows"], t = round(time.perf_counter() - t, 2), time.perf_counter()
                 # the verdicts still out, each row saved as its verdict comes in (a stop loses none)
                 while self.judge is not None and self.judge.pending:
                     bar.update(f"judging {len(self.judge.pending)} rows at size")
                     self.judge.wait()
                     for done in self.judge.collect():
                         self._add(done, out)
+                spent["tail"], t = round(time.perf_counter() - t, 2), time.perf_counter()
         finally:
             if self.judge is not None:
                 self.judge.close()
                 self.judge = None
+                spent["close"] = round(time.perf_counter() - t, 2)
         if not warm_only:
             self.save(True)
         return self.rows
@@ -535,3 +553,17 @@ def wait_turn(environ=None, poll_s: float = 0.1) -> float:
             raise RuntimeError(f"the run that started this bench ended before its turn ({TURN}={path})")
         time.sleep(poll_s)
     return time.perf_counter() - t0
+
+
+def process_age() -> float | None:
+    """Seconds since this process started (Linux's ``/proc``; None elsewhere)."""
+    import os
+
+    try:
+        with open("/proc/self/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()  # after the command's name, which may hold spaces
+        with open("/proc/uptime") as f:
+            up = float(f.read().split()[0])
+        return max(0.0, up - int(fields[19]) / os.sysconf("SC_CLK_TCK"))  # field 22: start time, in ticks
+    except (OSError, ValueError, IndexError):
+        return None

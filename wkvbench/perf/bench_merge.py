@@ -39,6 +39,9 @@ def merge(paths: list[Path], out: Path) -> dict:
     doc["rows"] = [rows[k] for k in sorted(rows)]
     doc["complete"] = all(d.get("complete") for d in docs)
     doc["settings"] = {**doc["settings"], "shard": None, "shards": len(docs)}
+    spent = [d["process_s"] for d in docs if d.get("process_s")]
+    if len(spent) > 1:  # the shards' workers ran side by side: each part as its slowest worker spent it
+        doc["process_s"] = {k: max(s.get(k, 0.0) for s in spent) for k in spent[0]}
     out.write_text(json.dumps(doc, indent=1))
     return doc
 

@@ -25,6 +25,7 @@ class Phase:
     seconds: float = 0.0
     started: float | None = None
     detail: str = ""
+    parts: dict[str, float] = field(default_factory=dict)  # where its seconds went (a bench's ``process_s``)
 
 
 @dataclass
@@ -80,8 +81,8 @@ class State:
                    "started_at": self.started_at, "runs": self.runs, "install_s": self.install_s,
                    "wall_s": round(sum(p.seconds for p in self.phases.values() if serial(p.name))
                                    + (self.install_s or 0.0), 1),
-                   "phases": {k: {"status": p.status, "seconds": round(p.seconds, 1), "detail": p.detail}
-                              for k, p in self.phases.items()},
+                   "phases": {k: {"status": p.status, "seconds": round(p.seconds, 1), "detail": p.detail,
+                                  **({"parts": p.parts} if p.parts else {})} for k, p in self.phases.items()},
                    "variant_seconds": dict(sorted(self.variant_seconds.items())),
                    "cpu_s": self.cpu_s, "cores": os.cpu_count(), "load": self.timeline,
                    **({"autotune": self.autotune} if self.autotune else {})}
@@ -124,7 +125,8 @@ def print_breakdown(st: State) -> None:
     if st.install_s is not None:
         t.add_row("install", f"{st.install_s:.0f}", "done", "nox: virtualenv and packages")
     for p in st.phases.values():
-        t.add_row(p.name + note(p.name), f"{p.seconds:.0f}", p.status, p.detail)
+        parts = ("; process: " + ", ".join(f"{k} {v:.1f}" for k, v in p.parts.items())) if p.parts else ""
+        t.add_row(p.name + note(p.name), f"{p.seconds:.0f}", p.status, p.detail + parts)
     con.print(t)
     top = sorted(st.variant_seconds.items(), key=lambda kv: -sum(kv[1].values()))[:12]
     v = Table(title="slowest variants (worker seconds, summed over processes run side by side)")
