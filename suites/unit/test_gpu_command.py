@@ -164,7 +164,7 @@ def test_a_release_bench_goes_into_asv_as_an_environment_of_its_own(tmp_path):
     assert any(any("fla-core" not in m for m in h.machines) for h in series)
 
 
-def test_warm_ups_take_head_size_128_apart_from_the_other_sets():
+def test_warm_up_markers_take_head_size_128_apart_from_the_other_sets():
     from wkvbench.gpu.side import warm_groups
     from wkvbench.perf.bench import STANDARD_SETS
 
@@ -191,8 +191,8 @@ def test_tilelang_variants_are_warmed_at_the_bench_shapes_every_run(tmp_path, mo
 
     run, found = tasks()
     names = [n for n, _, _ in found]
-    assert names == ["warm-gdn.flashqla.chunk-bf16+fp16-quick+decode+prefill+long",
-                     "warm-gdn.flashqla.chunk-bf16+fp16-head128"]  # its dtypes alone; no properties in its folder
+    # its dtypes alone, every set in one process; no properties in its folder
+    assert names == ["warm-gdn.flashqla.chunk-bf16+fp16-quick+decode+prefill+long+head128"]
     assert all(run.warm_marks[n] == [] for n in names)  # run_side marks nothing done for them
     side.mark_warm(prov, "warm-gdn.flashqla.chunk-bf16-head128", "none")  # even a marker is not taken
     run, found = tasks()
@@ -216,41 +216,47 @@ def test_a_warm_up_done_by_an_earlier_run_is_not_done_again(tmp_path, monkeypatc
         run.ngpu, run.state.provenance = 1, prov
         return run, [name for name, _, _ in side.side_tasks(run, ggml=False)]
 
-    run, names = tasks(("bf16", "fp16"))  # one process warms both dtypes of a group of sets
-    assert names == ["warm-wkv7.fla.chunk-bf16+fp16-quick+decode+prefill+long",
-                     "warm-wkv7.fla.chunk-bf16+fp16-head128", "props-wkv7.fla.chunk"] and run.warmed_before == 0
-    assert run.warm_marks["warm-wkv7.fla.chunk-bf16+fp16-head128"] == ["warm-wkv7.fla.chunk-bf16-head128",
-                                                                       "warm-wkv7.fla.chunk-fp16-head128"]
-    [cmd] = [c for n, c, _ in side.side_tasks(run, ggml=False) if n.endswith("+fp16-head128")]
+    every = "quick+decode+prefill+long+head128"
+    run, names = tasks(("bf16", "fp16"))  # one process warms both dtypes of every set; a marker each group
+    assert names == [f"warm-wkv7.fla.chunk-bf16+fp16-{every}", "props-wkv7.fla.chunk"]
+    assert run.warmed_before == 0
+    rest = "quick+decode+prefill+long"
+    assert run.warm_marks[f"warm-wkv7.fla.chunk-bf16+fp16-{every}"] == [
+        f"warm-wkv7.fla.chunk-bf16-{rest}", f"warm-wkv7.fla.chunk-fp16-{rest}",
+        "warm-wkv7.fla.chunk-bf16-head128", "warm-wkv7.fla.chunk-fp16-head128"]
+    [cmd] = [c for n, c, _ in side.side_tasks(run, ggml=False) if n.startswith("warm-")]
     assert cmd[cmd.index("--warm-only"):] == ["--warm-only", "--variant", "wkv7.fla.chunk", "--dtype", "bf16",
-                                              "--dtype", "fp16", "--set", "head128", "--output",
-                                              str(run.work / "warm-wkv7.fla.chunk-bf16+fp16-head128.json")]
-    side.mark_warm(prov, "warm-wkv7.fla.chunk-fp16-head128", "none")  # done before: the group warms bf16 alone
+                                              "--dtype", "fp16", "--set", "quick", "--set", "decode", "--set",
+                                              "prefill", "--set", "long", "--set", "head128", "--output",
+                                              str(run.work / f"warm-wkv7.fla.chunk-bf16+fp16-{every}.json")]
+    # done before: that group warms bf16 alone, in a process apart from the other group's two dtypes
+    side.mark_warm(prov, "warm-wkv7.fla.chunk-fp16-head128", "none")
     run, names = tasks(("bf16", "fp16"))
-    assert "warm-wkv7.fla.chunk-bf16-head128" in names and run.warmed_before == 1
+    assert names[:2] == ["warm-wkv7.fla.chunk-bf16+fp16-quick+decode+prefill+long",
+                         "warm-wkv7.fla.chunk-bf16-head128"] and run.warmed_before == 1
     assert run.warm_marks["warm-wkv7.fla.chunk-bf16-head128"] == ["warm-wkv7.fla.chunk-bf16-head128"]
     side.warm_marker(prov, "warm-wkv7.fla.chunk-fp16-head128").unlink()
     run, names = tasks()
-    assert names == ["warm-wkv7.fla.chunk-bf16-quick+decode+prefill+long", "warm-wkv7.fla.chunk-bf16-head128",
-                     "props-wkv7.fla.chunk"] and run.warmed_before == 0
+    assert names == [f"warm-wkv7.fla.chunk-bf16-{every}", "props-wkv7.fla.chunk"] and run.warmed_before == 0
     side.mark_warm(prov, "warm-wkv7.fla.chunk-bf16-head128", "none")
     run, names = tasks()
-    assert "warm-wkv7.fla.chunk-bf16-head128" not in names and len(names) == 2 and run.warmed_before == 1
+    assert names == ["warm-wkv7.fla.chunk-bf16-quick+decode+prefill+long", "props-wkv7.fla.chunk"]
+    assert run.warmed_before == 1
     # done with other autotune seeds: its seeded choices are in no cache of Triton's, so it warms again
     side.mark_warm(prov, "warm-wkv7.fla.chunk-bf16-head128", "0123456789ab")
-    assert "warm-wkv7.fla.chunk-bf16-head128" in tasks()[1]
+    assert f"warm-wkv7.fla.chunk-bf16-{every}" in tasks()[1]
     side.warm_marker(prov, "warm-wkv7.fla.chunk-bf16-head128").write_text("2026-11-28T10:00:00\n")  # no seeds line
-    assert "warm-wkv7.fla.chunk-bf16-head128" in tasks()[1]
+    assert f"warm-wkv7.fla.chunk-bf16-{every}" in tasks()[1]
     side.mark_warm(prov, "warm-wkv7.fla.chunk-bf16-head128", "none")
     # another software stack, or Triton's cache gone, or autotune results not cached on disk: warm again
     prov["versions"]["triton"] = "3.7.0"
-    assert len(tasks()[1]) == 3
+    assert tasks()[1][0] == f"warm-wkv7.fla.chunk-bf16-{every}"
     prov["versions"]["triton"] = "3.6.0"
     monkeypatch.setenv("TRITON_CACHE_AUTOTUNING", "0")
-    assert len(tasks()[1]) == 3
+    assert tasks()[1][0] == f"warm-wkv7.fla.chunk-bf16-{every}"
     monkeypatch.setenv("TRITON_CACHE_AUTOTUNING", "1")
     (triton / "k").rmdir()
-    assert len(tasks()[1]) == 3
+    assert tasks()[1][0] == f"warm-wkv7.fla.chunk-bf16-{every}"
 
 
 def test_processes_are_reaped_with_their_cpu_seconds_and_the_load_is_sampled(tmp_path):

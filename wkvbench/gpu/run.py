@@ -15,9 +15,9 @@ Phases, in the order they start::
 
     ggml        ggml-python built with CUDA in the background (``--ggml-src``), at the lowest CPU priority
     verify      one ``wkvbench verify`` process, a worker per core, its units grouped as ``units`` says
-    side        beside it: ``properties`` per CUDA variant and ``bench --warm-only`` per (Triton or TileLang
-                variant, head size 128 or not): compiles and autotunes the benchmark shapes, one process per
-                core; skipped when an earlier run on this machine, with the same autotune seeds, warmed
+    side        beside it: ``properties`` per CUDA variant and ``bench --warm-only`` per Triton or TileLang
+                variant: compiles and autotunes the benchmark shapes, one process per core;
+                skipped when an earlier run on this machine, with the same autotune seeds, warmed
                 the same thing into Triton's on-disk caches (``side.warm_done``)
     bench       alone on the GPUs: one ``bench`` worker per GPU, gates taken from verify.json (ggml's
                 build goes on beside it, on the cores the bench leaves)

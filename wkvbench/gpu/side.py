@@ -1,6 +1,6 @@
 """The side tasks of a ``wkvbench gpu`` run, beside its verification: ``bench --warm-only`` per Triton
-(or TileLang) variant and group of shape sets, for the run's dtypes (the compilations and autotuning at
-the benchmark shapes, so the bench finds them in its caches) and ``properties`` per CUDA variant.
+(or TileLang) variant, for the run's dtypes and shape sets (the compilations and autotuning at the
+benchmark shapes, so the bench finds them in its caches) and ``properties`` per CUDA variant.
 
 A warm-up that ended in an earlier run on the same machine and software stack, with the same autotune
 seeds, is not run again while Triton keeps its autotune results on disk (``warm_done``,
@@ -42,7 +42,7 @@ def side_tasks(run, ggml: bool, variants: list | None = None) -> list[tuple[str,
             continue
         if "bench" in run.opt.phases and run.ngpu and v.backend in WARMED:
             # compiling and autotuning at the bench shapes, ahead of the bench (which then finds them in
-            # Triton's caches): one process for the dtypes of a group of shape sets, as a process costs
+            # Triton's caches): one process for the dtypes and shape sets of a variant, as a process costs
             # seconds before it compiles anything (importing torch, Triton and FLA's ops, which import
             # torch's dynamo, and a CUDA context: 12.5 CPU seconds on an H200 box, 2026-11-29;
             # wkv6.fla.fused_recurrent's warm-ups of the standard sets took 52 s and 44 CPU seconds in one
@@ -50,17 +50,25 @@ def side_tasks(run, ggml: bool, variants: list | None = None) -> list[tuple[str,
             # run keeps its own marker and is left out.
             dtypes = [d for d in run.opt.dtypes if d in v.dtypes]
             triton = v.backend == "triton"  # TileLang's warm-ups have no markers: warmed every run (WARMED)
+            # a marker per dtype and group of sets (warm_groups); one process for the groups that warm the
+            # same dtypes (all of them, unless an earlier run did some): a process per group had started 70
+            # on the fresh H200 run of 2026-11-29, 35 of them for head size 128 alone (FlashQLA's other
+            # group: a process with nothing to warm)
+            by_dtypes: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
             for group in warm_groups(run._sets()):
-                todo = [d for d in dtypes if not (
-                    kept and triton and warm_done(prov, warm_name(v.name, d, group), run.warm_seeds))]
+                todo = tuple(d for d in dtypes if not (
+                    kept and triton and warm_done(prov, warm_name(v.name, d, group), run.warm_seeds)))
                 run.warmed_before += len(dtypes) - len(todo)
-                if not todo:
-                    continue
-                name = warm_name(v.name, "+".join(todo), group)
-                run.warm_marks[name] = [warm_name(v.name, d, group) for d in todo] if triton else []
+                if todo:
+                    by_dtypes.setdefault(todo, []).append(group)
+            for todo, groups in by_dtypes.items():
+                sets = tuple(st for group in groups for st in group)
+                name = warm_name(v.name, "+".join(todo), sets)
+                marks = [warm_name(v.name, d, g) for g in groups for d in todo]
+                run.warm_marks[name] = marks if triton else []
                 tasks.append((name, py("bench", "--warm-only", "--variant", v.name,
                                         *(x for d in todo for x in ("--dtype", d)),
-                                        *(x for st in group for x in ("--set", st)),
+                                        *(x for st in sets for x in ("--set", st)),
                                         "--output", str(run.work / f"{name}.json")), v.name))
         out = run.work / f"props-{v.name}.json"
         if variants is None and "side" in run.opt.phases and not complete(out):
@@ -126,9 +134,10 @@ def run_side(run, tasks, slots: int, stop: threading.Event, counts: collections.
 
 
 def warm_groups(sets: tuple[str, ...]) -> list[tuple[str, ...]]:
-    """The shape sets warmed per process: head size 128 on its own, the others together (kernels that
-    take the head count as a value, not a constant, compile once for all of them: one process per set
-    compiled 16,300 s of warm-ups where one per group had compiled 10,500, H100, 2026-11-24)."""
+    """The groups of shape sets a warm-up marker covers: head size 128 on its own, the others together. A
+    variant's groups are warmed in one process (``side_tasks``): kernels that take the head count as a value,
+    not a constant, compile once for all of them (one process per set compiled 16,300 s of warm-ups where one
+    per group had compiled 10,500, H100, 2026-11-24)."""
     wide = tuple(s for s in sets if s == "head128")
     rest = tuple(s for s in sets if s != "head128")
     return [g for g in (rest, wide) if g]
