@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from collections.abc import Callable
 
 from wkvkernels import get
@@ -62,6 +63,15 @@ def judged(v, case_id: str):
     case = Case.parse(case_id)
     assert v.supports(case), v.supports(case).reason
     return Checker().check(v, case)
+
+
+def summed(rows, field: str) -> Counter:
+    """The sums, key by key, of the dicts that ``field`` holds in ``rows`` (a bench file's ``phase_s``, ...)."""
+    out: Counter = Counter()
+    for r in rows:
+        for k, v in (r.get(field) or {}).items():
+            out[k] += v
+    return out
 
 
 def rejudge(row: dict, checker, fresh_state_baseline: bool = False) -> tuple[str, list[str]]:

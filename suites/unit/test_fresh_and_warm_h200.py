@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from suites.helpers import summed
 from wkvbench.results.schemas import read_text
 from wkvbench.run import tuned
 
@@ -39,14 +40,6 @@ def _load(path: Path) -> dict:
 @pytest.fixture(scope="module")
 def fresh():
     return _load(SET / "run.json"), _load(SET / "bench.json.gz")
-
-
-def _sum(rows, field: str) -> Counter:
-    out: Counter = Counter()
-    for r in rows:
-        for k, v in (r.get(field) or {}).items():
-            out[k] += v
-    return out
 
 
 def _ok(rows) -> dict:
@@ -138,7 +131,7 @@ def test_the_verdicts_and_flashkda_ran(fresh):
 def test_the_bench_rows_phases_and_what_the_overlap_left(fresh):
     run, bench = fresh
     rows = bench["rows"]
-    phase = _sum(rows, "phase_s")
+    phase = summed(rows, "phase_s")
     assert {k: round(v, 1) for k, v in phase.items() if v} == {
         "inputs": 44.1,
         "prepare": 37.4,
@@ -147,8 +140,8 @@ def test_the_bench_rows_phases_and_what_the_overlap_left(fresh):
     }
     assert round(sum(r.get("seconds") or 0 for r in rows), 1) == 286.2
     assert (
-        round(_sum(rows, "timing_s")["sample"], 1) == 101.0
-        and round(_sum(rows, "at_size_s")["call"], 1) == 24.5
+        round(summed(rows, "timing_s")["sample"], 1) == 101.0
+        and round(summed(rows, "at_size_s")["call"], 1) == 24.5
     )
     qla = {r["dtype"]: r for r in rows if r["variant"] == "gdn.flashqla.chunk" and r["status"] == "OK"}
     assert (qla["bf16"]["compile_s"], qla["fp16"]["compile_s"]) == (
@@ -194,7 +187,7 @@ def test_the_warm_run_was_seeded_and_compiled_little(fresh):
     assert len(rows) == 307 and all(r["at_size"]["status"] == "PASS" for r in rows)
     assert (
         round(sum(r["seconds"] for r in rows), 1) == 204.6
-        and round(_sum(rows, "at_size_s")["call"], 1) == 23.2
+        and round(summed(rows, "at_size_s")["call"], 1) == 23.2
     )
     slow = sorted(rows, key=lambda r: -r["compile_s"])[:2]
     assert [(r["variant"], r["shape_set"]) for r in slow] == [("gdn.flashinfer.chunk", "head128")] * 2

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from suites.helpers import summed
 from wkvbench.results.schemas import read_text
 from wkvbench.run import tuned
 
@@ -26,14 +27,6 @@ def _load(name: str) -> dict:
 @pytest.fixture(scope="module")
 def fresh():
     return _load("run.json"), _load("bench.json.gz")
-
-
-def _sum(rows, field: str) -> Counter:
-    out: Counter = Counter()
-    for r in rows:
-        for k, v in (r.get(field) or {}).items():
-            out[k] += v
-    return out
 
 
 def test_the_breakdown(fresh):
@@ -91,11 +84,11 @@ def test_the_verdicts(fresh):
 
 def test_the_bench_rows_phases_and_flashqlas_first_calls(fresh):
     rows = fresh[1]["rows"]
-    phase = _sum(rows, "phase_s")
+    phase = summed(rows, "phase_s")
     assert {k: round(v, 1) for k, v in phase.items() if v} == {"inputs": 38.2, "prepare": 34.1, "timing": 137.5,
                                                                "at_size": 96.3}
     assert round(sum(phase.values()), 1) == 306.1
-    assert round(_sum(rows, "timing_s")["sample"], 1) == 93.3 and round(_sum(rows, "at_size_s")["call"], 1) == 70.3
+    assert round(summed(rows, "timing_s")["sample"], 1) == 93.3 and round(summed(rows, "at_size_s")["call"], 1) == 70.3
     qla = {r["dtype"]: r for r in rows if r["variant"] == "gdn.flashqla.chunk" and r["status"] == "OK"}
     assert sorted(qla) == ["bf16", "fp16"] and {r["shape_set"] for r in qla.values()} == {"head128"}
     assert (qla["bf16"]["compile_s"], qla["fp16"]["compile_s"]) == (26.692, 21.825)
