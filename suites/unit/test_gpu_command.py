@@ -815,9 +815,43 @@ def test_the_own_folders_benches_start_with_the_main_bench_and_wait_for_their_tu
 def test_a_bench_waits_for_its_turn_only_when_given_one(tmp_path):
     import threading
 
-    from wkvbench.perf.bench import TURN, wait_turn
+    from wkvbench.gpu.run import _say
+    from wkvbench.perf.bench import CANCEL, TURN, wait_turn
 
     assert wait_turn({}) == 0.0
     turn = tmp_path / "turn"
-    threading.Timer(0.2, turn.touch).start()
+    threading.Timer(0.2, _say, (turn, "go")).start()
     assert wait_turn({TURN: str(turn)}, poll_s=0.01) >= 0.2
+    _say(turn, CANCEL)  # the run stopped before its turn: the process stops, never times beside another
+    with pytest.raises(RuntimeError, match="stopped before its turn"):
+        wait_turn({TURN: str(turn)}, poll_s=0.01)
+
+
+def test_a_bench_process_never_given_its_turn_is_told_to_stop(monkeypatch, tmp_path):
+    """The main bench's phase raising out of ``_benches`` (Ctrl-C, say): the folders' processes waiting for
+    their turn read ``cancel`` and stop, rather than time their rows beside whatever runs next."""
+    from wkvbench.gpu import run as gpu_run
+    from wkvbench.perf import bench_merge
+    from wkvbench.perf.bench import CANCEL, TURN
+
+    folder = tmp_path / "vllm"
+    folder.mkdir()
+    opt = gpu_run.Options(out=tmp_path / "out", dtypes=("bf16",), own_envs=(("vllm", str(folder)),))
+    run = gpu_run.GpuRun(opt)
+    run.ngpu = 1
+    turns = []
+    monkeypatch.setattr(bench_merge, "run_on_gpus",
+                        lambda *a, env=None, **k: turns.append(env[TURN]) or (None, []))
+
+    def stopped(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run, "_phase", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        run._benches(1, run._env_globs())
+    assert (run.work / "turn-vllm").read_text() == CANCEL
+    for _ in range(100):  # its process (here a stand-in, in the run's thread) was told that file
+        if turns:
+            break
+        time.sleep(0.01)
+    assert turns == [str(run.work / "turn-vllm")]

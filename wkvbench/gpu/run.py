@@ -102,6 +102,13 @@ def _rows(path: Path) -> int:
         return 0
 
 
+
+def _say(turn: Path, what: str) -> None:
+    """``what`` into the file ``turn`` in one step (a waiting bench reads it as soon as the file exists)."""
+    tmp = turn.with_name(turn.name + ".tmp")
+    tmp.write_text(what)
+    tmp.replace(turn)
+
 class GpuRun:
     def __init__(self, opt: Options) -> None:
         self.opt = opt
@@ -569,9 +576,12 @@ class GpuRun:
             ok = self._phase("bench", lambda: self._bench(ngpu, ggml=False, seeds=False))
             for pkg in envs:
                 ok &= self._phase(f"env-bench-{pkg}", lambda pkg=pkg: self._env_bench(pkg, ahead.get(pkg)))
-        finally:
-            for turn, _, _ in ahead.values():  # none left waiting (a phase that raised)
-                turn.touch()
+        finally:  # a process not given its turn (a phase raised) is told to stop, never to time beside others
+            from ..perf.bench import CANCEL
+
+            for turn, _, _ in ahead.values():
+                if not turn.exists():
+                    _say(turn, CANCEL)
         return ok
 
     def _env_bench_start(self, pkg: str) -> tuple[Path, threading.Thread, dict]:
@@ -605,16 +615,16 @@ class GpuRun:
         if ahead is None:
             return True, "not selected"
         turn, thread, result = ahead
-        turn.touch()
+        _say(turn, "go")
         thread.join()
         if "done" not in result:
             return False, f"the bench of {pkg} raised in its thread (logs/bench-{pkg}-gpu*.log)"
         doc, failed = result["done"]
         out = self.work / f"bench-env-{pkg}.json"
-        if doc is not None:  # its process's seconds outside its rows, before the merge keeps the main one's
-            self.state.phase(f"env-bench-{pkg}").parts = doc.get("process_s") or {}
         if doc is None:
             return False, f"no bench worker of {pkg} wrote a row"
+        # its process's seconds outside its rows, before the merge keeps the main bench's
+        self.state.phase(f"env-bench-{pkg}").parts = doc.get("process_s") or {}
         if self.bench.is_file():
             doc = merge([self.bench, out], self.bench)
             out.unlink()

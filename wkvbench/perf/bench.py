@@ -531,6 +531,7 @@ class Bench:
 
 
 TURN = "WKVBENCH_GPU_TURN"
+CANCEL = "cancel"  # what the turn's file says where the run stops the process instead of giving it its turn
 
 
 def wait_turn(environ=None, poll_s: float = 0.1) -> float:
@@ -539,8 +540,9 @@ def wait_turn(environ=None, poll_s: float = 0.1) -> float:
     starts the benches of the packages in folders of their own beside the main bench and creates each one's
     file when the bench before it has ended, so their starts (torch, Triton, the package's modules and the
     selection's availability) overlap the main bench's timing instead of following it: five bench processes'
-    starts were 72.6 s of the 379 s of benches of the fresh one-GPU H200 run of 2026-11-29. A process whose
-    parent has gone (the run was killed) stops waiting and raises. Returns the seconds waited."""
+    starts were 72.6 s of the 379 s of benches of the fresh one-GPU H200 run of 2026-11-29. A file that says
+    ``cancel`` (the run stopped before its turn), or a parent gone (the run was killed), stops the wait with
+    an error: such a process never times beside another. Returns the seconds waited."""
     import os
 
     environ = os.environ if environ is None else environ
@@ -552,6 +554,9 @@ def wait_turn(environ=None, poll_s: float = 0.1) -> float:
         if os.getppid() != parent:
             raise RuntimeError(f"the run that started this bench ended before its turn ({TURN}={path})")
         time.sleep(poll_s)
+    with open(path) as f:  # written in one step (renamed into place)
+        if f.read().strip() == CANCEL:
+            raise RuntimeError(f"the run that started this bench stopped before its turn ({TURN}={path})")
     return time.perf_counter() - t0
 
 
