@@ -775,7 +775,7 @@ def test_the_own_folders_benches_start_with_the_main_bench_and_wait_for_their_tu
         with lock:
             events.append(what)
 
-    def main_bench(ngpu, ggml, seeds=True):
+    def main_bench(ngpu, ggml, seeds=True, ahead=None):
         note("main start")
         time.sleep(0.4)  # every folder's process has started and waits meanwhile
         note("main end")
@@ -815,14 +815,14 @@ def test_the_own_folders_benches_start_with_the_main_bench_and_wait_for_their_tu
 def test_a_bench_waits_for_its_turn_only_when_given_one(tmp_path):
     import threading
 
-    from wkvbench.gpu.run import _say
+    from wkvbench.results.schemas import atomic_write
     from wkvbench.perf.bench import CANCEL, TURN, wait_turn
 
     assert wait_turn({}) == 0.0
     turn = tmp_path / "turn"
-    threading.Timer(0.2, _say, (turn, "go")).start()
+    threading.Timer(0.2, atomic_write, (turn, "go")).start()
     assert wait_turn({TURN: str(turn)}, poll_s=0.01) >= 0.2
-    _say(turn, CANCEL)  # the run stopped before its turn: the process stops, never times beside another
+    atomic_write(turn, CANCEL)  # the run stopped before its turn: the process stops
     with pytest.raises(RuntimeError, match="stopped before its turn"):
         wait_turn({TURN: str(turn)}, poll_s=0.01)
 
@@ -847,11 +847,56 @@ def test_a_bench_process_never_given_its_turn_is_told_to_stop(monkeypatch, tmp_p
         raise KeyboardInterrupt
 
     monkeypatch.setattr(run, "_phase", stopped)
+    main = run._main_bench_ahead(1)
     with pytest.raises(KeyboardInterrupt):
-        run._benches(1, run._env_globs())
-    assert (run.work / "turn-vllm").read_text() == CANCEL
-    for _ in range(100):  # its process (here a stand-in, in the run's thread) was told that file
-        if turns:
+        run._benches(1, run._env_globs(), main)
+    assert (run.work / "turn-vllm").read_text() == CANCEL and (run.work / "turn-bench").read_text() == CANCEL
+    for _ in range(100):  # their processes (here a stand-in, in the run's threads) were told those files
+        if len(turns) == 2:
             break
         time.sleep(0.01)
-    assert turns == [str(run.work / "turn-vllm")]
+    assert sorted(turns) == [str(run.work / "turn-bench"), str(run.work / "turn-vllm")]
+
+
+def test_the_main_bench_starts_with_the_own_folders_verifications_and_waits_for_its_turn(monkeypatch,
+                                                                                          tmp_path):
+    """The main bench's process imports (torch, Triton, FLA, SGLang, FlashInfer) and plans while the own
+    folders are verified, and times nothing before its turn, which comes after them; the phase counts from
+    its turn. Its rows and its process's seconds are the phase's, as when it started at its turn."""
+    import threading
+
+    from wkvbench.gpu import run as gpu_run
+    from wkvbench.perf import bench as perf_bench
+    from wkvbench.perf import bench_merge
+
+    folder = tmp_path / "vllm"
+    folder.mkdir()
+    opt = gpu_run.Options(out=tmp_path / "out", dtypes=("bf16",), own_envs=(("vllm", str(folder)),))
+    run = gpu_run.GpuRun(opt)
+    run.ngpu = 1
+    events, lock = [], threading.Lock()
+
+    def note(what):
+        with lock:
+            events.append(what)
+
+    def fake_run_on_gpus(args, ngpu, out, log_dir=None, apart=(), env=None, log_name="bench"):
+        note(f"{log_name} start")
+        perf_bench.wait_turn(env, poll_s=0.01)
+        note(f"{log_name} turn")
+        doc = {**json.loads(FIXTURE_BENCH.read_text()), "complete": True, "process_s": {"turn": 0.3}}
+        out.write_text(json.dumps(doc))
+        note(f"{log_name} end")
+        return bench_merge.merge([out], out), []
+
+    monkeypatch.setattr(bench_merge, "run_on_gpus", fake_run_on_gpus)
+    main = run._main_bench_ahead(1)
+    time.sleep(0.3)  # the own folders' verifications
+    note("envs end")
+    assert run._benches(1, run._env_globs(), main)
+    at = {e: i for i, e in enumerate(events)}
+    assert at["bench start"] < at["envs end"] < at["bench turn"] < at["bench-vllm turn"], events
+    ph = run.state.phases
+    assert ph["bench"].status == "done" and ph["bench"].seconds < 0.3 and ph["bench"].parts == {"turn": 0.3}
+    assert json.loads(run.bench.read_text())["rows"]
+    assert run._main_bench_ahead(1) is None  # done: an earlier run's bench is kept, nothing started

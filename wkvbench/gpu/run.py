@@ -28,7 +28,8 @@ Phases, in the order they start::
                 does it): its variants verified (and their properties) with that folder first on
                 ``PYTHONPATH``, their rows joined into verify.json
     env-bench-<pkg>  their bench rows, timed the same way, joined into bench.json: their processes start
-                with the bench, import and plan beside it, and wait for their turn at the GPUs
+                with the bench's turn, import and plan beside it, and wait for their own (the bench's
+                processes start likewise with the own folders' verifications)
     stability   with ``--stability N``: the timing engine against do_bench, N rounds of every bench row
                 but ggml's, right after the bench (ggml's build goes on beside it)
     ggml-bench  their bench rows, joined into bench.json
@@ -59,6 +60,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 from ..results.runfile import State, print_breakdown
+from ..results.schemas import atomic_write
 from ..run.procs import Load, Procs, cache_bytecode, complete, py, say, tail, untimed_env
 from . import ggml as ggml_build
 from .side import run_side, side_tasks
@@ -103,11 +105,27 @@ def _rows(path: Path) -> int:
 
 
 
-def _say(turn: Path, what: str) -> None:
-    """``what`` into the file ``turn`` in one step (a waiting bench reads it as soon as the file exists)."""
-    tmp = turn.with_name(turn.name + ".tmp")
-    tmp.write_text(what)
-    tmp.replace(turn)
+class Ahead:
+    """Bench processes started ahead of their turn at the GPUs (``GpuRun._ahead``): ``go`` gives it and waits
+    for them, ``cancel`` tells them to stop where they never had it."""
+
+    def __init__(self, turn: Path) -> None:
+        self.turn = turn
+        self.thread: threading.Thread | None = None
+        self.result: tuple | None = None  # what run_on_gpus returned: (document or None, failed GPUs)
+
+    def go(self) -> tuple | None:
+        """Their turn; what ``run_on_gpus`` returned, None where its thread raised."""
+        atomic_write(self.turn, "go")
+        if self.thread is not None:
+            self.thread.join()
+        return self.result
+
+    def cancel(self) -> None:
+        from ..perf.bench import CANCEL
+
+        if not self.turn.exists():
+            atomic_write(self.turn, CANCEL)
 
 class GpuRun:
     def __init__(self, opt: Options) -> None:
@@ -214,13 +232,17 @@ class GpuRun:
         self.opt.exclude = (*self.opt.exclude, *main_excl)  # the main processes leave them to their folders
         self._autotune_record()
         ggml = ggml_build.start_build(self)
+        main = None
         try:
             ok = self._parallel(ngpu)
+            # the main bench's process starts with the own folders' verifications and waits for its turn
+            timing = bool(ngpu) and "bench" in self.opt.phases
+            main = self._main_bench_ahead(ngpu) if timing and self._envs_todo(envs) else None
             ok &= self._envs(envs)
             if self.ggml_beside is not None:  # its tail before the bench times anything
                 ok &= self._phase("ggml-verify", lambda: ggml_build.verify_end(self, self.ggml_beside))
-            if ngpu and "bench" in self.opt.phases:
-                ok &= self._benches(ngpu, envs)
+            if timing:
+                ok &= self._benches(ngpu, envs, main)
                 self.bench_ended = time.time()
             if ngpu and self.opt.stability and self.bench.is_file():  # while ggml may still be building
                 ok &= self._phase("stability", lambda: self._stability(ggml=False))
@@ -236,6 +258,8 @@ class GpuRun:
             if "report" in self.opt.phases:  # rebuilt on every run: an added phase (stability) shows in it
                 ok &= self._phase("report", self._report, again=True)
         except BaseException:
+            if main is not None:  # stopped before its turn: told to stop, never to time beside anything
+                main.cancel()
             self.opt.exclude = tuple(x for x in self.opt.exclude if x not in main_excl)
             self.procs.kill_all()
             st.save()
@@ -436,21 +460,43 @@ class GpuRun:
         for unit, secs in doc.get("unit_cpu_s", {}).items():
             self.state.add_variant(unit.split("|")[0], "cpu", secs)
 
-    def _bench(self, ngpu: int, ggml: bool, seeds: bool = True) -> tuple[bool, str]:
+    def _bench_cmd(self, ggml: bool) -> tuple[list[str], Path]:
+        """The bench arguments and output file of the main environment's bench (``ggml``: of ggml's rows)."""
+        # the gates from this run's verification (when it wrote one: each row checks its own case otherwise)
+        verified = ["--verified", str(self.verify)] if self.verify.is_file() else []
+        args = [*self._bench_args(), *verified, "--resume",
+                *(["--backend" if ggml else "--exclude-backend", "ggml"])]
+        return args, self.work / "bench-ggml.json" if ggml else self.bench
+
+    def _main_bench_ahead(self, ngpu: int) -> Ahead | None:
+        """The main bench's processes, started before the own folders' verifications: they import and plan
+        beside them and wait for their turn (None: nothing of the main environment to time, or done)."""
+        if (self.state.phase("bench").status == "done"
+                or all(v.backend == "ggml" for v in self._selected("cuda"))):
+            return None
+        self._bench_seeds()  # before the process starts: it reads them as it starts
+        args, out = self._bench_cmd(ggml=False)
+        return self._ahead("bench", args, ngpu, out, {}, "bench")
+
+    def _bench(self, ngpu: int, ggml: bool, seeds: bool = True,
+               ahead: Ahead | None = None) -> tuple[bool, str]:
         """The bench of every backend but ggml (``bench.json``), or of ggml's variants once they are built
-        and verified, joined into it; ``seeds``: its seeds file written first (``_benches`` wrote it)."""
+        and verified, joined into it; ``seeds``: its seeds file written first (``_benches`` wrote it);
+        ``ahead``: its processes started ahead (``_main_bench_ahead``), given their turn here."""
         from ..perf.bench_merge import merge, run_on_gpus
 
         if not ggml and all(v.backend == "ggml" for v in self._selected("cuda")):
             return True, ("no CUDA variant of this environment to time: the selection is timed in the own-environment "
                           "and ggml phases")
-        # the gates from this run's verification (when it wrote one: each row checks its own case otherwise)
-        verified = ["--verified", str(self.verify)] if self.verify.is_file() else []
-        args = [*self._bench_args(), *verified, "--resume", *(["--backend" if ggml else "--exclude-backend", "ggml"])]
-        out = self.work / "bench-ggml.json" if ggml else self.bench
-        if seeds:
-            self._bench_seeds()
-        doc, failed = run_on_gpus(args, ngpu, out, log_dir=self.procs.logs, apart=())
+        args, out = self._bench_cmd(ggml)
+        if ahead is not None:
+            if (given := ahead.go()) is None:
+                return False, "the bench raised in its thread (logs/bench-gpu*.log)"
+            doc, failed = given
+        else:
+            if seeds:
+                self._bench_seeds()
+            doc, failed = run_on_gpus(args, ngpu, out, log_dir=self.procs.logs, apart=())
         if doc is None:
             return False, "no bench worker wrote a row"
         # its processes' seconds outside the rows, before a merge keeps the first file's
@@ -482,7 +528,7 @@ class GpuRun:
         (2026-11-28, ``reports/gpu/h200-2026-11-28-fresh-run/``) with cores idle: FlashQLA's were four processes
         compiling TileLang kernels for 81-157 s each on 16 cores. Phase ``envs`` is their wall time; each
         ``env-<pkg>`` its own, from the common start to its end."""
-        todo = [pkg for pkg in envs if self.state.phase(f"env-{pkg}").status != "done"]
+        todo = self._envs_todo(envs)
         if not todo:
             return True
         ph = self.state.phase("envs")
@@ -511,6 +557,10 @@ class GpuRun:
         self.state.save()
         say(f"envs: {ph.status} in {time.time() - t0:.0f} s")
         return ok
+
+    def _envs_todo(self, envs: dict[str, str]) -> list[str]:
+        """The packages of ``envs`` whose folder's phase an earlier run did not finish."""
+        return [pkg for pkg in envs if self.state.phase(f"env-{pkg}").status != "done"]
 
     def _env_verify_start(self, pkg: str, jobs: int):
         """``pkg``'s verification (the selection's variants, in its folder), started with ``jobs`` workers; None
@@ -564,49 +614,52 @@ class GpuRun:
         t.start()
         return t
 
-    def _benches(self, ngpu: int, envs: dict[str, str]) -> bool:
-        """The main bench, then each own folder's, one at a time on the GPUs. The folders' bench processes
-        start with the main bench: each imports and plans beside it, then waits for its turn
-        (``perf.bench.wait_turn``), which comes when the bench before it has ended. Each ``env-bench-<pkg>``
-        phase counts from its turn to its end."""
-        self._bench_seeds()  # before any bench process starts: each reads it as it starts
+    def _benches(self, ngpu: int, envs: dict[str, str], main: Ahead | None = None) -> bool:
+        """The main bench, then each own folder's, one at a time on the GPUs. The main bench's processes
+        (``main``) started before the own folders' verifications, the folders' start with the main bench's
+        turn: each imports and plans beside what runs, then waits for its turn (``perf.bench.wait_turn``),
+        which comes when the bench before it has ended. Each bench phase counts from its turn to its end."""
+        self._bench_seeds()  # before the folders' processes start: each reads it as it starts
         ahead = {pkg: self._env_bench_start(pkg) for pkg in envs
                  if self.state.phase(f"env-bench-{pkg}").status != "done" and self._env_selected(pkg)}
         try:
-            ok = self._phase("bench", lambda: self._bench(ngpu, ggml=False, seeds=False))
+            ok = self._phase("bench", lambda: self._bench(ngpu, ggml=False, seeds=False, ahead=main))
             for pkg in envs:
                 ok &= self._phase(f"env-bench-{pkg}", lambda pkg=pkg: self._env_bench(pkg, ahead.get(pkg)))
         finally:  # a process not given its turn (a phase raised) is told to stop, never to time beside others
-            from ..perf.bench import CANCEL
-
-            for turn, _, _ in ahead.values():
-                if not turn.exists():
-                    _say(turn, CANCEL)
+            for a in (main, *ahead.values()):
+                if a is not None:
+                    a.cancel()
         return ok
 
-    def _env_bench_start(self, pkg: str) -> tuple[Path, threading.Thread, dict]:
-        """``pkg``'s bench processes, started in a thread, waiting for the file ``turn`` (``wait_turn``); what
-        ``run_on_gpus`` returns goes into ``result``."""
+    def _ahead(self, name: str, args: list[str], ngpu: int, out: Path, env: dict[str, str],
+               log_name: str) -> Ahead:
+        """Bench processes (``run_on_gpus``) started now in a thread, each waiting for its turn
+        (``Ahead.go``)."""
         from ..perf.bench import TURN
         from ..perf.bench_merge import run_on_gpus
 
-        turn = self.work / f"turn-{pkg}"
+        turn = self.work / f"turn-{name}"
         turn.unlink(missing_ok=True)
-        verified = ["--verified", str(self.verify)] if self.verify.is_file() else []
-        args = [*(x for s in self.opt.sets for x in ("--set", s)), *self._dtype_args(), *self._env_variant_args(pkg),
-                "--time-cap", str(self.opt.time_cap_s), *verified]
-        out = self.work / f"bench-env-{pkg}.json"
-        result: dict = {}
+        ahead = Ahead(turn)
 
         def go() -> None:
-            result["done"] = run_on_gpus(args, self.ngpu, out, log_dir=self.procs.logs, apart=(),
-                                         env={**self._env_of(pkg), TURN: str(turn)}, log_name=f"bench-{pkg}")
+            ahead.result = run_on_gpus(args, ngpu, out, log_dir=self.procs.logs, apart=(),
+                                       env={**env, TURN: str(turn)}, log_name=log_name)
 
-        t = threading.Thread(target=go, daemon=True)
-        t.start()
-        return turn, t, result
+        ahead.thread = threading.Thread(target=go, daemon=True)
+        ahead.thread.start()
+        return ahead
 
-    def _env_bench(self, pkg: str, ahead: tuple[Path, threading.Thread, dict] | None) -> tuple[bool, str]:
+    def _env_bench_start(self, pkg: str) -> Ahead:
+        """``pkg``'s bench processes, started ahead of their turn."""
+        verified = ["--verified", str(self.verify)] if self.verify.is_file() else []
+        args = [*(x for s in self.opt.sets for x in ("--set", s)), *self._dtype_args(),
+                *self._env_variant_args(pkg), "--time-cap", str(self.opt.time_cap_s), *verified]
+        return self._ahead(pkg, args, self.ngpu, self.work / f"bench-env-{pkg}.json", self._env_of(pkg),
+                           f"bench-{pkg}")
+
+    def _env_bench(self, pkg: str, ahead: Ahead | None) -> tuple[bool, str]:
         """``pkg``'s bench rows, timed in its own folder's environment (its processes started ahead: its turn
         given) and joined into bench.json."""
         from ..perf.bench_merge import merge
@@ -614,12 +667,9 @@ class GpuRun:
         glob = self._env_globs()[pkg]
         if ahead is None:
             return True, "not selected"
-        turn, thread, result = ahead
-        _say(turn, "go")
-        thread.join()
-        if "done" not in result:
+        if (given := ahead.go()) is None:
             return False, f"the bench of {pkg} raised in its thread (logs/bench-{pkg}-gpu*.log)"
-        doc, failed = result["done"]
+        doc, failed = given
         out = self.work / f"bench-env-{pkg}.json"
         if doc is None:
             return False, f"no bench worker of {pkg} wrote a row"
