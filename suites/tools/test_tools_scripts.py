@@ -60,3 +60,15 @@ def test_detach_wait_collects_in_the_call_that_sees_the_job_end(tmp_path):
     early = _detach("wait", str(d), "0", "touch", str(tmp_path / "too-early"))
     assert early.returncode == 3 and not (tmp_path / "too-early").exists()
     go.touch()
+
+
+def test_box_script_names_its_usage_and_says_when_nothing_was_started(tmp_path):
+    """tools/box.sh (the lent box's side of tools/stage.sh): a wrong verb prints its usage (exit 2); ``wait``
+    on a box where nothing was started says so (exit 9) instead of packing nothing."""
+    box = TOOLS / "box.sh"
+    p = subprocess.run(["bash", str(box), "nope"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "usage: tools/box.sh unpack MD5" in p.stderr
+    if Path("/tmp/repo").exists():
+        pytest.skip("/tmp/repo exists on this machine: tools/box.sh wait would read it")
+    p = subprocess.run(["bash", str(box), "wait", "1", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 9 and "nothing started" in p.stdout

@@ -820,8 +820,8 @@ def test_a_bench_waits_for_its_turn_only_when_given_one(tmp_path):
 
     assert wait_turn({}) == 0.0
     turn = tmp_path / "turn"
-    threading.Timer(0.2, atomic_write, (turn, "go")).start()
-    assert wait_turn({TURN: str(turn)}, poll_s=0.01) >= 0.2
+    threading.Timer(0.3, atomic_write, (turn, "go")).start()
+    assert wait_turn({TURN: str(turn)}, poll_s=0.01) >= 0.2  # the timer started just before the wait
     atomic_write(turn, CANCEL)  # the run stopped before its turn: the process stops
     with pytest.raises(RuntimeError, match="stopped before its turn"):
         wait_turn({TURN: str(turn)}, poll_s=0.01)
