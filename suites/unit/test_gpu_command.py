@@ -750,30 +750,39 @@ def test_a_warm_up_whose_rows_raised_is_counted_said_and_not_marked_done(monkeyp
     assert len(said) == 1 and "warm-up warm-x: rows raised" in said[0] and "ValueError: planted" in said[0]
 
 
-def test_the_own_folders_benches_start_with_the_main_bench_and_wait_for_their_turn(monkeypatch, tmp_path):
-    """Five bench processes' starts were 72.6 s of the 379 s of benches of the fresh one-GPU H200 run
-    (2026-11-29), each folder's after the bench before it had ended. They start with the main bench now, and
-    each waits for its turn (``wait_turn``) before it uses a GPU: one folder's at a time, after the main
-    bench, its phase counted from its turn; rows joined into bench.json as before."""
-    import shutil
+def _turn_run(tmp_path, pkgs):
+    """A run on one GPU with the own folders ``pkgs`` (empty ones), and a log of events that its threads
+    append to (``note``)."""
     import threading
 
     from wkvbench.gpu import run as gpu_run
-    from wkvbench.perf import bench as perf_bench
-    from wkvbench.perf import bench_merge
 
-    folders = {pkg: tmp_path / pkg for pkg in ("rwkv-fla", "vllm")}
+    folders = {pkg: tmp_path / pkg for pkg in pkgs}
     for f in folders.values():
         f.mkdir()
-    opt = gpu_run.Options(out=tmp_path / "out", dtypes=("bf16",),
-                          own_envs=tuple((k, str(v)) for k, v in folders.items()))
-    run = gpu_run.GpuRun(opt)
+    run = gpu_run.GpuRun(gpu_run.Options(out=tmp_path / "out", dtypes=("bf16",),
+                                         own_envs=tuple((k, str(v)) for k, v in folders.items())))
     run.ngpu = 1
     events, lock = [], threading.Lock()
 
     def note(what):
         with lock:
             events.append(what)
+
+    return run, folders, events, note
+
+
+def test_the_own_folders_benches_start_with_the_main_bench_and_wait_for_their_turn(monkeypatch, tmp_path):
+    """Five bench processes' starts were 72.6 s of the 379 s of benches of the fresh one-GPU H200 run
+    (2026-11-29), each folder's after the bench before it had ended. They start with the main bench now, and
+    each waits for its turn (``wait_turn``) before it uses a GPU: one folder's at a time, after the main
+    bench, its phase counted from its turn; rows joined into bench.json as before."""
+    import shutil
+
+    from wkvbench.perf import bench as perf_bench
+    from wkvbench.perf import bench_merge
+
+    run, folders, events, note = _turn_run(tmp_path, ("rwkv-fla", "vllm"))
 
     def main_bench(ngpu, ggml, seeds=True, ahead=None):
         note("main start")
@@ -830,15 +839,10 @@ def test_a_bench_waits_for_its_turn_only_when_given_one(tmp_path):
 def test_a_bench_process_never_given_its_turn_is_told_to_stop(monkeypatch, tmp_path):
     """The main bench's phase raising out of ``_benches`` (Ctrl-C, say): the folders' processes waiting for
     their turn read ``cancel`` and stop, rather than time their rows beside whatever runs next."""
-    from wkvbench.gpu import run as gpu_run
     from wkvbench.perf import bench_merge
     from wkvbench.perf.bench import CANCEL, TURN
 
-    folder = tmp_path / "vllm"
-    folder.mkdir()
-    opt = gpu_run.Options(out=tmp_path / "out", dtypes=("bf16",), own_envs=(("vllm", str(folder)),))
-    run = gpu_run.GpuRun(opt)
-    run.ngpu = 1
+    run, *_ = _turn_run(tmp_path, ("vllm",))
     turns = []
     monkeypatch.setattr(bench_merge, "run_on_gpus",
                         lambda *a, env=None, **k: turns.append(env[TURN]) or (None, []))
@@ -863,22 +867,11 @@ def test_the_main_bench_starts_with_the_own_folders_verifications_and_waits_for_
     """The main bench's process imports (torch, Triton, FLA, SGLang, FlashInfer) and plans while the own
     folders are verified, and times nothing before its turn, which comes after them; the phase counts from
     its turn. Its rows and its process's seconds are the phase's, as when it started at its turn."""
-    import threading
 
-    from wkvbench.gpu import run as gpu_run
     from wkvbench.perf import bench as perf_bench
     from wkvbench.perf import bench_merge
 
-    folder = tmp_path / "vllm"
-    folder.mkdir()
-    opt = gpu_run.Options(out=tmp_path / "out", dtypes=("bf16",), own_envs=(("vllm", str(folder)),))
-    run = gpu_run.GpuRun(opt)
-    run.ngpu = 1
-    events, lock = [], threading.Lock()
-
-    def note(what):
-        with lock:
-            events.append(what)
+    run, _, events, note = _turn_run(tmp_path, ("vllm",))
 
     def fake_run_on_gpus(args, ngpu, out, log_dir=None, apart=(), env=None, log_name="bench"):
         note(f"{log_name} start")
