@@ -127,6 +127,7 @@ class Ahead:
         if not self.turn.exists():
             atomic_write(self.turn, CANCEL)
 
+
 class GpuRun:
     def __init__(self, opt: Options) -> None:
         self.opt = opt
