@@ -104,13 +104,12 @@ def _rows(path: Path) -> int:
         return 0
 
 
-
 class Ahead:
     """Bench processes started ahead of their turn at the GPUs (``GpuRun._ahead``): ``go`` gives it and waits
     for them, ``cancel`` tells them to stop where they never had it."""
 
-    def __init__(self, turn: Path) -> None:
-        self.turn = turn
+    def __init__(self, turn: Path, out: Path) -> None:
+        self.turn, self.out = turn, out  # the file its turn is given in; the bench file they write
         self.thread: threading.Thread | None = None
         self.result: tuple | None = None  # what run_on_gpus returned: (document or None, failed GPUs)
 
@@ -489,12 +488,12 @@ class GpuRun:
         if not ggml and all(v.backend == "ggml" for v in self._selected("cuda")):
             return True, ("no CUDA variant of this environment to time: the selection is timed in the own-environment "
                           "and ggml phases")
-        args, out = self._bench_cmd(ggml)
         if ahead is not None:
             if (given := ahead.go()) is None:
                 return False, "the bench raised in its thread (logs/bench-gpu*.log)"
-            doc, failed = given
+            (doc, failed), out = given, ahead.out
         else:
+            args, out = self._bench_cmd(ggml)
             if seeds:
                 self._bench_seeds()
             doc, failed = run_on_gpus(args, ngpu, out, log_dir=self.procs.logs, apart=())
@@ -642,7 +641,7 @@ class GpuRun:
 
         turn = self.work / f"turn-{name}"
         turn.unlink(missing_ok=True)
-        ahead = Ahead(turn)
+        ahead = Ahead(turn, out)
 
         def go() -> None:
             ahead.result = run_on_gpus(args, ngpu, out, log_dir=self.procs.logs, apart=(),
@@ -671,7 +670,7 @@ class GpuRun:
         if (given := ahead.go()) is None:
             return False, f"the bench of {pkg} raised in its thread (logs/bench-{pkg}-gpu*.log)"
         doc, failed = given
-        out = self.work / f"bench-env-{pkg}.json"
+        out = ahead.out
         if doc is None:
             return False, f"no bench worker of {pkg} wrote a row"
         # its process's seconds outside its rows, before the merge keeps the main bench's

@@ -718,16 +718,18 @@ MARGINAL: dict[tuple[str, str], str] = {
 
 def marginal_failure(variant: str, case_id: str) -> str | None:
     """Why (variant, case) is a known failure at its limit (``MARGINAL``), or None."""
-    for (vpat, cpat), why in MARGINAL.items():
-        if fnmatch.fnmatchcase(variant, vpat) and fnmatch.fnmatchcase(case_id, cpat):
-            return why
-    return None
+    return _first(MARGINAL, variant, case_id)
 
 
 def known_failure(variant: str, case_id: str) -> str | None:
     """Why (variant, case) is a known failure, or None; the first matching entry decides (an entry of
     None carves a measured exception out of a broader pattern after it)."""
-    for (vpat, cpat), why in KNOWN_FAILURES.items():
+    return _first(KNOWN_FAILURES, variant, case_id)
+
+
+def _first(table: dict[tuple[str, str], str | None], variant: str, case_id: str) -> str | None:
+    """The value of ``table``'s first (variant glob, case glob) key that matches, or None."""
+    for (vpat, cpat), why in table.items():
         if fnmatch.fnmatchcase(variant, vpat) and fnmatch.fnmatchcase(case_id, cpat):
             return why
     return None
