@@ -544,8 +544,9 @@ def test_a_warm_up_of_the_models_set_has_a_name_a_file_can_take():
 
 def test_an_own_env_package_is_warmed_beside_its_verification_in_its_folder(monkeypatch, tmp_path):
     """rwkv-fla's bench autotuned up to 100 s a row in the bench's one process (H100, 2026-11-27): its
-    warm-ups run beside its verification, one per core, in its folder's environment; only warm-ups (its
-    properties run after its verification), only its variants, only when the run times anything."""
+    warm-ups run beside its verification, in its folder's environment, in the main side runner with the main
+    environment's own tasks, slowest kinds first; only warm-ups (its properties run after its verification),
+    only its variants, only when the run times anything."""
     import collections
     import threading
 
@@ -555,28 +556,33 @@ def test_an_own_env_package_is_warmed_beside_its_verification_in_its_folder(monk
     monkeypatch.setenv("TRITON_CACHE_AUTOTUNING", "0")  # no warm marker counts: every warm-up is listed
     folder = tmp_path / "own"
     folder.mkdir()
-    opt = gpu_run.Options(out=tmp_path / "out", variants=("*.rwkvfla.*",), dtypes=("bf16",),
-                          own_envs=(("rwkv-fla", str(folder)),), side_jobs=3)
+    opt = gpu_run.Options(out=tmp_path / "out", variants=("*.rwkvfla.*", "wkv7.fla.*"), dtypes=("bf16",),
+                          own_envs=(("rwkv-fla", str(folder)),), side_jobs=3, phases=("side", "bench"))
     run = gpu_run.GpuRun(opt)
     run.ngpu, run.state.provenance = 1, {"gpu": {"name": "NVIDIA H100"}, "versions": {}}
-    started = []
-
-    def fake_run_side(r, tasks, slots, stop, counts):
-        started.append((tasks, slots))
-
-    monkeypatch.setattr(gpu_run, "run_side", fake_run_side)
-    t = run._envs_warm(["rwkv-fla"])
-    t.join()
-    (tasks, slots), = started
+    tasks = run._envs_warm(["rwkv-fla"])
     names = [n for n, *_ in tasks]
     assert names and all(n.startswith("warm-") and ".rwkvfla." in n for n in names), names
     assert {v for _, _, v, _ in tasks} >= {"wkv7.rwkvfla.chunk", "wkv6.rwkvfla.chunk"}
-    assert slots == 3  # each task carries its package's environment
     assert all(e["PYTHONPATH"].split(os.pathsep)[0] == str(folder) for *_, e in tasks)
     assert all("--warm-only" in cmd and "bf16" in cmd for _, cmd, _, _ in tasks)
+    # one runner for the main environment's side tasks and the folder's, chunked kernels first
+    started = []
+    monkeypatch.setattr(gpu_run, "run_side",
+                        lambda r, tasks, slots, stop, counts: started.append((tasks, slots)))
+    monkeypatch.setattr(run, "_verify_cmd", lambda out, **k: pytest.fail("verify is not among the phases"))
+    folders = gpu_run.Folders(time.time(), ["rwkv-fla"], [], {}, tasks)
+    run.opt.exclude = ("*.rwkvfla.*",)  # as run() leaves them to their folder
+    assert run._parallel(1, folders)
+    (together, slots), = started
+    assert slots == 3 and folders.warm == []
+    variants = [v for _, _, v, *_ in together]
+    assert "wkv7.fla.chunk" in variants and "wkv7.rwkvfla.chunk" in variants, variants
+    first_recurrent = min(i for i, v in enumerate(variants) if "chunk" not in v)
+    assert all("chunk" not in v for v in variants[first_recurrent:]), variants
     # a run that times nothing warms nothing
     run.opt.phases = ("verify", "side", "report")
-    assert run._envs_warm(["rwkv-fla"]) is None
+    assert run._envs_warm(["rwkv-fla"]) == []
     # run_side gives each task the package's environment
     seen: list[dict] = []
     monkeypatch.setattr(side.time, "sleep", lambda s: None)
@@ -589,49 +595,85 @@ def test_an_own_env_package_is_warmed_beside_its_verification_in_its_folder(monk
     assert seen[1]["PYTHONPATH"] == "task" and seen[1]["OMP_NUM_THREADS"] == "1"
 
 
-def test_the_own_folders_are_verified_side_by_side(monkeypatch, tmp_path):
-    """One after another, after the main verification, the own folders' packages took 453 s of the fresh
-    one-GPU H200 run (2026-11-28) with cores idle. Their verifications now start together, each with its
-    share of the cores in its folder's environment; each is finished (properties, rows joined) as it ends,
-    and the run's wall time counts them once ("envs"), where it had left them out."""
+def test_the_own_folders_are_verified_beside_the_main_verification(monkeypatch, tmp_path):
+    """After the main verification, the own folders' packages took 250 s of the fresh one-GPU H200 run
+    (2026-11-29) on about 10 of its 16 cores (one after another before that, 453 s). Their verifications now
+    start with the main one, each with a share of the cores in its folder's environment; each one's properties
+    start as it ends; their rows are joined after the main verification (which writes verify.json until then),
+    and the wall time counts only what they added after it ("envs"); each "env-<pkg>" its own seconds."""
     from wkvbench.gpu import run as gpu_run
 
     folders = {pkg: tmp_path / pkg for pkg in ("rwkv-fla", "vllm")}
     for f in folders.values():
         f.mkdir()
-    opt = gpu_run.Options(out=tmp_path / "out", dtypes=("bf16",), phases=("verify", "report"),
+    opt = gpu_run.Options(out=tmp_path / "out", dtypes=("bf16",), phases=("verify", "side", "report"),
                           own_envs=tuple((k, str(v)) for k, v in folders.items()))
     run = gpu_run.GpuRun(opt)
     run.ngpu = 0
-    started, ended = [], []
+    started, ended, events = [], [], []
 
     class P:
-        cpu_s = 0.0
+        cpu_s = 1.5
 
         def __init__(self, name):
             self.name, self.polls = name, 0
 
-    def poll(p):  # vLLM's ends first
-        p.polls += 1
-        return 0 if p.polls > (1 if p.name == "verify-vllm" else 3) else None
+    main_ends = 6  # polls of the main verification before it ends
 
-    monkeypatch.setattr(run.procs, "start", lambda name, cmd, env: started.append((name, cmd, env)) or P(name))
+    def poll(p, block=False):  # vLLM's verification ends first, both before the main one
+        p.polls += 1
+        ends = {"verify-vllm": 1, "verify-rwkv-fla": 2, "props-vllm": 1, "props-rwkv-fla": 3}
+        n = ends.get(p.name, main_ends)
+        if p.polls > n or block:
+            if f"{p.name} end" not in events:
+                events.append(f"{p.name} end")
+            return 0
+        return None
+
+    def start(name, cmd, env):
+        events.append(f"{name} start")
+        started.append((name, cmd, env))
+        return P(name)
+
+    def end(pkg, rc):
+        events.append(f"join {pkg}")
+        ended.append((pkg, rc))
+        return True, "ok"
+
+    monkeypatch.setattr(run.procs, "start", start)
     monkeypatch.setattr(run.procs, "poll", poll)
-    monkeypatch.setattr(run, "_env_verify_end", lambda pkg, proc: (ended.append((pkg, proc.polls)), (True, "ok"))[1])
+    monkeypatch.setattr(run.procs, "wait", lambda p: poll(p, block=True))
+    monkeypatch.setattr(run, "_env_verify_end", end)
+    monkeypatch.setattr(run, "_verify_cmd", lambda out, **k: ["verify", str(out)] if "variants" not in k
+                        else ["verify", "--jobs", str(k["jobs"])])
+    monkeypatch.setattr(gpu_run, "side_tasks", lambda r, ggml, variants=None: [])
     monkeypatch.setattr(gpu_run.time, "sleep", lambda s: None)
-    assert run._envs(run._env_globs())
-    assert [n for n, _, _ in started] == ["verify-rwkv-fla", "verify-vllm"]
-    assert [pkg for pkg, _ in ended] == ["vllm", "rwkv-fla"]  # each finished as it ended
-    jobs = str(max(2, (os.cpu_count() or 2) // 2))
-    for (name, cmd, env), pkg in zip(started, folders):
+    monkeypatch.setattr(gpu_run, "verify_detail", lambda path: "main")
+    monkeypatch.setattr(gpu_run, "complete", lambda path: "verify end" in events)  # nothing done before
+    f = run._envs_start(run._env_globs())
+    assert run._parallel(0, f)
+    assert run._envs_end(f)
+    at = {e: i for i, e in enumerate(events)}
+    assert [n for n, _, _ in started][:3] == ["verify-rwkv-fla", "verify-vllm", "verify"], started
+    # each folder's properties start as its verification ends, beside the main verification
+    assert at["verify-vllm end"] < at["props-vllm start"] < at["verify end"], events
+    assert at["verify-rwkv-fla end"] < at["props-rwkv-fla start"] < at["verify end"], events
+    # their rows are joined after the main verification, as each folder is done
+    assert at["verify end"] < at["join vllm"] < at["join rwkv-fla"], events
+    assert ended == [("vllm", 0), ("rwkv-fla", 0)]
+    jobs = str(max(2, (os.cpu_count() or 2) // 3))  # a share of the cores beside the main verification
+    for name, cmd, env in started[:2]:
+        pkg = name.removeprefix("verify-")
         assert cmd[cmd.index("--jobs") + 1] == jobs and env["PYTHONPATH"].split(os.pathsep)[0] == str(folders[pkg])
     ph = run.state.phases
     assert ph["envs"].status == ph["env-vllm"].status == ph["env-rwkv-fla"].status == "done"
-    assert ph["envs"].detail == "2 folders side by side: rwkv-fla, vllm"
+    assert ph["envs"].detail.startswith("2 folders side by side: rwkv-fla, vllm; started beside verify")
+    assert run.state.cpu_s["verify"] >= 3.0 and run.state.cpu_s["side"] >= 3.0  # theirs counted
     from wkvbench.results.runfile import serial
 
     assert serial("envs") and serial("env-bench-vllm") and not serial("env-vllm")
-    assert run._envs(run._env_globs()) and len(started) == 2  # done: a second run keeps them
+    assert run._envs_start(run._env_globs()) is None  # done: a second run keeps them
+    assert run._envs_end(None)
 
 
 def test_an_own_env_package_runs_only_the_variants_the_run_selects(tmp_path):

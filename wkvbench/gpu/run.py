@@ -26,10 +26,11 @@ Phases, in the order they start::
     env-<pkg>   a kernel package that clashes with the main environment (rwkv-fla's top-level ``fla``,
                 vLLM's torch pin), installed in a folder of its own (``--own-env PKG=DIR``, nox -s gpu
                 does it): its variants verified (and their properties) with that folder first on
-                ``PYTHONPATH``, their rows joined into verify.json
+                ``PYTHONPATH``, beside the main verification (its warm-ups among the side tasks), their rows
+                joined into verify.json after it ("envs": what they added after it)
     env-bench-<pkg>  their bench rows, timed the same way, joined into bench.json: their processes start
                 with the bench's turn, import and plan beside it, and wait for their own (the bench's
-                processes start likewise with the own folders' verifications)
+                processes start likewise after the main verification, while the own folders' may still run)
     stability   with ``--stability N``: the timing engine against do_bench, N rounds of every bench row
                 but ggml's, right after the bench (ggml's build goes on beside it)
     ggml-bench  their bench rows, joined into bench.json
@@ -55,7 +56,7 @@ import shutil
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
 
@@ -125,6 +126,22 @@ class Ahead:
 
         if not self.turn.exists():
             atomic_write(self.turn, CANCEL)
+
+
+@dataclass
+class Folders:
+    """The own folders' packages of a run, started beside the main verification (``GpuRun._envs_start``) and
+    finished after it (``GpuRun._envs_end``)."""
+
+    t0: float  # when they started
+    todo: list[str]  # the packages whose phase an earlier run did not finish
+    selected: list[str]  # those with variants to verify
+    verify: dict  # package -> its verification's process (None: an earlier run completed it)
+    warm: list  # their warm-up tasks, until the main side runner takes them
+    rc: dict = field(default_factory=dict)  # package -> its verification's exit code
+    props: dict = field(default_factory=dict)  # package -> its properties' process (once verified)
+    done_at: dict = field(default_factory=dict)  # package -> when its properties (or verification) ended
+    stop: threading.Event = field(default_factory=threading.Event)
 
 
 class GpuRun:
@@ -232,13 +249,14 @@ class GpuRun:
         self.opt.exclude = (*self.opt.exclude, *main_excl)  # the main processes leave them to their folders
         self._autotune_record()
         ggml = ggml_build.start_build(self)
-        main = None
+        main = folders = None
         try:
-            ok = self._parallel(ngpu)
-            # the main bench's process starts with the own folders' verifications and waits for its turn
+            folders = self._envs_start(envs)  # beside the main verification
+            ok = self._parallel(ngpu, folders)
+            # the main bench's process starts while the own folders may still run, and waits for its turn
             timing = bool(ngpu) and "bench" in self.opt.phases
             main = self._main_bench_ahead(ngpu) if timing and self._envs_todo(envs) else None
-            ok &= self._envs(envs)
+            ok &= self._envs_end(folders)
             if self.ggml_beside is not None:  # its tail before the bench times anything
                 ok &= self._phase("ggml-verify", lambda: ggml_build.verify_end(self, self.ggml_beside))
             if timing:
@@ -260,6 +278,8 @@ class GpuRun:
         except BaseException:
             if main is not None:  # stopped before its turn: told to stop, never to time beside anything
                 main.cancel()
+            if folders is not None:
+                folders.stop.set()  # their warm-ups' runner, where it runs apart (``_envs_end``)
             self.opt.exclude = tuple(x for x in self.opt.exclude if x not in main_excl)
             self.procs.kill_all()
             st.save()
@@ -351,15 +371,16 @@ class GpuRun:
         say(f"{name}: start")
         return self._ended(name, fn, t0)
 
-    def _ended(self, name: str, fn, t0: float) -> bool:
-        """``fn()`` -> (ok, detail) as the end of phase ``name``, begun at ``t0``: its seconds, status and detail
-        into run.json (an exception is the phase's failure, never the run's)."""
+    def _ended(self, name: str, fn, t0: float, until: float | None = None) -> bool:
+        """``fn()`` -> (ok, detail) as the end of phase ``name``, begun at ``t0`` and ended now (or at
+        ``until``): its seconds, status and detail into run.json (an exception is the phase's failure, never
+        the run's)."""
         ph = self.state.phase(name)
         try:
             ok, detail = fn()
         except Exception as exc:  # noqa: BLE001 - one phase failing must not lose the others
             ok, detail = False, f"{type(exc).__name__}: {exc}"
-        ph.seconds += time.time() - t0
+        ph.seconds += (until or time.time()) - t0
         ph.status, ph.detail = ("done" if ok else "failed"), detail
         self.state.save()
         say(f"{name}: {ph.status} in {time.time() - t0:.0f} s{': ' + detail if detail else ''}")
@@ -378,13 +399,15 @@ class GpuRun:
         return py("verify", "--set", "gpu", "--with-backward", "--configs", *self._dtype_args(), *filters, *gates,
                    "--output", str(out), *tail)
 
-    def _parallel(self, ngpu: int) -> bool:
-        """verify (all cores) with the side tasks beside it; the phase ends when both have."""
+    def _parallel(self, ngpu: int, folders: Folders | None = None) -> bool:
+        """verify (all cores) with the side tasks beside it, the own folders' warm-ups among them; the phase
+        ends when both have. ``folders``: the own folders' verifications, started before it (``_envs_start``):
+        each one's properties start as it ends."""
         ph = self.state.phase("verify")
         side_ph = self.state.phase("side")
         if ph.status == "done" and side_ph.status == "done":
             say("verify and side tasks: done in an earlier run, kept")
-            return True
+            return True  # the folders' warm-ups, if any, run in ``_envs_end``
         t0 = time.time()
         verify_done, side_done = ph.status == "done", side_ph.status == "done"
         ph.status = side_ph.status = "running"
@@ -406,6 +429,8 @@ class GpuRun:
             say(f"verify: {shlex.join(cmd[3:])[:300]}")
             vp = self.procs.start("verify", cmd, untimed_env())
         tasks = side_tasks(self, ggml=False) if not side_done else []
+        if folders is not None and folders.warm:  # one runner for both, slowest first (``cost_rank``)
+            tasks, folders.warm = self._slowest_first(tasks + folders.warm), []
         # one per core beside the verification's workers: both wait on the GPU much of the time. With
         # half the cores the side tasks ended 210 s after the verification on the H100 (2026-11-24);
         # with one per core they ended before it, and the run was 26 s shorter
@@ -419,6 +444,7 @@ class GpuRun:
         next_beat = time.time() + HEARTBEAT_S
         while (vp is not None and self.procs.poll(vp) is None) or side.is_alive():
             time.sleep(1)
+            self._envs_poll(folders)
             if time.time() >= next_beat:
                 next_beat += HEARTBEAT_S
                 row = self.load.sample()
@@ -469,8 +495,9 @@ class GpuRun:
         return args, self.work / "bench-ggml.json" if ggml else self.bench
 
     def _main_bench_ahead(self, ngpu: int) -> Ahead | None:
-        """The main bench's processes, started before the own folders' verifications: they import and plan
-        beside them and wait for their turn (None: nothing of the main environment to time, or done)."""
+        """The main bench's processes, started after the main verification and its side tasks (their autotune
+        choices seed it), while the own folders' verifications may still run: they import and plan beside them
+        and wait for their turn (None: nothing of the main environment to time, or done)."""
         if (self.state.phase("bench").status == "done"
                 or all(v.backend == "ggml" for v in self._selected("cuda"))):
             return None
@@ -520,42 +547,86 @@ class GpuRun:
             detail += f"; workers of GPUs {failed} failed"
         return not failed and bool(doc.get("complete")), detail
 
-    def _envs(self, envs: dict[str, str]) -> bool:
-        """The packages in folders of their own (``--own-env``), all at once: their verifications side by side,
-        each with its share of the cores, and their warm-ups in one runner, one per core, each in its package's
-        environment; then each package's properties, and its rows joined into verify.json as its verification
-        ends. One after another, after the main verification, they took 453 s of the fresh one-GPU H200 run
-        (2026-11-28, ``reports/gpu/h200-2026-11-28-fresh-run/``) with cores idle: FlashQLA's were four processes
-        compiling TileLang kernels for 81-157 s each on 16 cores. Phase ``envs`` is their wall time; each
-        ``env-<pkg>`` its own, from the common start to its end."""
+    def _envs_start(self, envs: dict[str, str]) -> Folders | None:
+        """The packages in folders of their own (``--own-env``), started beside the main verification, all at
+        once: their verifications, each with a share of the cores, and their warm-ups (``_envs_warm``), which
+        the main side runner runs with its own (``_parallel``). After the main verification they took 250 s of
+        the fresh one-GPU H200 run of 2026-11-29 (their verifications 1,750 CPU seconds, their warm-ups 609:
+        about 10 of its 16 cores); one after another, before that, 453 s (2026-11-28). None: nothing left to
+        do."""
         todo = self._envs_todo(envs)
         if not todo:
-            return True
+            return None
         ph = self.state.phase("envs")
-        ph.status, t0 = "running", time.time()
+        ph.status = "running"
         self.state.save()
         selected = [pkg for pkg in todo if "verify" in self.opt.phases and self._env_selected(pkg)]
-        say(f"envs: {', '.join(todo)} side by side" if len(todo) > 1 else f"envs: {todo[0]}")
-        warm = self._envs_warm(selected)
-        jobs = self.opt.jobs or max(2, (os.cpu_count() or 2) // max(1, len(selected)))
-        started = {pkg: self._env_verify_start(pkg, jobs) if pkg in selected else None for pkg in todo}
-        ok = True
-        while started:
-            for pkg, proc in list(started.items()):
+        say(f"envs: {', '.join(todo)} beside the main verification")
+        # a share of the cores beside the main verification's own
+        jobs = self.opt.jobs or max(2, (os.cpu_count() or 2) // (len(selected) + 1))
+        verify = {pkg: self._env_verify_start(pkg, jobs) for pkg in selected}
+        return Folders(time.time(), todo, selected, verify, self._envs_warm(selected))
+
+    def _envs_poll(self, f: Folders | None) -> None:
+        """Each folder whose verification has ended: its properties started (``side``), as the side tasks run
+        the main environment's; each whose properties have ended: when it was done."""
+        if f is None:
+            return
+        for pkg in f.selected:
+            if pkg not in f.rc:
+                proc = f.verify.get(pkg)
                 if proc is not None and self.procs.poll(proc) is None:
                     continue
-                del started[pkg]
-                ok &= self._ended(f"env-{pkg}", lambda pkg=pkg, proc=proc: self._env_verify_end(pkg, proc)
-                                  if pkg in selected else (True, "not selected"), t0)  # from the common start
-            if started:
+                f.rc[pkg] = 0 if proc is None else self.procs.wait(proc)
+                if proc is not None:
+                    self.state.add_cpu("verify", proc.cpu_s)
+                if f.rc[pkg] in (0, 1, 3) and "side" in self.opt.phases:
+                    f.props[pkg] = self._env_props_start(pkg)
+            if pkg not in f.done_at:
+                props = f.props.get(pkg)
+                if props is None or self.procs.poll(props) is not None:
+                    f.done_at[pkg] = time.time()
+                    if props is not None:
+                        self.state.add_cpu("side", props.cpu_s)
+
+    def _envs_end(self, f: Folders | None) -> bool:
+        """After the main verification: the own folders' verifications and properties waited for, and each
+        one's rows joined into verify.json (one at a time: the main verification had it until now). Phase
+        ``envs`` is what they added after the main verification; each ``env-<pkg>`` its own seconds, from the
+        common start to the end of its properties."""
+        if f is None:
+            return True
+        t0 = time.time()
+        if f.warm:  # the main side runner did not run (an earlier run had finished it): theirs runs here
+            counts: collections.Counter = collections.Counter()
+            slots = self.opt.side_jobs or (os.cpu_count() or 2)
+            t = threading.Thread(target=run_side, args=(self, f.warm, slots, f.stop, counts), daemon=True)
+            t.start()
+        else:
+            t = None
+        ok, pending = True, list(f.todo)
+        while pending:
+            self._envs_poll(f)
+            done = list(f.done_at)  # in the order they were done
+            for pkg in sorted(pending, key=lambda pkg: done.index(pkg) if pkg in done else len(done)):
+                if pkg in f.selected and pkg not in f.done_at:
+                    continue
+                pending.remove(pkg)
+                ok &= self._ended(f"env-{pkg}", lambda pkg=pkg: self._env_verify_end(pkg, f.rc.get(pkg, 0))
+                                  if pkg in f.selected else (True, "not selected"), f.t0,
+                                  until=f.done_at.get(pkg))
+            if pending:
                 time.sleep(1)
-        if warm is not None:  # the bench finds their choices
-            warm.join()
+        if t is not None:  # the bench finds their choices
+            t.join()
+        ph = self.state.phase("envs")
         ph.seconds += time.time() - t0
         ph.status = "done" if ok else "failed"
-        ph.detail = f"{len(todo)} folder{'s' if len(todo) > 1 else ''} side by side: {', '.join(todo)}"
+        n = len(f.todo)
+        ph.detail = (f"{n} folder{'s' if n > 1 else ''} side by side: {', '.join(f.todo)}; started beside "
+                     "verify, the seconds: what they added after it")
         self.state.save()
-        say(f"envs: {ph.status} in {time.time() - t0:.0f} s")
+        say(f"envs: {ph.status}, {time.time() - t0:.0f} s after the main verification")
         return ok
 
     def _envs_todo(self, envs: dict[str, str]) -> list[str]:
@@ -571,54 +642,55 @@ class GpuRun:
         cmd = self._verify_cmd(part, variants=self._env_variants(pkg), jobs=jobs)
         return self.procs.start(f"verify-{pkg}", cmd, {**untimed_env(), **self._env_of(pkg)})
 
-    def _env_verify_end(self, pkg: str, proc) -> tuple[bool, str]:
-        """After ``pkg``'s verification: its properties, and its rows joined into verify.json."""
+    def _env_props_start(self, pkg: str):
+        """``pkg``'s properties, in its folder, as the side tasks run the main environment's."""
+        props = self.work / f"props-env-{pkg}.json"
+        cmd = py("properties", *self._env_variant_args(pkg), "--dtype", "bf16", "--dtype", "fp32",
+                 "--output", str(props))
+        return self.procs.start(f"props-{pkg}", cmd, {**untimed_env(), **self._env_of(pkg)})
+
+    def _env_verify_end(self, pkg: str, rc: int) -> tuple[bool, str]:
+        """After ``pkg``'s verification (exit code ``rc``) and its properties: its rows joined into
+        verify.json."""
         from .verify_merge import join_verify
 
         glob = self._env_globs()[pkg]
         part = self.work / f"verify-env-{pkg}.json"
-        rc = 0
-        if proc is not None:
-            rc = self.procs.wait(proc)
-            self.state.add_cpu("verify", proc.cpu_s)
         if rc not in (0, 1, 3) or not complete(part):
             return False, f"verify exited with {rc}: " + tail(self.procs.logs / f"verify-{pkg}.log", 3)
-        if "side" in self.opt.phases:  # its properties, as the side tasks do for the main environment's
-            props = self.work / f"props-env-{pkg}.json"
-            p = self.procs.start(f"props-{pkg}", py("properties", *self._env_variant_args(pkg), "--dtype", "bf16",
-                                                     "--dtype", "fp32", "--output", str(props)),
-                                 {**untimed_env(), **self._env_of(pkg)})
-            self.procs.wait(p)
         self._variant_times(part)
-        join_verify(self.verify, part)  # one folder at a time: the loop of ``_envs`` runs them in turn
+        join_verify(self.verify, part)  # one folder at a time: the loop of ``_envs_end`` runs them in turn
         doc = json.loads(self.verify.read_text())
         mine = collections.Counter(r["status"] for r in doc.get("results", []) if fnmatch(r["variant"], glob))
         return True, f"{pkg} ({dict(self.opt.own_envs)[pkg]}): " + ", ".join(f"{n} {s}" for s, n in sorted(mine.items()))
 
-    def _envs_warm(self, pkgs: list[str]) -> threading.Thread | None:
+    def _envs_warm(self, pkgs: list[str]) -> list:
         """The warm-ups (``bench --warm-only``) of the packages ``pkgs``, each task in its package's folder's
-        environment, in one runner started in a thread, one per core (its Triton warm-ups at the bench shapes
-        beside its verification, as the main environment's side tasks: on the first serving run, H100
-        2026-11-27, rwkv-fla's bench took 471 s for 49 rows, up to 100 s a row of autotuning in the bench's one
-        process); None when the run times nothing or they are all done."""
+        environment (its Triton warm-ups at the bench shapes beside its verification, as the main
+        environment's side tasks: on the first serving run, H100 2026-11-27, rwkv-fla's bench took 471 s for
+        49 rows, up to 100 s a row of autotuning in the bench's one process); none when the run times
+        nothing."""
         if not self.ngpu or "bench" not in self.opt.phases:
-            return None
-        tasks = [(*t, self._env_of(pkg)) for pkg in pkgs
-                 for t in side_tasks(self, ggml=False, variants=self._env_selected(pkg))]
-        if not tasks:
-            return None
-        slots = self.opt.side_jobs or (os.cpu_count() or 2)
-        say(f"envs: {len(tasks)} warm-up processes beside their verification, {slots} at a time")
-        t = threading.Thread(target=run_side, args=(self, tasks, slots, threading.Event(), collections.Counter()),
-                             daemon=True)
-        t.start()
-        return t
+            return []
+        return [(*t, self._env_of(pkg)) for pkg in pkgs
+                for t in side_tasks(self, ggml=False, variants=self._env_selected(pkg))]
+
+    def _slowest_first(self, tasks: list) -> list:
+        """Side tasks of the main environment and of the own folders in one order, slowest kinds first
+        (``units.cost_rank``); a variant's own tasks keep theirs."""
+        from ..run.units import cost_rank
+
+        pool = [*self._selected("cuda"),
+                *(v for pkg, _ in self.opt.own_envs for v in self._env_selected(pkg))]
+        rank = {v.name: cost_rank(v) for v in pool}
+        return sorted(tasks, key=lambda t: (rank.get(t[2], 9), t[2]))
 
     def _benches(self, ngpu: int, envs: dict[str, str], main: Ahead | None = None) -> bool:
         """The main bench, then each own folder's, one at a time on the GPUs. The main bench's processes
-        (``main``) started before the own folders' verifications, the folders' start with the main bench's
-        turn: each imports and plans beside what runs, then waits for its turn (``perf.bench.wait_turn``),
-        which comes when the bench before it has ended. Each bench phase counts from its turn to its end."""
+        (``main``) started before the own folders' verifications ended, the folders' start with the main
+        bench's turn: each imports and plans beside what runs, then waits for its turn
+        (``perf.bench.wait_turn``), which comes when the bench before it has ended. Each bench phase counts
+        from its turn to its end."""
         self._bench_seeds()  # before the folders' processes start: each reads it as it starts
         ahead = {pkg: self._env_bench_start(pkg) for pkg in envs
                  if self.state.phase(f"env-bench-{pkg}").status != "done" and self._env_selected(pkg)}

@@ -45,10 +45,12 @@ def cost_rank(v: KernelVariant) -> int:
     kernels on the H100), then CUDA extensions (compiled on first use), then the rest. On a CPU the
     Triton interpreter's twins (``triton-interpret``) come first: nothing compiles, but they are the
     longest workers there (gdn's 187 of the 493 worker CPU seconds of ``nox -s verify`` on 2 cores),
-    and started last they left one core idle for the last 20 s of the run (2026-11-27)."""
+    and started last they left one core idle for the last 20 s of the run (2026-11-27). TileLang's kernels
+    (FlashQLA) compile at their first call for each shape, as Triton's do: its warm-up was the longest side
+    process of the fresh H200 run of 2026-11-29 (189 s), and its verification units 94-205 s each."""
     if v.backend == "triton-interpret":
         return 0
-    if v.backend == "triton":
+    if v.backend in ("triton", "tilelang"):
         return 0 if "chunk" in v.algorithm else 1
     return 2 if v.device == "cuda" else 3
 
