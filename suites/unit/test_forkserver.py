@@ -1,4 +1,4 @@
-"""Workers forked from one process that imported torch and FLA once (``wkvbench.run.forkserver``, CPU only).
+"""Workers forked from one process that imported torch (and FLA, on a CPU) once (``wkvbench.run.forkserver``).
 
 The crash-isolation tests of test_isolate.py (segfault, ``abort()``, ``sys.exit(3)``, a hang killed by
 process group, a plug-in that fails to import in the worker) run with the default, forked workers on this
@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -76,7 +75,8 @@ def test_the_workers_are_forks_of_the_server_and_none_outlives_the_run(monkeypat
 def test_fresh_interpreters_where_forking_is_not_wanted(monkeypatch):
     monkeypatch.delenv("WKVBENCH_FORK", raising=False)
     assert forkserver.enabled(gpus=0) is sys.platform.startswith("linux")
-    assert forkserver.enabled(gpus=2) is False  # workers spread over GPUs: CUDA in every one
+    # workers spread over GPUs: each names its own before it loads the driver (the server may still decline)
+    assert forkserver.enabled(gpus=2) is sys.platform.startswith("linux")
     monkeypatch.setenv("WKVBENCH_FORK", "0")
     assert forkserver.enabled(gpus=0) is False
     monkeypatch.setenv("WKVBENCH_FORK", "yes")
@@ -84,22 +84,72 @@ def test_fresh_interpreters_where_forking_is_not_wanted(monkeypatch):
         forkserver.enabled(gpus=0)
 
 
-def test_the_server_declines_a_gpu_build_of_torch(monkeypatch):
-    fake = types.ModuleType("torch")
-    fake.__version__ = "2.13.0+cu130"
-    fake.version = types.SimpleNamespace(cuda="13.0", hip=None)
-    monkeypatch.setitem(sys.modules, "torch", fake)
-    assert "GPU build" in forkserver._preload()
+def _gpu_build(monkeypatch):
+    """torch as a GPU build says it is (``torch.version.cuda``), the real module otherwise."""
+    import torch
+
+    monkeypatch.setattr(torch.version, "cuda", "13.0")
+    return torch
+
+
+def test_with_a_gpu_build_the_server_preloads_what_imports_without_the_driver(monkeypatch):
+    """FLA asks for the device's name as it is imported (``fla.utils.hardware``), which loads the CUDA driver,
+    and a fork of a process that initialised CUDA cannot use it: with a GPU build of torch the server preloads
+    torch, Triton and dynamo, not FLA, and forks where its process has not loaded the driver."""
+    _gpu_build(monkeypatch)
+    seen = []
+    real = __import__("importlib").import_module
+
+    def recording(name, package=None):
+        seen.append(name)
+        return real(name, package)
+
+    monkeypatch.setattr("importlib.import_module", recording)
+    monkeypatch.setattr(forkserver, "_unsafe", lambda: None)
+    assert forkserver._preload() is None
+    assert seen[:2] == ["numpy", "torch"] and set(forkserver.GPU_PRELOAD) <= set(seen), seen
+    assert not any(n == "fla" or n.startswith("fla.") for n in seen), seen
+
+
+def test_a_server_whose_imports_loaded_the_gpu_driver_or_started_a_thread_declines(tmp_path):
+    """In a process of its own (pytest's may run threads of its own): a GPU build whose import maps the driver
+    is declined as soon as torch is in; a clean process is not; a Python thread is."""
+    script = tmp_path / "check.py"
+    script.write_text("""
+import json, sys, threading, torch
+from wkvbench.run import forkserver
+torch.version.cuda = "13.0"  # a GPU build, as far as the server can tell
+maps, real = sys.argv[1], forkserver.Path
+forkserver.Path = lambda p: real(maps) if p == "/proc/self/maps" else real(p)
+out = {}
+real(maps).write_text("7f00 r-xp 00000000 08:01 1 /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04\\n")
+out["driver"] = forkserver._preload()
+real(maps).write_text("7f00 r-xp 00000000 08:01 1 /usr/lib/libc.so.6\\n")
+out["clean"] = forkserver._unsafe()
+threading.Thread(target=threading.Event().wait, name="a-pool", daemon=True).start()
+out["thread"] = forkserver._unsafe()
+print(json.dumps(out))
+""")
+    p = subprocess.run([sys.executable, str(script), str(tmp_path / "maps")], cwd=REPO, capture_output=True,
+                       text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert p.returncode == 0, p.stdout + p.stderr
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert "GPU driver was loaded" in out["driver"] and "after importing torch" in out["driver"], out
+    assert out["clean"] is None, out
+    assert "1 Python threads" in out["thread"] and "a-pool" in out["thread"], out
 
 
 def test_a_declining_server_leaves_fresh_workers(tmp_path, monkeypatch):
-    """A server that declines (here: a GPU build of torch, faked by a ``torch`` module first on the path)
-    says why and exits; the run's workers are then fresh interpreters and its rows the same."""
+    """A server that declines (here: a GPU build of torch that starts a thread as it is imported, faked by a
+    ``torch`` module first on the path) says why and exits; the run's workers are then fresh interpreters."""
     fake = tmp_path / "fake"
     (fake / "torch").mkdir(parents=True)
     (fake / "torch" / "__init__.py").write_text(
-        "import types\n__version__ = '2.13.0+cu130'\nversion = types.SimpleNamespace(cuda='13.0', hip=None)\n")
+        "import threading, types\n__version__ = '2.13.0+cu130'\n"
+        "version = types.SimpleNamespace(cuda='13.0', hip=None)\n"
+        "threading.Thread(target=threading.Event().wait, name='fake-pool', daemon=True).start()\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake), str(REPO)])}
     server = forkserver.ForkServer(env, tmp_path / "server.log", timeout=120)
-    assert not server.ready and "GPU build" in server.why
+    assert not server.ready and "fake-pool" in server.why, server.why
+    assert "after importing torch" in server.why, server.why
     assert server.proc.returncode == 0

@@ -1,4 +1,4 @@
-"""Verify workers forked from one process that imported torch and the kernel packages once (CPU only).
+"""Verify workers forked from one process that imported torch and the kernel packages once.
 
 A fresh worker (``python -m wkvbench.run._worker``) imports torch, the registry and its variant's package
 before its first case: on the 2-core CPU machine about 1.7 s of CPU for torch alone and 4 s with FLA
@@ -10,14 +10,22 @@ which runs ``_worker.main()`` exactly as a fresh worker would: its own process, 
 parent kills its process group), its job pipe as stdin, its stderr file, its result descriptor. A worker
 still runs one variant only, so a segfault, an ``abort()`` or a hang still ends that variant's worker alone.
 
-Only where forking is safe: Linux, no GPU spread (``--gpus``), and torch a CPU build (``torch.version.cuda``
-and ``.hip`` None; absent torch too): the server only imports, it never runs an operation (no thread pool,
-no CUDA context, nothing to copy into a child half-made). Anywhere else, or with ``WKVBENCH_FORK=0``, the
-server says so and declines, and every worker starts fresh as before.
-
-The server preloads numpy, the registry (``wkvkernels``), the judge and the worker's modules, torch, and
-FLA (``fla.ops``, through ``wkvkernels._fla_env.fla_reason``) where it imports; nothing else (keras,
-MLX, ggml, transformers are imported by the workers that use them, as before).
+Only where forking is safe: Linux, and a server that never touched the GPU. The server only imports, it
+never runs an operation (no thread pool, no CUDA context, nothing to copy into a child half-made).
+- With a CPU build of torch it preloads numpy, the registry (``wkvkernels``), the judge and the worker's
+  modules, torch, and FLA (``fla.ops``, through ``wkvkernels._fla_env.fla_reason``) where it imports.
+- With a GPU build it preloads what imports without the GPU: numpy, torch, Triton, torch's dynamo and
+  inductor (which FLA's ops and the serving forks import), the registry, the judge and the worker's modules;
+  not FLA, which asks for the device's name as it is imported. After preloading, a server whose process
+  has loaded the driver (``libcuda`` in its memory map: a child of a process that initialised CUDA cannot
+  use it) or runs a Python thread besides its own declines. Each worker makes its own CUDA context, as a
+  fresh one does, on the GPU its environment names (its ``CUDA_VISIBLE_DEVICES`` is set before anything in
+  it loads the driver). On the fresh one-GPU H200 run of 2026-11-29 every verify worker was a fresh
+  interpreter, one for each of its 190 Triton units; a worker's imports and CUDA set-up cost about 6 CPU
+  seconds (``gdn.fla.naive_chunk``'s first unit 6.35, its next two 0.35 and 0.33).
+- Anywhere else, or with ``WKVBENCH_FORK=0``, the server says why it declines, and every worker starts
+  fresh as before. Nothing else (keras, MLX, ggml, transformers, FLA on a GPU) is preloaded: the workers
+  that use them import them.
 
 Protocol (an ``AF_UNIX`` ``SOCK_SEQPACKET`` pair): the parent sends ``{"log": path, "env": {...}}`` with
 two descriptors (the read end of the worker's job pipe, the write end of its result pipe); the server
@@ -54,6 +62,10 @@ def _send(sock: socket.socket, msg: dict, fds: list[int] | None = None) -> None:
 
 # ---- the server process ----------------------------------------------------------------------------------
 
+# A GPU build of torch: what imports without the driver, in this order (``_preload``)
+GPU_PRELOAD = ("triton", "torch._dynamo")  # dynamo imports inductor
+
+
 def _preload() -> str | None:
     """Import what every worker imports; None when forking from here is safe, else why not."""
     import importlib
@@ -63,14 +75,40 @@ def _preload() -> str | None:
         torch = importlib.import_module("torch")
     except ImportError:
         torch = None
-    if torch is not None and (torch.version.cuda is not None or getattr(torch.version, "hip", None)):
-        return f"torch {torch.__version__} is a GPU build: workers start as fresh processes"
+    gpu = torch is not None and (torch.version.cuda is not None or getattr(torch.version, "hip", None))
+    if gpu and (why := _unsafe()):
+        return f"after importing torch {torch.__version__}: {why}"
     for name in ("wkvkernels", "wkvbench.judge.check", "wkvbench.run._worker", "wkvbench.run.verify"):
         importlib.import_module(name)  # the registry (built-in variants), the judge, the worker
+    if gpu:
+        for name in GPU_PRELOAD:
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                pass  # a worker that needs it says so itself
+        return _unsafe()
     if torch is not None:
         from wkvkernels._fla_env import fla_reason
 
         fla_reason()  # imports fla.ops where it can (FLA's variants call it first thing)
+    return None
+
+
+def _unsafe() -> str | None:
+    """Why a fork of this process could not be a worker that uses the GPU: the GPU driver loaded (a child of a
+    process that initialised CUDA cannot use it), or a Python thread besides this one (a fork copies only the
+    thread that forks, whatever locks the others held; the BLAS libraries' native pools re-make themselves in
+    a child, as on the CPU path); None where neither."""
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError as exc:
+        return f"cannot read this process's memory map ({exc})"
+    if "libcuda.so" in maps or "libamdhip64" in maps:
+        return "the GPU driver was loaded while preloading: workers start as fresh processes"
+    if threading.active_count() > 1:
+        return (f"{threading.active_count() - 1} Python threads started while preloading "
+                f"({', '.join(t.name for t in threading.enumerate() if t is not threading.main_thread())}): "
+                "workers start as fresh processes")
     return None
 
 
@@ -195,8 +233,9 @@ def main(fd: int) -> bool:
 # ---- the parent's side -----------------------------------------------------------------------------------
 
 def enabled(gpus: int) -> bool:
-    """Whether the parent tries a fork server at all (the server may still decline)."""
-    return sys.platform.startswith("linux") and gpus == 0 and config.fork_workers()
+    """Whether the parent tries a fork server at all (the server may still decline). ``gpus``: the GPUs the
+    workers spread over, each naming its own in its environment before it loads the driver."""
+    return sys.platform.startswith("linux") and gpus >= 0 and config.fork_workers()
 
 
 class ForkServer:

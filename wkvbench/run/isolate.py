@@ -111,7 +111,7 @@ class WorkerConfig:
 
     def fork_server(self):
         """The run's fork server (``wkvbench.run.forkserver``), started with the first worker; None where
-        workers start as fresh interpreters (a GPU box, ``WKVBENCH_FORK=0``, or the server declined)."""
+        workers start as fresh interpreters (``WKVBENCH_FORK=0``, or the server declined)."""
         from . import forkserver
 
         with self.lock:
@@ -124,6 +124,9 @@ class WorkerConfig:
                     env = {**os.environ, **worker_env(self.jobs, 0, 0), "PYTHONFAULTHANDLER": "1"}
                     server = forkserver.ForkServer(env, log, self.timeout)
                     self.forks = server if server.ready else False
+                    if not server.ready:  # said once, in the run's output: why every worker starts fresh
+                        print(f"verify: workers start as fresh interpreters: {server.why}", file=sys.stderr,
+                              flush=True)
             return self.forks or None
 
     def take(self, key: tuple[str, str]) -> _Worker | None:

@@ -24,7 +24,8 @@ caches kept every core busy for 178 s, mostly starting processes: an unchained n
 On a CPU-only machine the workers are forks of one process that imported torch and FLA
 (``wkvbench.run.forkserver``): a start costs what the variant imports beyond those (keras, MLX, ggml),
 not seconds, but a chain still saves that. There a Triton interpreter twin's units are chains of their
-own (``chains(forked=True)``).
+own (``chains(forked=True)``). On a GPU the server imports no FLA (it asks for the GPU as it is imported),
+and every worker makes its own CUDA context: a chain saves both.
 """
 
 from __future__ import annotations
