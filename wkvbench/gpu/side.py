@@ -109,7 +109,7 @@ def run_side(run, tasks, slots: int, stop: threading.Event, counts: collections.
                 load = collections.Counter(g for *_, g in running)
                 gpu = min(range(ngpu), key=lambda i: (load[i], i))
                 env["CUDA_VISIBLE_DEVICES"] = gpu_of(gpu, ngpu)
-            running.append((name, run.procs.start(name, cmd, env), time.time(), variant, gpu))
+            running.append((name, run.procs.start(name, cmd, env, fork=True), time.time(), variant, gpu))
         for item in list(running):
             name, p, t0, variant, _ = item
             rc = run.procs.poll(p)

@@ -157,13 +157,13 @@ def _release() -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--fork-server"]:  # the run's fork server (forkserver.py): forks return here as workers
-        from .forkserver import end_worker
+        from .forkserver import end_worker, run_command
         from .forkserver import main as serve
 
-        if serve(int(sys.argv[2])):  # a forked worker: main() at the depth a fresh worker runs it
+        if req := serve(int(sys.argv[2])):  # a forked worker: main() at the depth a fresh worker runs it
             code: object = 1
             try:
-                code = main()
+                code = run_command(req["argv"]) if "argv" in req else main()
             except SystemExit as exc:
                 code = exc.code
             except BaseException:  # noqa: BLE001 - printed as a fresh interpreter would

@@ -112,17 +112,17 @@ def _unsafe() -> str | None:
     return None
 
 
-def serve(ctl: socket.socket) -> bool:
-    """The server's loop; False when it ends (the parent closed its end), True in a forked worker, which
-    then runs ``_worker.main()`` from the module's top (the stack of a fresh worker: a crash's traceback
-    in its stderr file is no deeper)."""
+def serve(ctl: socket.socket) -> dict | None:
+    """The server's loop; None when it ends (the parent closed its end), the request in a forked child, which
+    then runs ``_worker.main()`` (or, for a request with ``argv``, the ``wkvbench`` command) from the module's
+    top (the stack of a fresh worker: a crash's traceback in its stderr file is no deeper)."""
     try:
         why = _preload()
     except Exception as exc:  # noqa: BLE001 - the parent falls back to fresh workers
         why = f"preloading failed: {type(exc).__name__}: {exc}"
     _send(ctl, {"ready": why is None, "why": why or ""})
     if why is not None:
-        return False
+        return None
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     os.set_blocking(wake_r, False)
@@ -143,14 +143,15 @@ def serve(ctl: socket.socket) -> bool:
         if ctl in ready:
             msg, fds, _, _ = socket.recv_fds(ctl, MAX_MSG, 2)
             if not msg:
-                return False  # the parent closed its end (end of run, or it died): the children end on EOF
+                return None  # the parent closed its end (end of run, or it died): the workers end on EOF
+            req = json.loads(msg)
             try:
-                pid = _fork(json.loads(msg), fds, ctl, (wake_r, wake_w))
+                pid = _fork(req, fds, ctl, (wake_r, wake_w))
             finally:
                 for fd in fds:
                     os.close(fd)
             if pid == 0:
-                return True  # the worker
+                return req  # the worker
             _send(ctl, {"pid": pid})
         _reap(ctl)
 
@@ -158,18 +159,19 @@ def serve(ctl: socket.socket) -> bool:
 def _reap(ctl: socket.socket) -> None:
     while True:
         try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
+            pid, status, ru = os.wait4(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
             return
-        _send(ctl, {"exit": pid, "code": os.waitstatus_to_exitcode(status)})
+        _send(ctl, {"exit": pid, "code": os.waitstatus_to_exitcode(status),
+                    "cpu": round(ru.ru_utime + ru.ru_stime, 3)})
 
 
 def _fork(req: dict, fds: list[int], ctl: socket.socket, close: tuple[int, ...]) -> int:
-    """Fork a worker: 0 in the worker (set up as ``isolate._Worker`` starts a fresh one), its pid here once
-    it has its own session."""
-    job_r, result_w = fds
+    """Fork a worker: 0 in the worker (set up as ``isolate._Worker`` starts a fresh one; a command, ``argv``
+    in ``req``, with no descriptors, reads nothing), its pid here once it has its own session."""
+    job_r, result_w = fds if fds else (None, None)
     sync_r, sync_w = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -191,11 +193,16 @@ def _fork(req: dict, fds: list[int], ctl: socket.socket, close: tuple[int, ...])
         os.dup2(log, 1)
         os.dup2(log, 2)
         os.close(log)
-        os.dup2(job_r, 0)
+        if job_r is None:  # a command: nothing to read
+            job_r = os.open(os.devnull, os.O_RDONLY)
+        else:
+            fds.remove(job_r)  # closed here: the caller closes the rest (none in the worker)
+        os.dup2(job_r, 0)  # sys.stdin reads fd 0
         os.close(job_r)
-        fds.remove(job_r)  # closed: the caller closes the rest (none in the worker); sys.stdin reads fd 0
-        os.environ.update({**req["env"], "WKVBENCH_RESULT_FD": str(result_w)})
-        fds.remove(result_w)  # the worker's result descriptor: kept open
+        os.environ.update(req["env"])
+        if result_w is not None:
+            os.environ["WKVBENCH_RESULT_FD"] = str(result_w)
+            fds.remove(result_w)  # the worker's result descriptor: kept open
         import faulthandler
 
         faulthandler.enable()  # a crash's "Fatal Python error" into the worker's stderr file
@@ -223,11 +230,24 @@ def end_worker(code: object) -> None:
         os._exit(code or 0)
 
 
-def main(fd: int) -> bool:
-    """The server on its end ``fd`` of the parent's socket pair; True in a forked worker (see ``serve``). Its
-    entry point is the worker's own module (``python -m wkvbench.run._worker --fork-server FD``), which then
-    runs ``_worker.main()`` in a forked worker: this module imports nothing of the worker's."""
+def main(fd: int) -> dict | None:
+    """The server on its end ``fd`` of the parent's socket pair; the request in a forked child (see
+    ``serve``). Its entry point is the worker's own module (``python -m wkvbench.run._worker --fork-server
+    FD``), which then runs ``_worker.main()`` in a forked worker, or ``run_command``: this module imports
+    nothing of the worker's."""
     return serve(socket.socket(fileno=fd))
+
+
+def run_command(argv: list[str]) -> object:
+    """A forked child's ``wkvbench`` command (``python -m wkvbench *argv``, as ``ForkServer.run`` asked): its
+    exit code, or what ``sys.exit`` was given."""
+    from .cudawait import apply_env
+
+    apply_env()  # WKVBENCH_CUDA_WAIT, before anything creates a CUDA context (as wkvbench/__main__.py)
+    from ..cli import main as cli
+
+    sys.argv = ["wkvbench", *argv]
+    return cli(list(argv))
 
 
 # ---- the parent's side -----------------------------------------------------------------------------------
@@ -254,6 +274,7 @@ class ForkServer:
         self.lock = threading.Lock()  # one request at a time
         self.cond = threading.Condition()
         self.codes: dict[int, int] = {}
+        self.cpu: dict[int, float] = {}  # pid -> CPU seconds of an ended child (its own children included)
         self.replies: list[int] = []
         self.dead = False
         self.sock.settimeout(timeout)
@@ -284,6 +305,7 @@ class ForkServer:
                 msg = json.loads(data)
                 if "exit" in msg:
                     self.codes[msg["exit"]] = msg["code"]
+                    self.cpu[msg["exit"]] = msg.get("cpu", 0.0)
                 else:
                     self.replies.append(msg["pid"])
                 self.cond.notify_all()
@@ -291,11 +313,19 @@ class ForkServer:
     def spawn(self, log: Path, env: dict[str, str], job_r: int, result_w: int) -> ForkedProc | None:
         """A worker forked with ``job_r`` as its stdin and ``result_w`` as its result descriptor (both left
         open here for the caller to close), or None when the server is gone."""
+        return self._request({"log": str(log), "env": env}, [job_r, result_w])
+
+    def run(self, log: Path, env: dict[str, str], argv: list[str]) -> ForkedProc | None:
+        """``python -m wkvbench *argv`` as a fork (stdin empty, stdout and stderr appended to ``log``, ``env``
+        over the server's environment), or None when the server is gone."""
+        return self._request({"log": str(log), "env": env, "argv": list(argv)}, [])
+
+    def _request(self, msg: dict, fds: list[int]) -> ForkedProc | None:
         with self.lock:
             if self.dead:
                 return None
             try:
-                _send(self.sock, {"log": str(log), "env": env}, [job_r, result_w])
+                _send(self.sock, msg, fds)
             except OSError:
                 return None
             with self.cond:
@@ -353,15 +383,22 @@ class ForkedProc:
     def __init__(self, server: ForkServer, pid: int) -> None:
         self.server, self.pid, self.stdin = server, pid, None
         self.returncode: int | None = None
+        self.cpu_s = 0.0  # its CPU seconds once it ended (as the server reaped it)
 
     def poll(self) -> int | None:
         if self.returncode is None:
             self.returncode = self.server.returncode(self.pid, 0)
+            self._ended()
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
         if self.returncode is None:
             self.returncode = self.server.returncode(self.pid, timeout)
+            self._ended()
         if self.returncode is None:
             raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout or 0)
         return self.returncode
+
+    def _ended(self) -> None:
+        if self.returncode is not None:
+            self.cpu_s = self.server.cpu.get(self.pid, 0.0)

@@ -14,6 +14,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -66,25 +67,67 @@ class Procs:
 
     def __init__(self, logs: Path) -> None:
         self.logs = logs
-        self.live: list[subprocess.Popen] = []
+        self.live: list = []  # subprocess.Popen, or forkserver.ForkedProc
+        self.forks: dict[str, object] = {}  # PYTHONPATH -> its fork server (forkserver.ForkServer) or False
+        self.lock = threading.Lock()
 
-    def start(self, name: str, cmd: list[str], env: dict | None = None) -> subprocess.Popen:
+    def start(self, name: str, cmd: list[str], env: dict | None = None, fork: bool = False):
+        """``cmd`` started with ``env`` over the run's environment, its output into ``logs/<name>.log``. With
+        ``fork``, a ``wkvbench`` command is a fork of a server that imported torch once (``fork_server``)
+        where one is ready for its environment's ``PYTHONPATH``: a side task spent 12.5 CPU seconds
+        importing torch, Triton and FLA and making a CUDA context before it compiled anything (H200,
+        2026-11-29)."""
         self.logs.mkdir(parents=True, exist_ok=True)
-        log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - closed when the process is reaped
-        log.write(f"$ {shlex.join(cmd)}\n".encode())
-        log.flush()
-        p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
-                             start_new_session=True)
-        p.log = log  # type: ignore[attr-defined]
-        p.cpu_s = 0.0  # type: ignore[attr-defined]
+        full = {**os.environ, **(env or {})}
+        server = self.fork_server(full) if fork and cmd[:3] == py() else None
+        with open(self.logs / f"{name}.log", "ab") as log:
+            log.write(f"$ {shlex.join(cmd)}\n".encode())
+        p = server.run(self.logs / f"{name}.log", full, cmd[3:]) if server is not None else None
+        if p is None:
+            log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - closed when the process is reaped
+            p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=full, start_new_session=True)
+            p.log = log  # type: ignore[attr-defined]
+            p.cpu_s = 0.0  # type: ignore[attr-defined]
         self.live.append(p)
         return p
+
+    def fork_server(self, env: dict[str, str]):
+        """The ready fork server (``wkvbench.run.forkserver``) of ``env``'s ``PYTHONPATH`` (an own folder's
+        packages first: their own torch, their own ``fla``), started on first use with ``env`` less any GPU
+        choice (each fork names its own); None where it declined (said once) or ``WKVBENCH_FORK=0``."""
+        from . import forkserver
+
+        key = env.get("PYTHONPATH", "")
+        with self.lock:
+            if key not in self.forks:
+                self.forks[key] = False
+                if forkserver.enabled(gpus=0):
+                    n = len(self.forks)
+                    own = {k: v for k, v in env.items() if k != "CUDA_VISIBLE_DEVICES"}
+                    server = forkserver.ForkServer(own, self.logs / f"forkserver-{n}.log", timeout=300.0)
+                    self.forks[key] = server if server.ready else False
+                    say(f"side tasks{f' of {key.split(os.pathsep)[0]}' if key else ''}: "
+                        + ("forked from a process that imported torch once" if server.ready
+                           else f"fresh processes: {server.why}"))
+            return self.forks[key] or None
+
+    def close_forks(self) -> None:
+        with self.lock:
+            for server in self.forks.values():
+                if server:
+                    server.close()
+            self.forks.clear()
 
     def poll(self, p: subprocess.Popen, block: bool = False) -> int | None:
         """The exit code of ``p`` once it ended (None while it runs); its CPU seconds (user + system,
         with its waited-for children) into ``p.cpu_s``."""
         if p.returncode is not None:
             return p.returncode
+        if not isinstance(p, subprocess.Popen):  # a fork of a fork server: it reaped it (and its CPU seconds)
+            rc = p.wait() if block else p.poll()
+            if rc is not None and p in self.live:
+                self.live.remove(p)
+            return rc
         try:
             pid, status, ru = os.wait4(p.pid, 0 if block else os.WNOHANG)
         except ChildProcessError:  # reaped elsewhere: Popen knows the code
@@ -106,9 +149,10 @@ class Procs:
     def kill_all(self) -> None:
         for p in list(self.live):
             try:
-                os.killpg(p.pid, signal.SIGKILL)
+                os.killpg(p.pid, signal.SIGKILL)  # a fork is the leader of its own group too
             except (ProcessLookupError, PermissionError):
                 pass
+        self.close_forks()
 
 
 def tail(path: Path, n: int = 8) -> str:
