@@ -111,31 +111,34 @@ def test_with_a_gpu_build_the_server_preloads_what_imports_without_the_driver(mo
     assert not any(n == "fla" or n.startswith("fla.") for n in seen), seen
 
 
-def test_a_server_whose_imports_loaded_the_gpu_driver_or_started_a_thread_declines(tmp_path):
-    """In a process of its own (pytest's may run threads of its own): a GPU build whose import maps the driver
-    is declined as soon as torch is in; a clean process is not; a Python thread is."""
+def test_a_server_declines_where_cuda_was_initialised_a_thread_runs_or_a_fork_cannot_use_it(tmp_path):
+    """In a process of its own (pytest's may run threads of its own). Importing torch 2.11's CUDA build maps
+    the driver's library without initialising CUDA (H200, 2026-11-29), so the server asks torch whether CUDA
+    was initialised, and a test fork makes a CUDA context: here, with a CPU build, it cannot, and the server
+    declines with the fork's reason in its log."""
     script = tmp_path / "check.py"
     script.write_text("""
-import json, sys, threading, torch
+import json, threading, torch
 from wkvbench.run import forkserver
 torch.version.cuda = "13.0"  # a GPU build, as far as the server can tell
-maps, real = sys.argv[1], forkserver.Path
-forkserver.Path = lambda p: real(maps) if p == "/proc/self/maps" else real(p)
-out = {}
-real(maps).write_text("7f00 r-xp 00000000 08:01 1 /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04\\n")
-out["driver"] = forkserver._preload()
-real(maps).write_text("7f00 r-xp 00000000 08:01 1 /usr/lib/libc.so.6\\n")
+out = {"no_gpu": forkserver._preload()}  # its test fork cannot use CUDA on this machine
+forkserver._fork_uses_cuda = lambda: None  # as on a GPU box
 out["clean"] = forkserver._unsafe()
+torch.cuda.is_initialized = lambda: True
+out["initialised"] = forkserver._unsafe()
+torch.cuda.is_initialized = lambda: False
 threading.Thread(target=threading.Event().wait, name="a-pool", daemon=True).start()
 out["thread"] = forkserver._unsafe()
 print(json.dumps(out))
 """)
-    p = subprocess.run([sys.executable, str(script), str(tmp_path / "maps")], cwd=REPO, capture_output=True,
-                       text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+    p = subprocess.run([sys.executable, str(script)], cwd=REPO, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": str(REPO)})
     assert p.returncode == 0, p.stdout + p.stderr
     out = json.loads(p.stdout.strip().splitlines()[-1])
-    assert "GPU driver was loaded" in out["driver"] and "after importing torch" in out["driver"], out
+    assert "a fork of the server could not use CUDA" in out["no_gpu"], out
+    assert "fork server: a fork could not use CUDA" in p.stderr, p.stderr  # the fork's own reason
     assert out["clean"] is None, out
+    assert "CUDA was initialised" in out["initialised"], out
     assert "1 Python threads" in out["thread"] and "a-pool" in out["thread"], out
 
 

@@ -16,9 +16,9 @@ never runs an operation (no thread pool, no CUDA context, nothing to copy into a
   modules, torch, and FLA (``fla.ops``, through ``wkvkernels._fla_env.fla_reason``) where it imports.
 - With a GPU build it preloads what imports without the GPU: numpy, torch, Triton, torch's dynamo and
   inductor (which FLA's ops and the serving forks import), the registry, the judge and the worker's modules;
-  not FLA, which asks for the device's name as it is imported. After preloading, a server whose process
-  has loaded the driver (``libcuda`` in its memory map: a child of a process that initialised CUDA cannot
-  use it) or runs a Python thread besides its own declines. Each worker makes its own CUDA context, as a
+  not FLA, which asks for the device's name as it is imported. After preloading, a server that initialised
+  CUDA (a child of a process that did cannot use it), runs a Python thread besides its own, or whose test
+  fork cannot make a CUDA context, declines. Each worker makes its own CUDA context, as a
   fresh one does, on the GPU its environment names (its ``CUDA_VISIBLE_DEVICES`` is set before anything in
   it loads the driver). On the fresh one-GPU H200 run of 2026-11-29 every verify worker was a fresh
   interpreter, one for each of its 190 Triton units; a worker's imports and CUDA set-up cost about 6 CPU
@@ -95,21 +95,47 @@ def _preload() -> str | None:
 
 
 def _unsafe() -> str | None:
-    """Why a fork of this process could not be a worker that uses the GPU: the GPU driver loaded (a child of a
-    process that initialised CUDA cannot use it), or a Python thread besides this one (a fork copies only the
-    thread that forks, whatever locks the others held; the BLAS libraries' native pools re-make themselves in
-    a child, as on the CPU path); None where neither."""
-    try:
-        maps = Path("/proc/self/maps").read_text()
-    except OSError as exc:
-        return f"cannot read this process's memory map ({exc})"
-    if "libcuda.so" in maps or "libamdhip64" in maps:
-        return "the GPU driver was loaded while preloading: workers start as fresh processes"
+    """Why a fork of this process could not be a worker that uses the GPU, None where it can: CUDA initialised
+    here (a child of a process that initialised it cannot use it), a Python thread besides this one (a fork
+    copies only the thread that forks, whatever locks the others held; the BLAS libraries' native pools
+    re-make themselves in a child, as on the CPU path), or a fork that cannot make a CUDA context and run on
+    it (``_fork_uses_cuda``). The driver's library in this process's memory says nothing: importing torch
+    2.11's CUDA build maps ``libcuda`` without initialising it (H200, 2026-11-29)."""
+    import torch
+
     if threading.active_count() > 1:
-        return (f"{threading.active_count() - 1} Python threads started while preloading "
-                f"({', '.join(t.name for t in threading.enumerate() if t is not threading.main_thread())}): "
+        others = ", ".join(t.name for t in threading.enumerate() if t is not threading.main_thread())
+        return (f"{threading.active_count() - 1} Python threads started while preloading ({others}): "
                 "workers start as fresh processes")
-    return None
+    if torch.cuda.is_initialized():
+        return "CUDA was initialised while preloading: workers start as fresh processes"
+    return _fork_uses_cuda()
+
+
+def _fork_uses_cuda() -> str | None:
+    """A fork of this process makes a CUDA context, allocates and synchronizes (about a second, once a
+    server): None where it did, else why not."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 3
+        try:
+            import torch
+
+            torch.zeros(1, device="cuda").add_(1)
+            torch.cuda.synchronize()
+            code = 0
+        except BaseException as exc:  # noqa: BLE001 - said in the server's log, then the code says it
+            print(f"fork server: a fork could not use CUDA: {type(exc).__name__}: {exc}", file=sys.stderr,
+                  flush=True)
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if code == 0:
+        return None
+    return f"a fork of the server could not use CUDA (exit code {code}; its log says why): fresh workers"
 
 
 def serve(ctl: socket.socket) -> dict | None:
