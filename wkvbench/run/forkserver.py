@@ -227,7 +227,7 @@ def _fork(req: dict, fds: list[int], ctl: socket.socket, close: tuple[int, ...])
         os.close(job_r)
         os.environ.update(req["env"])
         if result_w is not None:
-            os.environ["WKVBENCH_RESULT_FD"] = str(result_w)
+            os.environ.update({"WKVBENCH_RESULT_FD": str(result_w)})
             fds.remove(result_w)  # the worker's result descriptor: kept open
         import faulthandler
 
@@ -265,15 +265,17 @@ def main(fd: int) -> dict | None:
 
 
 def run_command(argv: list[str]) -> object:
-    """A forked child's ``wkvbench`` command (``python -m wkvbench *argv``, as ``ForkServer.run`` asked): its
-    exit code, or what ``sys.exit`` was given."""
-    from .cudawait import apply_env
-
-    apply_env()  # WKVBENCH_CUDA_WAIT, before anything creates a CUDA context (as wkvbench/__main__.py)
-    from ..cli import main as cli
+    """A forked child's ``wkvbench`` command (``python -m wkvbench *argv``, as ``ForkServer.run`` asked), run
+    as ``-m`` runs it (``runpy``: ``wkvbench/__main__.py`` sets ``WKVBENCH_CUDA_WAIT`` up before anything
+    makes a CUDA context): what ``sys.exit`` was given."""
+    import runpy
 
     sys.argv = ["wkvbench", *argv]
-    return cli(list(argv))
+    try:
+        runpy.run_module("wkvbench", run_name="__main__", alter_sys=True)
+    except SystemExit as exc:
+        return exc.code
+    return 0
 
 
 # ---- the parent's side -----------------------------------------------------------------------------------
