@@ -113,13 +113,26 @@ class Ahead:
         self.turn, self.out = turn, out  # the file its turn is given in; the bench file they write
         self.thread: threading.Thread | None = None
         self.result: tuple | None = None  # what run_on_gpus returned: (document or None, failed GPUs)
+        self.turned: float | None = None  # when its turn was given
+        self.ended: float | None = None  # when its processes had ended and their files were merged
 
     def go(self) -> tuple | None:
         """Their turn; what ``run_on_gpus`` returned, None where its thread raised."""
+        self.turned = time.time()
         atomic_write(self.turn, "go")
         if self.thread is not None:
             self.thread.join()
         return self.result
+
+    def parts(self, doc: dict) -> dict[str, float]:
+        """The bench phase's ``parts``: its processes' ``process_s``, and ``after_turn``, from its turn to the
+        end of its processes and the merge of their files, as this run saw it. Beyond the processes' own
+        parts after their turn (ceilings, rows, tail, close), it holds their exits: 13.4 s of the main bench's
+        215.9 s phase on the fresh one-GPU H200 run of 2026-11-29 lay outside what its process recorded."""
+        parts = dict(doc.get("process_s") or {})
+        if self.turned is not None and self.ended is not None:
+            parts["after_turn"] = round(self.ended - self.turned, 2)
+        return parts
 
     def cancel(self) -> None:
         from ..perf.bench import CANCEL
@@ -528,7 +541,8 @@ class GpuRun:
         if doc is None:
             return False, "no bench worker wrote a row"
         # its processes' seconds outside the rows, before a merge keeps the first file's
-        self.state.phase("ggml-bench" if ggml else "bench").parts = doc.get("process_s") or {}
+        self.state.phase("ggml-bench" if ggml else "bench").parts = (ahead.parts(doc) if ahead is not None
+                                                                      else doc.get("process_s") or {})
         if ggml and self.bench.is_file():
             doc = merge([self.bench, out], self.bench)
             out.unlink()
@@ -719,6 +733,7 @@ class GpuRun:
         def go() -> None:
             ahead.result = run_on_gpus(args, ngpu, out, log_dir=self.procs.logs, apart=(),
                                        env={**env, TURN: str(turn)}, log_name=log_name)
+            ahead.ended = time.time()
 
         ahead.thread = threading.Thread(target=go, daemon=True)
         ahead.thread.start()
@@ -747,7 +762,7 @@ class GpuRun:
         if doc is None:
             return False, f"no bench worker of {pkg} wrote a row"
         # its process's seconds outside its rows, before the merge keeps the main bench's
-        self.state.phase(f"env-bench-{pkg}").parts = doc.get("process_s") or {}
+        self.state.phase(f"env-bench-{pkg}").parts = ahead.parts(doc)
         if self.bench.is_file():
             doc = merge([self.bench, out], self.bench)
             out.unlink()
