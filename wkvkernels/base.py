@@ -26,6 +26,7 @@ the baseline run with its state rounded to that precision after every token).
 from __future__ import annotations
 
 import functools
+import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -230,11 +231,39 @@ def variants(operator: str | None = None) -> list[KernelVariant]:
     )
 
 
-@functools.cache
+class _Probed:
+    """``availability``'s cache (``functools.cache``'s ``cache_clear`` kept), which can also say what it holds
+    without probing (``known``). One probe per name at a time: a verification probes its variants side by
+    side, in threads, and a probe may build a CUDA extension."""
+
+    def __init__(self, probe) -> None:
+        self.probe, self.cache = probe, {}
+        self.lock, self.locks = threading.Lock(), {}
+        functools.update_wrapper(self, probe)
+
+    def __call__(self, name: str) -> Availability:
+        if name in self.cache:
+            return self.cache[name]
+        with self.lock:
+            lock = self.locks.setdefault(name, threading.Lock())
+        with lock:
+            if name not in self.cache:
+                self.cache[name] = self.probe(name)
+            return self.cache[name]
+
+    def known(self, name: str) -> Availability | None:
+        """``availability(name)`` where it was asked already, else None: never probes."""
+        return self.cache.get(name)
+
+    def cache_clear(self) -> None:
+        self.cache.clear()
+
+
+@_Probed
 def availability(name: str) -> Availability:
     """``get(name).available()``, cached, with any exception turned into a failed check (``error``: its
     rows are ERROR, not SKIP); a package release outside the adapter's ``releases`` is refused first
-    (``releases.out_of_range``)."""
+    (``releases.out_of_range``). ``availability.known(name)`` says it without probing."""
     try:
         v = get(name)
         if (reason := out_of_range(v.source, v.releases)) is not None:

@@ -124,15 +124,28 @@ def _document(selection: Selection, prov: dict, counts: dict, skips: dict, secon
                       "seed": selection.seed if selection.seed is not None
                       else config.seed(),
                       "exclude": list(selection.exclude_globs), **(extra or {})},
-        "variants": described if described is not None else {
-            v.name: {"operator": v.operator, "source": v.source, "backend": v.backend, "algorithm": v.algorithm,
-                     "device": v.device, "dtypes": sorted(v.dtypes), "available": availability(v.name).ok,
-                     "state_precision": getattr(v, "state_precision", "fp32"),
-                     "reason": availability(v.name).reason} for v in selection.variants()},
+        "variants": described if described is not None else _described(selection, complete),
         "counts": counts,
         "skips_by_reason": skips,
         "seconds": round(seconds, 2),
     }
+
+
+def _described(selection: Selection, complete: bool) -> dict:
+    """The selection's variants, each with its availability. While a run goes on, only those whose probe has
+    ended: the file written as a run starts had probed every variant one after another, before any worker
+    started (CUDA extensions built, packages imported): about 170 s of the main verification of the fresh
+    one-GPU H200 run of 2026-11-29, where the run probes them side by side and starts each variant's units as
+    its own probe ends (``run.verify``). The complete file describes them all."""
+    out = {}
+    for v in selection.variants():
+        av = availability(v.name) if complete else availability.known(v.name)
+        if av is not None:
+            out[v.name] = {"operator": v.operator, "source": v.source, "backend": v.backend,
+                           "algorithm": v.algorithm, "device": v.device, "dtypes": sorted(v.dtypes),
+                           "available": av.ok, "state_precision": getattr(v, "state_precision", "fp32"),
+                           "reason": av.reason}
+    return out
 
 
 def write_json(report: Report, path: Path, selection: Selection, prov: dict | None = None,
