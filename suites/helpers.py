@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import json
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 
 from wkvkernels import get
 
@@ -107,3 +110,28 @@ def rejudge(row: dict, checker, fresh_state_baseline: bool = False) -> tuple[str
     key = f"backward:{row['case']}" if row.get("kind", "forward").startswith("backward") else row["case"]
     res = SimpleNamespace(variant=row["variant"], status=FAIL if failures else PASS, reason="")
     return mark_known(res, key).status, failures
+
+
+@functools.cache  # each file parsed once for a module's tests (a whole run's verify.json is 14 MB unpacked)
+def load_results(path: Path) -> dict:
+    """A committed results file (``.json`` or ``.json.gz``), parsed."""
+    from wkvbench.results.schemas import read_text
+
+    return json.loads(read_text(path))
+
+
+def timed_rows(rows) -> dict:
+    """A bench file's OK rows by (variant, shape set, dtype)."""
+    return {(r["variant"], r["shape_set"], r["dtype"]): r for r in rows if r["status"] == "OK"}
+
+
+# the phases of a whole one-GPU run (the own folders rwkv-fla, FlashQLA and vLLM) on its critical path, as the
+# tests state them: not ``runfile.serial``, which they check
+SERIAL_PHASES = ("verify", "envs", "bench", "env-bench-rwkv-fla", "env-bench-flash-qla", "env-bench-vllm",
+                 "ggml-verify", "ggml-bench", "asv", "report")
+
+
+def serial_seconds(run: dict) -> float:
+    """A whole one-GPU ``run.json``'s install and the seconds of its phases on the critical path: what its
+    ``wall_s`` should sum."""
+    return run["install_s"] + sum(run["phases"][k]["seconds"] for k in SERIAL_PHASES)

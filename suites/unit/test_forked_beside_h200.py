@@ -4,58 +4,37 @@ verification and the processes forked, and the warm run after it, to its end
 
 from __future__ import annotations
 
-import functools
-import json
 import statistics
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from suites.helpers import summed
-from wkvbench.results.schemas import read_text
+from suites.helpers import load_results, serial_seconds, summed, timed_rows
 from wkvbench.run import tuned
 
 GPU = Path(__file__).resolve().parents[2] / "reports" / "gpu"
 SET = GPU / "h200-2026-11-29-forked-beside"
 BEFORE = GPU / "h200-2026-11-29-fresh-and-warm"
 MACHINE = GPU / "NVIDIA-H200-drv580.159.04-cuda13.0-torch2.11.0-triton3.6.0"
-SERIAL = (
-    "verify",
-    "envs",
-    "bench",
-    "env-bench-rwkv-fla",
-    "env-bench-flash-qla",
-    "env-bench-vllm",
-    "ggml-verify",
-    "ggml-bench",
-    "asv",
-    "report",
-)
 BENCHES = ("bench", "env-bench-rwkv-fla", "env-bench-flash-qla", "env-bench-vllm", "ggml-bench")
 
-
-@functools.cache  # each file parsed once for the module's tests (verify.json is 14 MB unpacked)
-def _load(path: Path) -> dict:
-    return json.loads(read_text(path))
 
 
 @pytest.fixture(scope="module")
 def fresh():
-    return _load(SET / "run.json"), _load(SET / "bench.json.gz")
+    return load_results(SET / "run.json"), load_results(SET / "bench.json.gz")
 
 
 @pytest.fixture(scope="module")
 def warm():
-    return _load(SET / "diagnostics/warm/run.json"), _load(SET / "diagnostics/warm/bench.json.gz")
+    return (load_results(SET / "diagnostics/warm/run.json"),
+            load_results(SET / "diagnostics/warm/bench.json.gz"))
 
 
 def _secs(run: dict) -> dict:
     return {k: v["seconds"] for k, v in run["phases"].items()}
 
-
-def _ok(rows) -> dict:
-    return {(r["variant"], r["shape_set"], r["dtype"]): r for r in rows if r["status"] == "OK"}
 
 
 def test_the_fresh_breakdown(fresh):
@@ -81,11 +60,11 @@ def test_the_fresh_breakdown(fresh):
         "asv": 0.5,
         "report": 13.4,
     }
-    assert abs(run["install_s"] + sum(secs[p] for p in SERIAL) - run["wall_s"]) < 0.5
+    assert abs(serial_seconds(run) - run["wall_s"]) < 0.5
     assert "started beside verify" in run["phases"]["envs"]["detail"]
     assert run["phases"]["side"]["detail"] == "79 processes finished, 0 failed"
     # against 54046a0: verify 403.9 s and envs 249.7 s after it; the benches 363.6 s
-    before = _load(BEFORE / "run.json")
+    before = load_results(BEFORE / "run.json")
     b = _secs(before)
     assert round(b["verify"] + b["envs"], 1) == 653.6 and round(secs["verify"] + secs["envs"], 1) == 505.8
     assert round(sum(b[p] for p in BENCHES), 1) == 363.6 and round(sum(secs[p] for p in BENCHES), 1) == 338.3
@@ -99,7 +78,8 @@ def test_the_fresh_breakdown(fresh):
 def test_forked_processes_start_cheaper(fresh):
     """A worker's first unit paid its imports and CUDA set-up as a fresh interpreter (54046a0); forked, less.
     The side tasks' warm-ups and properties, forked too, spent fewer CPU seconds with more of them."""
-    now, before = _load(SET / "verify.json.gz")["unit_cpu_s"], _load(BEFORE / "verify.json.gz")["unit_cpu_s"]
+    now = load_results(SET / "verify.json.gz")["unit_cpu_s"]
+    before = load_results(BEFORE / "verify.json.gz")["unit_cpu_s"]
     for unit, was, is_ in (
         ("gdn.fla.naive_chunk|forward|bf16", 6.35, 2.23),
         ("gla.fla.naive_recurrent|forward|bf16", 6.7, 2.42),
@@ -114,7 +94,7 @@ def test_forked_processes_start_cheaper(fresh):
             out.update(per)
         return {k: round(v) for k, v in out.items()}
 
-    k, kb = kinds(fresh[0]), kinds(_load(BEFORE / "run.json"))
+    k, kb = kinds(fresh[0]), kinds(load_results(BEFORE / "run.json"))
     assert (kb["warm-cpu"], k["warm-cpu"]) == (1668, 1044) and (
         kb["properties-cpu"],
         k["properties-cpu"],
@@ -155,18 +135,9 @@ def test_where_the_bench_processes_spent_their_phases(fresh):
 
 
 def test_the_verdicts_are_those_of_the_runs_before(fresh, warm):
-    verify = _load(SET / "verify.json.gz")
-    assert verify["complete"] and verify["counts"] == _load(BEFORE / "verify.json.gz")["counts"]
-    assert verify["counts"] == {
-        "PASS": 3712,
-        "FAIL": 17,
-        "ERROR": 55,
-        "CRASH": 0,
-        "TIMEOUT": 0,
-        "XFAIL": 870,
-        "XPASS": 0,
-        "SKIP": 9599,
-    }
+    verify = load_results(SET / "verify.json.gz")
+    # the counts of 54046a0's run (test_fresh_and_warm_h200.py states them): 3,712 PASS, 17 FAIL, ...
+    assert verify["complete"] and verify["counts"] == load_results(BEFORE / "verify.json.gz")["counts"]
     assert {r["dtype"] for r in verify["results"] if r["status"] == "FAIL"} == {
         "fp16"
     }  # FINDINGS.md: FlashInfer
@@ -179,9 +150,9 @@ def test_the_verdicts_are_those_of_the_runs_before(fresh, warm):
 
 def test_the_medians_against_the_run_before_and_warm_against_fresh(fresh, warm):
     now, before, again = (
-        _ok(fresh[1]["rows"]),
-        _ok(_load(BEFORE / "bench.json.gz")["rows"]),
-        _ok(warm[1]["rows"]),
+        timed_rows(fresh[1]["rows"]),
+        timed_rows(load_results(BEFORE / "bench.json.gz")["rows"]),
+        timed_rows(warm[1]["rows"]),
     )
     assert set(now) == set(before) == set(again) and len(now) == 403
     assert round(statistics.median(now[k]["median_ms"] / before[k]["median_ms"] for k in now), 3) == 0.988
@@ -199,10 +170,10 @@ def test_the_warm_run_to_its_end(warm):
     secs = _secs(run)
     assert (secs["verify"], secs["envs"], secs["ggml-verify"], secs["bench"]) == (106.5, 12.2, 1.6, 218.2)
     assert round(sum(secs[p] for p in BENCHES), 1) == 351.4
-    assert abs(run["install_s"] + sum(secs[p] for p in SERIAL) - run["wall_s"]) < 0.5
+    assert abs(serial_seconds(run) - run["wall_s"]) < 0.5
     assert run["cpu_s"] == {"side": 218.2, "verify": 1260.5}
     assert run["phases"]["side"]["detail"] == "45 processes finished, 0 failed"
-    before = _secs(_load(BEFORE / "diagnostics/warm/run.json"))
+    before = _secs(load_results(BEFORE / "diagnostics/warm/run.json"))
     assert (
         round(before["verify"] + before["envs"], 1) == 152.9
         and round(secs["verify"] + secs["envs"], 1) == 118.7

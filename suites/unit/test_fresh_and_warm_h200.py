@@ -3,47 +3,25 @@
 
 from __future__ import annotations
 
-import functools
-import json
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from suites.helpers import summed
-from wkvbench.results.schemas import read_text
+from suites.helpers import load_results, serial_seconds, summed, timed_rows
 from wkvbench.run import tuned
 
 GPU = Path(__file__).resolve().parents[2] / "reports" / "gpu"
 SET = GPU / "h200-2026-11-29-fresh-and-warm"
 BEFORE = GPU / "h200-2026-11-29-whole-fresh"
 MACHINE = GPU / "NVIDIA-H200-drv580.159.04-cuda13.0-torch2.11.0-triton3.6.0"
-SERIAL = (
-    "verify",
-    "envs",
-    "bench",
-    "env-bench-rwkv-fla",
-    "env-bench-flash-qla",
-    "env-bench-vllm",
-    "ggml-verify",
-    "ggml-bench",
-    "asv",
-    "report",
-)
 
-
-@functools.cache  # each file parsed once for the module's tests (verify.json is 14 MB unpacked)
-def _load(path: Path) -> dict:
-    return json.loads(read_text(path))
 
 
 @pytest.fixture(scope="module")
 def fresh():
-    return _load(SET / "run.json"), _load(SET / "bench.json.gz")
+    return load_results(SET / "run.json"), load_results(SET / "bench.json.gz")
 
-
-def _ok(rows) -> dict:
-    return {(r["variant"], r["shape_set"], r["dtype"]): r for r in rows if r["status"] == "OK"}
 
 
 def test_the_breakdown(fresh):
@@ -68,13 +46,13 @@ def test_the_breakdown(fresh):
         "asv": 0.4,
         "report": 12.1,
     }
-    assert abs(run["install_s"] + sum(secs[p] for p in SERIAL) - run["wall_s"]) < 0.5
-    assert round(sum(secs[p] for p in SERIAL if "bench" in p), 1) == 363.6
+    assert abs(serial_seconds(run) - run["wall_s"]) < 0.5
+    assert round(sum(v for p, v in secs.items() if "bench" in p), 1) == 363.6
     assert run["cpu_s"] == {"side": 2386.7, "verify": 4870.2, "ggml": 2319.1}
     assert round(sum(run["cpu_s"].values()) / (16 * (secs["verify"] + secs["envs"])), 2) == 0.92
     assert min(x[1] for x in run["load"][1:]) >= 99.9 and max(x[2] for x in run["load"]) <= 7.0  # CPU, GPU %
     assert run["autotune"]["seeds"] == 331 and run["autotune"]["tuned"] == 0
-    before = _load(BEFORE / "run.json")
+    before = load_results(BEFORE / "run.json")
     assert (before["install_s"], before["wall_s"]) == (100.5, 1182.5)
 
 
@@ -96,7 +74,7 @@ def test_the_worker_seconds(fresh):
 
 
 def test_the_verdicts_and_flashkda_ran(fresh):
-    verify = _load(SET / "verify.json.gz")
+    verify = load_results(SET / "verify.json.gz")
     assert verify["complete"]
     assert verify["counts"] == {
         "PASS": 3712,
@@ -162,7 +140,7 @@ def test_the_bench_rows_phases_and_what_the_overlap_left(fresh):
 def test_the_medians_against_the_run_before(fresh):
     import statistics
 
-    now, before = _ok(fresh[1]["rows"]), _ok(_load(BEFORE / "bench.json.gz")["rows"])
+    now, before = timed_rows(fresh[1]["rows"]), timed_rows(load_results(BEFORE / "bench.json.gz")["rows"])
     assert set(now) == set(before) and len(now) == 403
     assert round(statistics.median(now[k]["median_ms"] / before[k]["median_ms"] for k in now), 3) == 1.012
 
@@ -173,14 +151,14 @@ def test_the_machines_record_seeded_every_choice_unchanged():
 
 
 def test_the_warm_run_was_seeded_and_compiled_little(fresh):
-    run = _load(SET / "diagnostics/warm/run.json")
+    run = load_results(SET / "diagnostics/warm/run.json")
     assert not run["complete"] and run["install_s"] == 22.6 and run["wall_s"] == 414.2
     assert run["options"]["out"] == "reports/gpu/warm" and run["autotune"]["seeds"] == 331
     secs = {k: v["seconds"] for k, v in run["phases"].items()}
     assert (secs["verify"], secs["envs"], secs["ggml-verify"], secs["bench"]) == (85.3, 67.6, 2.1, 236.5)
     assert run["phases"]["env-bench-rwkv-fla"]["status"] == "running"  # stopped there: the device time
     assert run["phases"]["side"]["detail"] == "44 processes finished, 0 failed"  # 90 on the fresh run
-    bench = _load(SET / "diagnostics/warm/bench.json.gz")
+    bench = load_results(SET / "diagnostics/warm/bench.json.gz")
     assert bench["complete"] and len(bench["rows"]) == 651
     assert bench["autotune"] == {"seeds": 331, "tuned": 0, "disk": 0, "seeded": 201}
     rows = [r for r in bench["rows"] if r["status"] == "OK"]
