@@ -195,6 +195,19 @@ def test_filter_controls_offer_every_machine_operator_and_dtype(fixture_page):
     assert '<details class="rowsfile" data-rows-m="NVIDIA H200">' in text
 
 
+def test_the_rows_of_earlier_runs_are_cut_into_pages_of_at_most_so_many_rows():
+    """The H200's gdn page of earlier runs weighed 3.3 MB (13,189 rows) once a third whole run superseded the
+    second (2026-11-29): the superseded files' rows go on pages of at most ``EARLIER_ROWS`` rows, in file
+    order, a file never cut (one larger than that alone on its page)."""
+    from wkvbench.report import earlier_parts
+
+    views = [{"name": n, "rows": [0] * k} for n, k in (("a", 4), ("b", 3), ("c", 9), ("d", 1), ("e", 2))]
+    parts = earlier_parts(views, budget=6)
+    assert [[v["name"] for v in p] for p in parts] == [["a"], ["b"], ["c"], ["d", "e"]]
+    assert earlier_parts([], budget=6) == []
+    assert [[v["name"] for v in p] for p in earlier_parts(views, budget=100)] == [["a", "b", "c", "d", "e"]]
+
+
 def test_superseded_runs_are_not_marked_current(fixture_page):
     """The fixture's older verify and bench files (same machine, same case set / shape sets) are folded
     under "earlier runs" with a superseded badge; the current matrix and charts hold the newer run only."""

@@ -64,6 +64,25 @@ CHARTS = "charts.html"  # time against tokens, % of the roofline, error in round
 HISTORY = "history.html"  # the asv history drawn by the report (offline; asv's own site needs CDNs)
 RELEASES = "releases.html"  # verdict and time per kernel release
 DETAILS_DIR = "details"  # the details of one machine (performance), and of one machine and operator (rows)
+# the rows of superseded files on one page at the most (about 250 bytes each: 1.5 MB), the rest on the next:
+# the H200's gdn page of earlier runs weighed 3.3 MB, 13,189 rows, once a third whole run superseded the
+# second (2026-11-29)
+EARLIER_ROWS = 6000
+
+
+def earlier_parts(views: list[dict], budget: int = EARLIER_ROWS) -> list[list[dict]]:
+    """The superseded files' views of one machine and operator, in file order, cut into pages of at most
+    ``budget`` rows (a file is never cut: one larger than that has a page of its own)."""
+    parts: list[list[dict]] = []
+    n = 0
+    for v in views:
+        k = len(v["rows"])
+        if not parts or (n + k > budget and parts[-1]):
+            parts.append([])
+            n = 0
+        parts[-1].append(v)
+        n += k
+    return parts
 
 
 def slug(*parts: str) -> str:
@@ -319,14 +338,20 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
             old = [v for v in rows_by[(m, op)] if not v["current"]]
             if not now:  # no current file of this operator: its earlier rows are the page
                 now, old = old, []
-            earlier = href.removesuffix(".html") + "-earlier.html" if old else None
+            parts = earlier_parts(old)
+            names = [href.removesuffix(".html") + "-earlier" + (f"-{i + 1}" if i else "") + ".html"
+                     for i in range(len(parts))]
             kw = {"machine": m, "op": op, "n": n, "options": rc.options(op_key, dtype_key),
                   "machine_page": f"{slug(m)}.html", "chart_data": rc.payload(), **common}
-            pages[f"{DETAILS_DIR}/{href}"] = render("page.j2", part="rows", rows=now, earlier_page=earlier,
+            first = names[0] if names else None
+            pages[f"{DETAILS_DIR}/{href}"] = render("page.j2", part="rows", rows=now, earlier_page=first,
                                                      earlier_of=None, **kw)
-            if earlier:
-                pages[f"{DETAILS_DIR}/{earlier}"] = render("page.j2", part="rows", rows=old, earlier_of=href,
-                                                          earlier_page=None, **kw)
+            for i, (rows, name) in enumerate(zip(parts, names, strict=True)):
+                nxt = names[i + 1] if i + 1 < len(names) else None
+                pages[f"{DETAILS_DIR}/{name}"] = render(
+                    "page.j2", part="rows", rows=rows, earlier_of=href, earlier_page=None,
+                    earlier_part=(i + 1, len(parts)), earlier_next=nxt,
+                    earlier_prev=names[i - 1] if i else None, **kw)
     page = render(
         "page.j2",
         part="main",
