@@ -303,7 +303,8 @@ def test_side_commands_are_forks_of_a_server_per_environment(tmp_path, monkeypat
         assert "fp99" in (tmp_path / "logs" / "bad.log").read_text()
         assert 0 < p.cpu_s < 5 and not procs.live  # a fork's own CPU seconds, not the server's imports
     finally:
-        procs.close_forks()
+        servers = procs.close_forks()
+    assert servers > 2 * p.cpu_s  # the servers' imports (torch, FLA): the run counts them as side's
     monkeypatch.setenv("WKVBENCH_FORK", "0")
     fresh = Procs(tmp_path / "logs2")
     p = fresh.start("ex", py("example"), {}, fork=True)

@@ -270,7 +270,8 @@ class GpuRun:
             timing = bool(ngpu) and "bench" in self.opt.phases
             main = self._main_bench_ahead(ngpu) if timing and self._envs_todo(envs) else None
             ok &= self._envs_end(folders)
-            self.procs.close_forks()  # the side tasks' fork servers (run_side): none is started after this
+            # the side tasks' fork servers (run_side): none is started after this; their imports are side's
+            self.state.add_cpu("side", self.procs.close_forks())
             if self.ggml_beside is not None:  # its tail before the bench times anything
                 ok &= self._phase("ggml-verify", lambda: ggml_build.verify_end(self, self.ggml_beside))
             if timing:

@@ -111,12 +111,16 @@ class Procs:
                            else f"fresh processes: {server.why}"))
             return self.forks[key] or None
 
-    def close_forks(self) -> None:
+    def close_forks(self) -> float:
+        """The fork servers closed; their own CPU seconds (their imports), which no fork's hold."""
+        cpu = 0.0
         with self.lock:
             for server in self.forks.values():
                 if server:
                     server.close()
+                    cpu += server.cpu_s
             self.forks.clear()
+        return cpu
 
     def poll(self, p: subprocess.Popen, block: bool = False) -> int | None:
         """The exit code of ``p`` once it ended (None while it runs); its CPU seconds (user + system,
