@@ -74,14 +74,13 @@ def test_the_workers_are_forks_of_the_server_and_none_outlives_the_run(monkeypat
 
 def test_fresh_interpreters_where_forking_is_not_wanted(monkeypatch):
     monkeypatch.delenv("WKVBENCH_FORK", raising=False)
-    assert forkserver.enabled(gpus=0) is sys.platform.startswith("linux")
-    # workers spread over GPUs: each names its own before it loads the driver (the server may still decline)
-    assert forkserver.enabled(gpus=2) is sys.platform.startswith("linux")
+    # on GPUs too: each worker names its own before it loads the driver (the server may still decline)
+    assert forkserver.enabled() is sys.platform.startswith("linux")
     monkeypatch.setenv("WKVBENCH_FORK", "0")
-    assert forkserver.enabled(gpus=0) is False
+    assert forkserver.enabled() is False
     monkeypatch.setenv("WKVBENCH_FORK", "yes")
     with pytest.raises(ValueError, match="WKVBENCH_FORK must be 0 or 1"):
-        forkserver.enabled(gpus=0)
+        forkserver.enabled()
 
 
 def _gpu_build(monkeypatch):
@@ -105,7 +104,7 @@ def test_with_a_gpu_build_the_server_preloads_what_imports_without_the_driver(mo
         return real(name, package)
 
     monkeypatch.setattr("importlib.import_module", recording)
-    monkeypatch.setattr(forkserver, "_unsafe", lambda: None)
+    monkeypatch.setattr(forkserver, "_unsafe", lambda test_fork=True: None)
     assert forkserver._preload() is None
     assert seen[:2] == ["numpy", "torch"] and set(forkserver.GPU_PRELOAD) <= set(seen), seen
     assert not any(n == "fla" or n.startswith("fla.") for n in seen), seen

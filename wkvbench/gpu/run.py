@@ -501,11 +501,14 @@ class GpuRun:
         for unit, secs in doc.get("unit_cpu_s", {}).items():
             self.state.add_variant(unit.split("|")[0], "cpu", secs)
 
+    def _verified(self) -> list[str]:
+        """The bench's gates from this run's verification (when it wrote one: each row checks its own case
+        otherwise)."""
+        return ["--verified", str(self.verify)] if self.verify.is_file() else []
+
     def _bench_cmd(self, ggml: bool) -> tuple[list[str], Path]:
         """The bench arguments and output file of the main environment's bench (``ggml``: of ggml's rows)."""
-        # the gates from this run's verification (when it wrote one: each row checks its own case otherwise)
-        verified = ["--verified", str(self.verify)] if self.verify.is_file() else []
-        args = [*self._bench_args(), *verified, "--resume",
+        args = [*self._bench_args(), *self._verified(), "--resume",
                 *(["--backend" if ggml else "--exclude-backend", "ggml"])]
         return args, self.work / "bench-ggml.json" if ggml else self.bench
 
@@ -623,10 +626,8 @@ class GpuRun:
         ok, pending = True, list(f.todo)
         while pending:
             self._envs_poll(f)
-            done = list(f.done_at)  # in the order they were done
-            for pkg in sorted(pending, key=lambda pkg: done.index(pkg) if pkg in done else len(done)):
-                if pkg in f.selected and pkg not in f.done_at:
-                    continue
+            # in the order they were done (a package with nothing to verify is done at once)
+            for pkg in [p for p in f.done_at if p in pending] + [p for p in pending if p not in f.selected]:
                 pending.remove(pkg)
                 ok &= self._ended(f"env-{pkg}", lambda pkg=pkg: self._env_verify_end(pkg, f.rc.get(pkg, 0))
                                   if pkg in f.selected else (True, "not selected"), f.t0,
@@ -742,9 +743,8 @@ class GpuRun:
 
     def _env_bench_start(self, pkg: str) -> Ahead:
         """``pkg``'s bench processes, started ahead of their turn."""
-        verified = ["--verified", str(self.verify)] if self.verify.is_file() else []
         args = [*(x for s in self.opt.sets for x in ("--set", s)), *self._dtype_args(),
-                *self._env_variant_args(pkg), "--time-cap", str(self.opt.time_cap_s), *verified]
+                *self._env_variant_args(pkg), "--time-cap", str(self.opt.time_cap_s), *self._verified()]
         return self._ahead(pkg, args, self.ngpu, self.work / f"bench-env-{pkg}.json", self._env_of(pkg),
                            f"bench-{pkg}")
 

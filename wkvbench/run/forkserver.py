@@ -76,7 +76,7 @@ def _preload() -> str | None:
     except ImportError:
         torch = None
     gpu = torch is not None and (torch.version.cuda is not None or getattr(torch.version, "hip", None))
-    if gpu and (why := _unsafe()):
+    if gpu and (why := _unsafe(test_fork=False)):  # its test fork once, after all the imports
         return f"after importing torch {torch.__version__}: {why}"
     for name in ("wkvkernels", "wkvbench.judge.check", "wkvbench.run._worker", "wkvbench.run.verify"):
         importlib.import_module(name)  # the registry (built-in variants), the judge, the worker
@@ -94,13 +94,13 @@ def _preload() -> str | None:
     return None
 
 
-def _unsafe() -> str | None:
+def _unsafe(test_fork: bool = True) -> str | None:
     """Why a fork of this process could not be a worker that uses the GPU, None where it can: CUDA initialised
     here (a child of a process that initialised it cannot use it), a Python thread besides this one (a fork
     copies only the thread that forks, whatever locks the others held; the BLAS libraries' native pools
-    re-make themselves in a child, as on the CPU path), or a fork that cannot make a CUDA context and run on
-    it (``_fork_uses_cuda``). The driver's library in this process's memory says nothing: importing torch
-    2.11's CUDA build maps ``libcuda`` without initialising it (H200, 2026-11-29)."""
+    re-make themselves in a child, as on the CPU path), or, with ``test_fork``, a fork that cannot make a CUDA
+    context and run on it (``_fork_uses_cuda``). The driver's library in this process's memory says nothing:
+    importing torch 2.11's CUDA build maps ``libcuda`` without initialising it (H200, 2026-11-29)."""
     import torch
 
     if threading.active_count() > 1:
@@ -109,7 +109,7 @@ def _unsafe() -> str | None:
                 "workers start as fresh processes")
     if torch.cuda.is_initialized():
         return "CUDA was initialised while preloading: workers start as fresh processes"
-    return _fork_uses_cuda()
+    return _fork_uses_cuda() if test_fork else None
 
 
 def _fork_uses_cuda() -> str | None:
@@ -280,10 +280,10 @@ def run_command(argv: list[str]) -> object:
 
 # ---- the parent's side -----------------------------------------------------------------------------------
 
-def enabled(gpus: int) -> bool:
-    """Whether the parent tries a fork server at all (the server may still decline). ``gpus``: the GPUs the
-    workers spread over, each naming its own in its environment before it loads the driver."""
-    return sys.platform.startswith("linux") and gpus >= 0 and config.fork_workers()
+def enabled() -> bool:
+    """Whether the parent tries a fork server at all (the server may still decline). Workers spread over
+    GPUs too: each names its own in its environment before it loads the driver."""
+    return sys.platform.startswith("linux") and config.fork_workers()
 
 
 class ForkServer:

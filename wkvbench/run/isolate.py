@@ -117,7 +117,7 @@ class WorkerConfig:
         with self.lock:
             if self.forks is None:
                 self.forks = False
-                if forkserver.enabled(self.gpus) and not self.cancel.is_set():
+                if forkserver.enabled() and not self.cancel.is_set():
                     fd, name = tempfile.mkstemp(prefix="forkserver-", suffix=".log", dir=self._log_dir())
                     os.close(fd)
                     log = Path(name)

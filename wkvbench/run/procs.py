@@ -80,11 +80,13 @@ class Procs:
         self.logs.mkdir(parents=True, exist_ok=True)
         full = {**os.environ, **(env or {})}
         server = self.fork_server(full) if fork and cmd[:3] == py() else None
-        with open(self.logs / f"{name}.log", "ab") as log:
-            log.write(f"$ {shlex.join(cmd)}\n".encode())
+        log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - closed when the process is reaped
+        log.write(f"$ {shlex.join(cmd)}\n".encode())
+        log.flush()
         p = server.run(self.logs / f"{name}.log", full, cmd[3:]) if server is not None else None
-        if p is None:
-            log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - closed when the process is reaped
+        if p is not None:  # the fork appends to the log itself
+            log.close()
+        else:
             p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=full, start_new_session=True)
             p.log = log  # type: ignore[attr-defined]
             p.cpu_s = 0.0  # type: ignore[attr-defined]
@@ -101,7 +103,7 @@ class Procs:
         with self.lock:
             if key not in self.forks:
                 self.forks[key] = False
-                if forkserver.enabled(gpus=0):
+                if forkserver.enabled():
                     n = len(self.forks)
                     own = {k: v for k, v in env.items() if k != "CUDA_VISIBLE_DEVICES"}
                     server = forkserver.ForkServer(own, self.logs / f"forkserver-{n}.log", timeout=300.0)
