@@ -135,3 +135,13 @@ def serial_seconds(run: dict) -> float:
     """A whole one-GPU ``run.json``'s install and the seconds of its phases on the critical path: what its
     ``wall_s`` should sum."""
     return run["install_s"] + sum(run["phases"][k]["seconds"] for k in SERIAL_PHASES)
+
+
+def bench_figures(bench: dict) -> dict:
+    """A whole run's bench file in figures: complete or not, its rows, their statuses, and its timed rows'
+    verdicts at size and timing modes."""
+    ok = [r for r in bench["rows"] if r["status"] == "OK"]
+    return {"complete": bench["complete"], "rows": len(bench["rows"]),
+            "status": dict(Counter(r["status"] for r in bench["rows"])),
+            "at_size": dict(Counter(r["at_size"]["status"] for r in ok)),
+            "modes": dict(Counter(r["mode"] for r in ok))}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from suites.helpers import load_results, serial_seconds, summed, timed_rows
+from suites.helpers import bench_figures, load_results, serial_seconds, summed, timed_rows
 from wkvbench.run import tuned
 
 GPU = Path(__file__).resolve().parents[2] / "reports" / "gpu"
@@ -142,10 +142,11 @@ def test_the_verdicts_are_those_of_the_runs_before(fresh, warm):
         "fp16"
     }  # FINDINGS.md: FlashInfer
     assert {r["variant"].split(".")[1] for r in verify["results"] if r["status"] == "ERROR"} == {"rwkvfla"}
-    for _, bench in (fresh, warm):
-        assert bench["complete"] and len(bench["rows"]) == 903
-        assert Counter(r["status"] for r in bench["rows"]) == {"OK": 403, "SKIP": 407, "UNVERIFIED": 93}
-        assert all(r["at_size"]["status"] == "PASS" for r in bench["rows"] if r["status"] == "OK")
+    for (_, bench), modes in ((fresh, {"eager": 195, "graph": 170, "profiler": 20, "queued": 18}),
+                              (warm, {"eager": 193, "graph": 172, "profiler": 20, "queued": 18})):
+        assert bench_figures(bench) == {"complete": True, "rows": 903, "status": {"OK": 403, "SKIP": 407,
+                                                                                  "UNVERIFIED": 93},
+                                        "at_size": {"PASS": 403}, "modes": modes}
 
 
 def test_the_medians_against_the_run_before_and_warm_against_fresh(fresh, warm):
