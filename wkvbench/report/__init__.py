@@ -77,7 +77,7 @@ def earlier_parts(views: list[dict], budget: int = EARLIER_ROWS) -> list[list[di
     n = 0
     for v in views:
         k = len(v["rows"])
-        if not parts or (n + k > budget and parts[-1]):
+        if not parts or n + k > budget:
             parts.append([])
             n = 0
         parts[-1].append(v)
