@@ -43,6 +43,9 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
     from ..run import tuned
 
     tuned.install_from_env()  # wkvbench gpu's record of the autotune choices, and its seeds (run/tuned.py)
+    from ..run import compiles
+
+    compiles.install_from_env()  # and their Triton compilations, shared (run/compiles.py)
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = args.output or results_dir() / f"bench-{stamp}.json"
     bench = Bench(sel, out, resume=args.resume, console=make_console(stderr=True), verified=args.verified)

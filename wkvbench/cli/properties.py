@@ -129,6 +129,9 @@ def run_properties(args: argparse.Namespace, console: Console, variants: list[Ke
     from ..run import autotune
 
     autotune.install()  # one pinned configuration per autotuned Triton kernel, as in verify
+    from ..run import compiles
+
+    compiles.install_from_env()  # wkvbench gpu's processes share their Triton compilations (run/compiles.py)
     checker = Checker()
     results: list[dict] = []
     head = {"schema": SCHEMA, "provenance": provenance(),

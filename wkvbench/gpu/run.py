@@ -261,6 +261,7 @@ class GpuRun:
         main_excl = tuple(g for g in envs.values() if g not in self.opt.exclude)
         self.opt.exclude = (*self.opt.exclude, *main_excl)  # the main processes leave them to their folders
         self._autotune_record()
+        self._compile_log()
         ggml = ggml_build.start_build(self)
         main = folders = None
         try:
@@ -326,6 +327,16 @@ class GpuRun:
             os.environ.pop(tuned.ENV_SEEDS, None)
             self.state.autotune = {"seeds": 0, "file": ""}
             self.warm_seeds = "none"
+
+    def _compile_log(self) -> None:
+        """Every process of the run locks and counts its Triton compilations under work/compiles/: one process
+        compiles a kernel, the others that meet it meanwhile wait and read it from Triton's cache
+        (run/compiles.py)."""
+        from ..run import compiles
+
+        folder = self.work / "compiles"
+        folder.mkdir(exist_ok=True)
+        os.environ[compiles.ENV] = str(folder.resolve())
 
     BENCH_SEEDS = "autotune-bench-seeds.json"  # under work/: the seeds of the bench phases
 
@@ -817,6 +828,10 @@ class GpuRun:
 
     def _finish(self) -> None:
         self._autotune_merge()
+        from ..run import compiles
+
+        if (self.work / "compiles").is_dir():
+            self.state.compiles = compiles.summary(self.work / "compiles")
         props = sorted(self.work.glob("props-*.json"))
         if props and self.verify.is_file():
             attach_properties(self.verify, props)
@@ -828,6 +843,7 @@ class GpuRun:
         done = all(p.status == "done" for p in self.state.phases.values())
         if done:  # merged into autotune.json; kept for a resume otherwise
             shutil.rmtree(self.work / "autotune", ignore_errors=True)
+            shutil.rmtree(self.work / "compiles", ignore_errors=True)
             (self.work / self.SEEDS).unlink(missing_ok=True)
         if self.work.is_dir() and not any(self.work.iterdir()):
             self.work.rmdir()

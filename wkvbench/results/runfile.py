@@ -44,6 +44,7 @@ class State:
     cpu_s: dict[str, float] = field(default_factory=dict)  # CPU seconds of the processes, per phase
     timeline: list[list] = field(default_factory=list)  # [s since start, CPU busy %, GPU busy %, GPU GiB]
     autotune: dict = field(default_factory=dict)  # the autotune choices: seeds, tuned, seeded (run/tuned.py)
+    compiles: dict = field(default_factory=dict)  # the processes' Triton compilations (run/compiles.py)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
@@ -61,6 +62,7 @@ class State:
             st.cpu_s = doc.get("cpu_s", {})
             st.timeline = doc.get("load", [])
             st.autotune = doc.get("autotune", {})
+            st.compiles = doc.get("compiles", {})
         return st
 
     def phase(self, name: str) -> Phase:
@@ -85,7 +87,8 @@ class State:
                                   **({"parts": p.parts} if p.parts else {})} for k, p in self.phases.items()},
                    "variant_seconds": dict(sorted(self.variant_seconds.items())),
                    "cpu_s": self.cpu_s, "cores": os.cpu_count(), "load": self.timeline,
-                   **({"autotune": self.autotune} if self.autotune else {})}
+                   **({"autotune": self.autotune} if self.autotune else {}),
+                   **({"compiles": self.compiles} if self.compiles else {})}
             atomic_write(self.path, json.dumps(doc, indent=1))
 
 
@@ -148,5 +151,12 @@ def print_breakdown(st: State) -> None:
                 if a.get("carried") else "")
         con.print(f"autotune choices: {a.get('tuned', 0)} tuned on this box{disk}, {a.get('seeded', 0)} taken from "
                   f"{seeds}{kept}{twice}", highlight=False)
+    if st.compiles.get("processes"):
+        c = st.compiles
+        again = f"; {c['again']} compiled again ({c['again_s']:.0f} s)" if c.get("again") else ""
+        con.print(f"Triton compilations: {c['compiled']} ({c['compiled_s']:.0f} s) in {c['processes']} "
+                  f"processes; {c['saved']} more calls waited for another process's compilation and read it "
+                  f"from the cache ({c['saved_s']:.0f} s not spent again, {c['waited_s']:.0f} s of waiting)"
+                  f"{again}", highlight=False)
     doc = json.loads(st.path.read_text())
     con.print(f"wall time {doc['wall_s']:.0f} s (install and serial phases); results in {st.path.parent}")

@@ -99,6 +99,9 @@ def _start(job: dict):
     from . import autotune
 
     autotune.install()  # verification pins one configuration per autotuned Triton kernel
+    from . import compiles
+
+    compiles.install_from_env()  # a wkvbench gpu run's processes share their Triton compilations
     return variant
 
 
