@@ -977,3 +977,60 @@ def test_the_main_bench_starts_with_the_own_folders_verifications_and_waits_for_
     assert 0 <= ph["bench"].parts["after_turn"] <= ph["bench"].seconds + 0.005  # rounded to 0.01 s
     assert json.loads(run.bench.read_text())["rows"]
     assert run._main_bench_ahead(1) is None  # done: an earlier run's bench is kept, nothing started
+
+
+def test_on_one_gpu_each_bench_relays_the_turn_as_its_rows_end(monkeypatch, tmp_path):
+    """A bench's tail (its verdicts at size still out, its pool's close, its exit) runs on the CPU: the bench
+    after it gets its turn as its rows end (``relay_turn``), and times while the one before finishes. Each
+    phase still counts from the end of the phase before it, so the run's wall time stays their sum; the part
+    of a bench that overlapped is its ``relayed`` seconds. With several GPUs nothing is relayed."""
+    from wkvbench.perf import bench as perf_bench
+    from wkvbench.perf import bench_merge
+
+    run, _, events, note = _turn_run(tmp_path, ("rwkv-fla", "vllm"))
+    envs_seen = {}
+
+    def fake_run_on_gpus(args, ngpu, out, log_dir=None, apart=(), env=None, log_name="bench"):
+        envs_seen[log_name] = dict(env)
+        perf_bench.wait_turn(env, poll_s=0.01)
+        note(f"{log_name} turn")
+        time.sleep(0.1)  # its rows
+        assert perf_bench.relay_turn(env) == (log_name != "bench-vllm")  # the last bench has none to give
+        assert not perf_bench.relay_turn(env)  # once
+        time.sleep(0.3)  # its tail, on the CPU
+        doc = {**json.loads(FIXTURE_BENCH.read_text()), "complete": True, "process_s": {"rows": 0.1}}
+        out.write_text(json.dumps(doc))
+        note(f"{log_name} end")
+        return bench_merge.merge([out], out), []
+
+    monkeypatch.setattr(bench_merge, "run_on_gpus", fake_run_on_gpus)
+    assert run._benches(1, run._env_globs(), run._main_bench_ahead(1))
+    at = {e: i for i, e in enumerate(events)}
+    # each next turn as the rows before it end (0.1 s), before the tail before it (0.3 s) is over
+    assert at["bench turn"] < at["bench-rwkv-fla turn"] < at["bench-vllm turn"] < at["bench end"], events
+    assert at["bench end"] < at["bench-rwkv-fla end"] < at["bench-vllm end"], events
+    assert envs_seen["bench"][perf_bench.NEXT] == str(run.work / "turn-rwkv-fla")
+    assert envs_seen["bench-rwkv-fla"][perf_bench.NEXT] == str(run.work / "turn-vllm")
+    assert perf_bench.NEXT not in envs_seen["bench-vllm"]
+    ph = run.state.phases
+    for pkg in ("rwkv-fla", "vllm"):
+        p = ph[f"env-bench-{pkg}"]
+        assert p.status == "done" and 0.2 <= p.parts["relayed"] <= 0.45, p.parts  # beside the tail before it
+        assert p.seconds < p.parts["after_turn"]  # its phase counts from the end of the one before
+    assert "relayed" not in ph["bench"].parts
+
+
+def test_with_several_gpus_no_bench_relays_its_turn(monkeypatch, tmp_path):
+    from wkvbench.perf import bench as perf_bench
+    from wkvbench.perf import bench_merge
+
+    run, *_ = _turn_run(tmp_path, ("vllm",))
+    envs_seen = {}
+    def fake_run_on_gpus(*a, env=None, log_name="bench", **k):
+        envs_seen[log_name] = env
+        return None, []
+
+    monkeypatch.setattr(bench_merge, "run_on_gpus", fake_run_on_gpus)
+    run._main_bench_ahead(2).thread.join()
+    assert perf_bench.NEXT not in envs_seen["bench"]
+    assert not perf_bench.relay_turn({})

@@ -115,11 +115,16 @@ class Ahead:
         self.result: tuple | None = None  # what run_on_gpus returned: (document or None, failed GPUs)
         self.turned: float | None = None  # when its turn was given
         self.ended: float | None = None  # when its processes had ended and their files were merged
+        self.relayed: float | None = None  # seconds it had timed, its turn relayed, when its phase began
 
     def go(self) -> tuple | None:
-        """Their turn; what ``run_on_gpus`` returned, None where its thread raised."""
-        self.turned = time.time()
-        atomic_write(self.turn, "go")
+        """Their turn (given already where the bench before them relayed it as its rows ended:
+        ``perf.bench.relay_turn``); what ``run_on_gpus`` returned, None where its thread raised."""
+        if self.turn.exists():
+            self.turned, self.relayed = self.turn.stat().st_mtime, time.time() - self.turn.stat().st_mtime
+        else:
+            self.turned = time.time()
+            atomic_write(self.turn, "go")
         if self.thread is not None:
             self.thread.join()
         return self.result
@@ -132,6 +137,8 @@ class Ahead:
         parts = dict(doc.get("process_s") or {})
         if self.turned is not None and self.ended is not None:
             parts["after_turn"] = round(self.ended - self.turned, 2)
+        if self.relayed is not None:  # of which before its phase, beside the end of the bench before it
+            parts["relayed"] = round(self.relayed, 2)
         return parts
 
     def cancel(self) -> None:
@@ -717,11 +724,11 @@ class GpuRun:
         """The main bench, then each own folder's, one at a time on the GPUs. The main bench's processes
         (``main``) started before the own folders' verifications ended, the folders' start with the main
         bench's turn: each imports and plans beside what runs, then waits for its turn
-        (``perf.bench.wait_turn``), which comes when the bench before it has ended. Each bench phase counts
-        from its turn to its end."""
+        (``perf.bench.wait_turn``), which comes when the bench before it has ended, or on one GPU as its rows
+        have ended (``perf.bench.relay_turn``). Each bench phase counts from the end of the one before it (its
+        turn, where that came later) to its end; the seconds it timed before are its ``relayed``."""
         self._bench_seeds()  # before the folders' processes start: each reads it as it starts
-        ahead = {pkg: self._env_bench_start(pkg) for pkg in envs
-                 if self.state.phase(f"env-bench-{pkg}").status != "done" and self._env_selected(pkg)}
+        ahead = {pkg: self._env_bench_start(pkg) for pkg in self._env_benches()}
         try:
             ok = self._phase("bench", lambda: self._bench(ngpu, ggml=False, seeds=False, ahead=main))
             for pkg in envs:
@@ -732,20 +739,30 @@ class GpuRun:
                     a.cancel()
         return ok
 
+    def _env_benches(self) -> list[str]:
+        """The own folders' packages whose benches follow the main one, in their order."""
+        return [pkg for pkg in self._env_globs() if self.state.phase(f"env-bench-{pkg}").status != "done"
+                and self._env_selected(pkg)]
+
     def _ahead(self, name: str, args: list[str], ngpu: int, out: Path, env: dict[str, str],
                log_name: str) -> Ahead:
         """Bench processes (``run_on_gpus``) started now in a thread, each waiting for its turn
-        (``Ahead.go``)."""
-        from ..perf.bench import TURN
+        (``Ahead.go``). On one GPU a process relays the turn to the bench after it as its rows end
+        (``perf.bench.relay_turn``)."""
+        from ..perf.bench import NEXT, TURN
         from ..perf.bench_merge import run_on_gpus
 
         turn = self.work / f"turn-{name}"
         turn.unlink(missing_ok=True)
         ahead = Ahead(turn, out)
+        order = ["bench", *self._env_benches()]
+        relay = {}
+        if ngpu == 1 and name in order and order.index(name) + 1 < len(order):
+            relay = {NEXT: str(self.work / f"turn-{order[order.index(name) + 1]}")}
 
         def go() -> None:
             ahead.result = run_on_gpus(args, ngpu, out, log_dir=self.procs.logs, apart=(),
-                                       env={**env, TURN: str(turn)}, log_name=log_name)
+                                       env={**env, TURN: str(turn), **relay}, log_name=log_name)
             ahead.ended = time.time()
 
         ahead.thread = threading.Thread(target=go, daemon=True)

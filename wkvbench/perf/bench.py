@@ -517,6 +517,8 @@ class Bench:
                             self._add(done, out)
                     bar.advance()
                 spent["rows"], t = round(time.perf_counter() - t, 2), time.perf_counter()
+                if not warm_only:
+                    relay_turn()  # the GPU is free: the next bench times while this one judges its tail
                 # the verdicts still out, each row saved as its verdict comes in (a stop loses none)
                 while self.judge is not None and self.judge.pending:
                     bar.update(f"judging {len(self.judge.pending)} rows at size")
@@ -565,6 +567,7 @@ class Bench:
 
 
 TURN = "WKVBENCH_GPU_TURN"
+NEXT = "WKVBENCH_GPU_NEXT"  # the turn's file of the bench after this one, given as this one's rows end
 CANCEL = "cancel"  # what the turn's file says where the run stops the process instead of giving it its turn
 
 
@@ -592,6 +595,22 @@ def wait_turn(environ=None, poll_s: float = 0.1) -> float:
         if f.read().strip() == CANCEL:
             raise RuntimeError(f"the run that started this bench stopped before its turn ({TURN}={path})")
     return time.perf_counter() - t0
+
+
+def relay_turn(environ=None) -> bool:
+    """The GPU is free: this process's rows have ended, and what is left (the verdicts at size still out, the
+    judging pool's close, the process's exit) runs on the CPU. So the bench after it gets its turn now, in the
+    file that ``WKVBENCH_GPU_NEXT`` names (``wkvbench gpu`` sets it on a one-GPU run), instead of when this
+    process has ended and the run has merged its file: on the warm one-GPU H200 run of 2026-11-29 each bench
+    phase held 10-16 s beyond its rows. A file already there (the run stopping said ``cancel``) is left as it
+    is. Whether the turn was given."""
+    import os
+
+    path = (os.environ if environ is None else environ).get(NEXT)
+    if not path or os.path.exists(path):
+        return False
+    atomic_write(Path(path), "go")
+    return True
 
 
 def process_age() -> float | None:
