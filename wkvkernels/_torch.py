@@ -96,19 +96,35 @@ def page_locked(arrays: dict) -> dict:
     instead of 0.12-0.20 s; the copies cost 0.26-1.06 s once per shape, and the bench shares them between the
     shape's rows (``reports/gpu/h200-2026-11-29-at-size-first-call/prepare.txt``). Where page-locked memory
     cannot be had (no CUDA, or none left), the arrays are returned as they are."""
+    return fill_page_locked(arrays, page_locked_like(arrays))
+
+
+def page_locked_like(arrays: dict) -> dict | None:
+    """Empty page-locked buffers (torch's caching host allocator) for the float32 arrays of ``arrays``; None
+    where page-locked memory cannot be had (no CUDA, or none left). This is a CUDA call: never in a thread
+    beside one that may be capturing a CUDA graph (a page-locked allocation there invalidates the capture:
+    ``cudaErrorStreamCaptureInvalidated``, bench rows of the H200 run of 2026-11-29 at 10fa6ba)."""
     import torch
 
-    out = dict(arrays)
     try:
-        for k, x in arrays.items():
-            if isinstance(x, np.ndarray) and x.dtype == np.float32 and x.size:
-                host = torch.empty(x.shape, dtype=torch.float32, pin_memory=True).numpy()  # keeps its tensor
-                host[...] = x
-                if not x.flags.writeable:  # a read-only input stays read-only (numpy refuses to set True here)
-                    host.flags.writeable = False
-                out[k] = host
+        return {k: torch.empty(x.shape, dtype=torch.float32, pin_memory=True).numpy()  # keeps its tensor
+                for k, x in arrays.items() if isinstance(x, np.ndarray) and x.dtype == np.float32 and x.size}
     except RuntimeError:  # torch without CUDA, or the page-locked memory is spent: the pageable arrays
+        return None
+
+
+def fill_page_locked(arrays: dict, buffers: dict | None) -> dict:
+    """``arrays`` with each float32 one copied into its buffer of ``page_locked_like``, the rest as they are
+    (all of them as they are where ``buffers`` is None). NumPy's copies only: no CUDA call, so any thread."""
+    if buffers is None:
         return dict(arrays)
+    out = dict(arrays)
+    for k, host in buffers.items():
+        x = arrays[k]
+        host[...] = x
+        if not x.flags.writeable:  # a read-only input stays read-only (numpy refuses to set True here)
+            host.flags.writeable = False
+        out[k] = host
     return out
 
 

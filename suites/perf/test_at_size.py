@@ -415,3 +415,54 @@ def test_an_output_write_that_raises_is_the_rows_error_at_size(tmp_path, stand_i
     (row,) = Bench(sel, tmp_path / "b.json").run()
     assert row["status"] == "OK"  # timed; its verdict at size is the error, with why
     assert row["at_size"]["status"] == "ERROR" and "No space left on device" in row["at_size"]["reason"]
+
+
+def test_the_next_shapes_page_locked_buffers_are_allocated_by_the_timed_thread_only(monkeypatch):
+    """A page-locked allocation is a CUDA call: made by another thread while the timed one captures a CUDA
+    graph, it invalidates the capture (three bench rows of the H200 run at 10fa6ba). The thread only makes the
+    arrays and copies them; the timed thread allocates the buffers between rows (``step``), or at the shape's
+    first row where no row came between."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    from wkvkernels import _torch
+
+    calls = []
+
+    def like(arrays):
+        calls.append(("alloc", threading.current_thread().name))
+        return {k: np.empty_like(x) for k, x in arrays.items()
+                if isinstance(x, np.ndarray) and x.dtype == np.float32}
+
+    real_fill = _torch.fill_page_locked
+
+    def fill(arrays, buffers):
+        calls.append(("fill", threading.current_thread().name))
+        return real_fill(arrays, buffers)
+
+    monkeypatch.setattr(_torch, "page_locked_like", like)
+    monkeypatch.setattr(_torch, "fill_page_locked", fill)
+    case = Case.parse("gdn/model/B2-T300-H2-N64/fp32/s0")
+    want = bench_mod.bench_inputs(case)
+    main = threading.current_thread().name
+    with ThreadPoolExecutor(1, thread_name_prefix="wkvbench-inputs") as pool:
+        ahead = bench_mod.NextInputs(case, pool, page_locked=True)
+        ahead.future.result()
+        ahead.step(pool)  # between two rows: the buffers here, their copies there
+        ahead.step(pool)  # once
+        got = ahead.result()
+        assert calls == [("alloc", main), ("fill", calls[1][1])] and calls[1][1].startswith("wkvbench-inputs")
+        assert all(np.array_equal(got[k], want[k]) for k in want if isinstance(want[k], np.ndarray))
+        assert any(got[k] is not want[k] for k in want)  # copied into the buffers
+        calls.clear()
+        ahead = bench_mod.NextInputs(case, pool, page_locked=True)  # no row came between: all of it here
+        ahead.result()
+        assert calls == [("alloc", main), ("fill", main)]
+        calls.clear()
+        ahead = bench_mod.NextInputs(case, pool, page_locked=False)  # nothing page-locked: nothing to do
+        ahead.future.result()
+        ahead.step(pool)
+        ahead.result()
+        assert calls == []

@@ -28,7 +28,7 @@ import contextlib
 import fnmatch
 import json
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -183,6 +183,45 @@ def benchable(v: KernelVariant, case: Case) -> Availability:
     return av
 
 
+class NextInputs:
+    """The canonical inputs of the next shape, made while this shape's rows are timed (``Bench._make_next``).
+
+    Making a shape's inputs is NumPy's generation, copies into page-locked memory, and that memory's
+    allocation: 0.3-1.6 s a shape, 41 of the 275 row seconds of the benches of the warm H200 run of
+    2026-11-29 (af3a1e2), on the timed thread's path until then. A thread makes the arrays and fills the
+    buffers (NumPy, which releases the GIL); the timed thread allocates the buffers between two rows
+    (``step``). A page-locked allocation is a CUDA call, and one made by another thread while the engine
+    captures a CUDA graph invalidates the capture: at 10fa6ba, where the thread allocated them, three bench
+    rows of an H200 run read ``cudaErrorStreamCaptureInvalidated``
+    (``reports/gpu/h200-2026-11-29-compile-locks/``)."""
+
+    def __init__(self, case: Case, pool: ThreadPoolExecutor, page_locked: bool) -> None:
+        self.case, self.future = case, pool.submit(bench_inputs, case)
+        self.filled = not page_locked  # nothing to fill where nothing is page-locked
+
+    def step(self, pool: ThreadPoolExecutor) -> None:
+        """The timed thread, between rows: buffers for the arrays once they are made, filled in the thread."""
+        if self.filled or not self.future.done() or self.future.exception() is not None:
+            return
+        from wkvkernels._torch import fill_page_locked, page_locked_like
+
+        arrays = self.future.result()
+        self.future = pool.submit(fill_page_locked, arrays, page_locked_like(arrays))
+        self.filled = True
+
+    def result(self) -> dict:
+        """The inputs, page-locked where asked (here, in the timed thread, where no row came between)."""
+        x = self.future.result()
+        if self.filled:
+            return x
+        from wkvkernels._torch import page_locked
+
+        return page_locked(x)
+
+    def cancel(self) -> None:
+        self.future.cancel()
+
+
 def gate_cases(sel: BenchSelection) -> list[str]:
     """The gate case ids of every row of a plan (what ``gpu`` verifies besides the gpu set)."""
     return sorted({gate_case(c.op, c.shape, c.dtype).id for _, _, _, c in sel.plan()})
@@ -213,7 +252,7 @@ class Bench:
             self.rows = self._resumed()
         self._inputs: dict[tuple, dict] = {}
         self._order: list[Case] = []  # each shape's first planned row, in plan order (run())
-        self._ahead: dict[tuple, Future] = {}  # the next shape's inputs, being made in a thread (_make_next)
+        self._ahead: dict[tuple, NextInputs] = {}  # the next shape's inputs, being made (_make_next)
         self._maker: ThreadPoolExecutor | None = None
         self._gates: dict[tuple, dict] = gates_from(verified) if verified else {}
         self.ceilings: Ceilings | None = None
@@ -271,24 +310,20 @@ class Bench:
         if key not in self._inputs:
             self._inputs.clear()  # one benchmark shape at a time, and the next one: they are large
             made = self._ahead.pop(key, None)
-            self._inputs[key] = made.result() if made is not None else self._made(case)
+            self._inputs[key] = made.result() if made is not None else self._pinned(bench_inputs(case))
             self._make_next(key)
         return self._inputs[key]
 
-    def _made(self, case: Case) -> dict:
-        x = bench_inputs(case)
-        if self.page_locked:
-            from wkvkernels._torch import page_locked
+    def _pinned(self, x: dict) -> dict:
+        if not self.page_locked:
+            return x
+        from wkvkernels._torch import page_locked
 
-            x = page_locked(x)
-        return x
+        return page_locked(x)
 
     def _make_next(self, key: tuple) -> None:
-        """Start making the inputs of the shape after ``key``'s in the plan, in a thread, while ``key``'s rows
-        are timed. Making a shape's inputs is NumPy's generation and copies (which release the GIL) and a
-        page-locked allocation: 0.3-1.6 s a shape, 41 of the 275 row seconds of the benches of the warm H200
-        run of 2026-11-29, on the timed process's path until now. A failure is raised where the inputs are
-        taken, as it was where they were made."""
+        """Start making the inputs of the shape after ``key``'s in the plan while ``key``'s rows are timed
+        (``NextInputs``). A failure is raised where the inputs are taken, as it was where they were made."""
         keys = [c.input_key for c in self._order]
         if key not in keys or keys.index(key) + 1 >= len(keys):
             return
@@ -298,7 +333,13 @@ class Bench:
         if nxt.input_key not in self._ahead:
             if self._maker is None:
                 self._maker = ThreadPoolExecutor(1, thread_name_prefix="wkvbench-inputs")
-            self._ahead[nxt.input_key] = self._maker.submit(self._made, nxt)
+            self._ahead[nxt.input_key] = NextInputs(nxt, self._maker, self.page_locked)
+
+    def _between_rows(self) -> None:
+        """In the timed thread, between two rows: the next shape's page-locked buffers, once its arrays are
+        made (``NextInputs.step``)."""
+        for ahead in self._ahead.values():
+            ahead.step(self._maker)
 
     def _row(self, v: KernelVariant, set_name: str, case: Case) -> dict:
         s = case.shape
@@ -503,10 +544,12 @@ class Bench:
                     bar.update(f"{v.name} {s} {d}")
                     t0 = time.perf_counter()
                     if warm_only:
+                        self._between_rows()
                         self.warmed += self._warm(v, case)
                     else:
                         if self.judge is not None:
                             self.judge.prefetch(v, case)
+                        self._between_rows()
                         row = self._row(v, s, case)
                         row["seconds"] = round(time.perf_counter() - t0, 2)
                         if "_at_size" not in row:  # else it is added when its verdict at size is in
