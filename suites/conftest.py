@@ -93,6 +93,7 @@ SLOW: dict[str, tuple[str, ...]] = {
         "test_merge_adds_the_ggml_part_and_recounts",
         "test_a_package_in_a_folder_of_its_own_runs_there_and_joins_the_results_set",  # 11 s
         "test_ggml_built_before_the_run_is_verified_beside_the_others",  # 11 s
+        "test_a_fork_servers_own_cpu_leaves_out_the_forks_it_reaped",  # 17 s: two verifications
     ),
     "suites/unit/test_nox_gpu_h100.py": ("test_every_row_is_classified",),  # 18 s [187 s]
     "suites/unit/test_mutants.py": tuple(f"test_every_mutant_is_killed[{m}]" for m in (

@@ -311,6 +311,27 @@ def test_side_commands_are_forks_of_a_server_per_environment(tmp_path, monkeypat
     assert not isinstance(p, ForkedProc) and fresh.wait(p) == 0 and not any(fresh.forks.values())
 
 
+def test_a_fork_servers_own_cpu_leaves_out_the_forks_it_reaped(tmp_path, monkeypatch):
+    """``wait4`` on a fork server gives its own CPU seconds and those of the forks it reaped, which it reported
+    one by one and the run counted already: at 10fa6ba the side tasks' CPU counted them twice (3,947 s on the
+    fresh H200 run of 2026-11-29). Two forks that spend more CPU than the server's imports show it (on the
+    2-core machine: the server's imports about 6 s, each fork about 6.5 s)."""
+    from wkvbench.run.procs import Procs, py
+
+    monkeypatch.delenv("WKVBENCH_FORK", raising=False)
+    procs = Procs(tmp_path / "logs")
+    try:
+        busy = [procs.start(f"busy{i}", py("verify", "--no-entry-points", "--variant", "wkv7.torch.recurrent",
+                                           "--dtype", "fp32", "--output", str(tmp_path / f"v{i}.json")), {},
+                            fork=True) for i in range(2)]
+        assert [procs.wait(p) for p in busy] == [0, 0]
+    finally:
+        servers = procs.close_forks()
+    forks = sum(p.cpu_s for p in busy)
+    assert all(p.cpu_s > 3.0 for p in busy), forks  # their workers' imports and cases
+    assert 0 < servers < forks, (servers, forks)  # the server's imports alone, not its forks' again
+
+
 def test_a_results_set_of_another_commit_is_replaced_not_resumed(tmp_path):
     """A clone finds the results set an earlier commit committed for the same machine: the command
     starts a new one there instead of keeping the old phases as done; a stopped run of this commit is

@@ -392,7 +392,10 @@ class ForkServer:
 
     def _reap(self, timeout: float) -> float:
         """Wait for the server's end (killed after ``timeout`` seconds); its CPU seconds, its preloading's
-        (about 11 on an H200 box, 2026-11-29) and its test fork's, which no fork's own seconds hold."""
+        (about 11 on an H200 box, 2026-11-29) and its test fork's, which no fork's own seconds hold. What
+        ``wait4`` gives for the server holds the forks it reaped too, whose seconds it reported one by one
+        (``cpu``) and the caller counted already: those are taken off. At 10fa6ba they were not, and the side
+        tasks' CPU read 3,947 s where their forks' own was about 2,000 (the fresh H200 run of 2026-11-29)."""
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -402,7 +405,9 @@ class ForkServer:
                 return 0.0
             if pid:
                 self.proc.returncode = os.waitstatus_to_exitcode(status)
-                return round(ru.ru_utime + ru.ru_stime, 3)
+                with self.cond:
+                    forks = sum(self.cpu.values())
+                return round(max(0.0, ru.ru_utime + ru.ru_stime - forks), 3)
             if time.monotonic() > deadline:
                 self.proc.kill()
                 deadline = float("inf")
