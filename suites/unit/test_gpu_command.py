@@ -312,10 +312,10 @@ def test_side_commands_are_forks_of_a_server_per_environment(tmp_path, monkeypat
 
 
 def test_a_fork_servers_own_cpu_leaves_out_the_forks_it_reaped(tmp_path, monkeypatch):
-    """``wait4`` on a fork server gives its own CPU seconds and those of the forks it reaped, which it reported
-    one by one and the run counted already: at 10fa6ba the side tasks' CPU counted them twice (3,947 s on the
-    fresh H200 run of 2026-11-29). Two forks that spend more CPU than the server's imports show it (on the
-    2-core machine: the server's imports about 6 s, each fork about 6.5 s)."""
+    """``wait4`` on a fork server gives its own CPU seconds and those of the forks it reaped, which it
+    reported one by one and the run counted already: at 10fa6ba the side tasks' CPU counted them twice (3,947
+    s on the fresh H200 run of 2026-11-29). Two forks that spend more CPU than the server's imports show it
+    (on the 2-core machine: the server's imports about 6 s, each fork about 6.5 s)."""
     from wkvbench.run.procs import Procs, py
 
     monkeypatch.delenv("WKVBENCH_FORK", raising=False)
