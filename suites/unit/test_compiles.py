@@ -65,6 +65,10 @@ def _process(folder: str, cache: str, locked: bool, start: float, keys: list[int
         assert out == "kernel"
         if not locked:
             compiles._log(Path(folder), {"k": str(k), "n": src.name, "w": 0.0, "s": COMPILE_S, "hit": False})
+    if locked:  # what a verify worker reports with each unit (unit_compiles)
+        c = compiles.counters()
+        assert c["calls"] == len(keys) and c["compiled_s"] >= COMPILE_S * 0.9 * c["compiled"]
+        assert c["hit_s"] < COMPILE_S and c["waited_s"] >= 0
 
 
 def _run(tmp_path: Path, locked: bool, keys_per_process: list[list[int]]) -> dict:
@@ -92,6 +96,8 @@ def test_one_process_compiles_a_kernel_the_others_wait_and_hit(tmp_path):
     assert s["saved_s"] >= 2 * COMPILE_S * 0.9
     assert s["waited_s"] > 0
     assert s["unknown"] == 0
+    assert s["hit_s"] < s["compiled_s"]
+    assert s["kernels"] == {"chunk_fwd_kernel": [3, s["compiled_s"]]}  # by name: its three specialisations
 
 
 def test_without_the_lock_the_same_kernel_compiles_in_every_process(tmp_path):

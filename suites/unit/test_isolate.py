@@ -372,6 +372,10 @@ def test_a_variant_that_compiles_nothing_runs_its_units_in_one_worker_even_with_
     assert started.count("gla.torch.recurrent") == 4
     assert {u for u in report.unit_seconds if u.startswith("gla.fla.naive_recurrent")} == {
         "gla.fla.naive_recurrent|forward|fp32", "gla.fla.naive_recurrent|forward|bf16"}
+    # the workers each unit started: one for both of the naive recurrence's units (the second joined it)
+    assert [n for u, n in report.unit_workers.items() if u.startswith("gla.fla.naive_recurrent")] == [1]
+    assert sum(n for u, n in report.unit_workers.items() if u.startswith("gla.torch.recurrent")) == 4
+    assert report.unit_compiles == {}  # counted in wkvbench gpu's processes only (run/compiles.py)
     assert all(r.status == PASS for r in report.results), [(r.variant, r.status, r.reason) for r in report.results]
 
 

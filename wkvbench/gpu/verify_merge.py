@@ -24,7 +24,10 @@ def merge_verify(main: Path, part: Path) -> None:
     rep = Report(results=[r for r in rows if (r.variant, r.case.id, r.kind) not in keys] + prow,
                  seconds=(doc or {}).get("seconds", 0.0) + (pdoc or {}).get("seconds", 0.0),
                  unit_seconds={**(doc or {}).get("unit_seconds", {}), **(pdoc or {}).get("unit_seconds", {})},
-                 unit_cpu_s={**(doc or {}).get("unit_cpu_s", {}), **(pdoc or {}).get("unit_cpu_s", {})})
+                 unit_cpu_s={**(doc or {}).get("unit_cpu_s", {}), **(pdoc or {}).get("unit_cpu_s", {})},
+                 unit_workers={**(doc or {}).get("unit_workers", {}), **(pdoc or {}).get("unit_workers", {})},
+                 unit_compiles={**(doc or {}).get("unit_compiles", {}),
+                                **(pdoc or {}).get("unit_compiles", {})})
     s = (doc or {})["selection"]
     sel = Selection(ops=tuple(s["ops"]), variant_globs=tuple(s["variants"]), dtypes=tuple(s["dtypes"]),
                     domains=tuple(s["domains"]), case_ids=tuple(s["cases"]), seed=s["seed"],

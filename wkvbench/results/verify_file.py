@@ -159,6 +159,10 @@ def write_json(report: Report, path: Path, selection: Selection, prov: dict | No
         doc["unit_seconds"] = dict(sorted(report.unit_seconds.items()))
     if report.unit_cpu_s:
         doc["unit_cpu_s"] = dict(sorted(report.unit_cpu_s.items()))
+    if report.unit_workers:
+        doc["unit_workers"] = dict(sorted(report.unit_workers.items()))
+    if report.unit_compiles:
+        doc["unit_compiles"] = dict(sorted(report.unit_compiles.items()))
     if missing := report.baseline_not_applied():  # rows whose limits are the ceilings alone, by why
         doc["baseline_not_applied"] = missing
     doc["results"] = [r.as_dict() for r in report.results]

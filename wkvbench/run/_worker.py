@@ -135,7 +135,9 @@ def _run_job(fd: int, variant, job: dict) -> None:
             sys.stderr.flush()
             os._exit(CUDA_EXIT)  # no atexit/CUDA teardown: the context is broken
     _release()
-    _send(fd, {"done": True, "cpu_s": _cpu_s()})
+    from . import compiles
+
+    _send(fd, {"done": True, "cpu_s": _cpu_s(), "compiles": compiles.counters()})
 
 
 def _cpu_s() -> float:

@@ -22,7 +22,15 @@ their seconds, the calls that waited and found another process's kernel (the com
 compiled more than once (what no lock covered: another cache folder, another Triton).
 
 ``wkvbench gpu`` sets ``WKVBENCH_COMPILE_LOG`` to that folder for every process it starts; the verify
-workers and the ``bench``, ``properties`` and ``stability`` commands call :func:`install_from_env`.
+workers and the ``bench`` and ``properties`` commands call :func:`install_from_env`. A verify worker also
+reports this process's counts (:func:`counters`) with each unit: ``unit_compiles`` in verify.json.
+
+Measured on the fresh one-GPU H200 run of 2026-11-29 at 10fa6ba
+(``reports/gpu/h200-2026-11-29-compile-locks/``): 4,556 kernels compiled in 9,580 s of compile calls, 2,815
+calls read the cache, and 114 calls waited for another process's compilation of their kernel (the 393 s those
+had taken were not spent again); no kernel was compiled twice. So the processes met few kernels at the same
+moment: the lock saved about 4 % of the compilations, and the run's CPU is spent on distinct kernels
+(``kernels`` in ``summary`` names the costliest).
 """
 
 from __future__ import annotations
@@ -38,9 +46,31 @@ from pathlib import Path
 
 ENV = "WKVBENCH_COMPILE_LOG"  # a folder: the locks, and each process's compiles-<pid>.jsonl
 WAITED_S = 0.05  # a wait on the lock longer than this: another process held it (an uncontended flock: ~10 us)
+TOP_KERNELS = 25  # the kernels whose compilations took longest, by name, in run.json
 
 _state = threading.local()  # the wait of the compilation in progress on this thread, for the listener
 _installed: Path | None = None
+# this process's calls so far (``counters``): a verify worker reports them with each unit (``unit_compiles``)
+_counts = {"calls": 0, "compiled": 0, "compiled_s": 0.0, "hit_s": 0.0, "waited_s": 0.0}
+_counts_lock = threading.Lock()
+
+
+def counters() -> dict:
+    """This process's Triton compile calls so far: ``calls``, ``compiled`` (the ones that compiled) and their
+    ``compiled_s``, ``hit_s`` (the seconds of those that read Triton's cache), ``waited_s`` (on the lock)."""
+    with _counts_lock:
+        return {k: round(v, 3) if isinstance(v, float) else v for k, v in _counts.items()}
+
+
+def _count(entry: dict) -> None:
+    with _counts_lock:
+        _counts["calls"] += 1
+        _counts["waited_s"] += entry.get("w", 0.0)
+        if entry.get("hit"):
+            _counts["hit_s"] += entry.get("s", 0.0)
+        else:
+            _counts["compiled"] += 1
+            _counts["compiled_s"] += entry.get("s", 0.0)
 
 
 def _key(src, target, options) -> str | None:
@@ -111,6 +141,7 @@ def install(folder: str | os.PathLike) -> bool:
                 entry = _state.__dict__.pop("entry", None)
                 if entry is not None:
                     entry["s"] = round(time.perf_counter() - t1, 3)
+                    _count(entry)
                     _log(folder, entry)
         finally:
             os.close(fd)  # releases the lock
@@ -147,10 +178,13 @@ def summary(folder: str | os.PathLike) -> dict:
     their seconds), ``hits`` (found on disk), ``saved`` (calls that waited for another process's compilation of
     their key, then found it: each a compilation not made; ``saved_s``, the compiling process's seconds for
     those keys; ``waited_s``, the waits), ``again`` (compilations of a key already compiled in the run,
-    ``again_s``), ``unknown`` (calls that raised, or whose Triton has no listener), ``processes``."""
+    ``again_s``), ``unknown`` (calls that raised, or whose Triton has no listener), ``processes``, ``hit_s``
+    (the seconds of the calls that read the cache) and ``kernels`` (the ``TOP_KERNELS`` kernel names whose
+    compilations took longest: [compilations, seconds])."""
     compiled: dict[str, list[float]] = {}
+    names: dict[str, str] = {}
     hits = saved = unknown = 0
-    waited_s, saved_keys, procs = 0.0, [], 0
+    waited_s, hit_s, saved_keys, procs = 0.0, 0.0, [], 0
     for f in sorted(Path(folder).glob("compiles-*.jsonl")):
         procs += 1
         for line in f.read_text().splitlines():
@@ -163,15 +197,24 @@ def summary(folder: str | os.PathLike) -> dict:
                 unknown += 1
             elif hit:
                 hits += 1
+                hit_s += e.get("s", 0.0)
                 if e.get("w", 0.0) > WAITED_S:
                     saved += 1
                     waited_s += e["w"]
                     saved_keys.append(e["k"])
             else:
                 compiled.setdefault(e["k"], []).append(e.get("s", 0.0))
+                names[e["k"]] = e.get("n", "?")
     n = sum(len(v) for v in compiled.values())
     first = {k: v[0] for k, v in compiled.items()}
+    kernels: dict[str, list] = {}  # name -> [compilations, seconds]: its specialisations and configurations
+    for k, secs in compiled.items():
+        entry = kernels.setdefault(names[k], [0, 0.0])
+        entry[0] += len(secs)
+        entry[1] += sum(secs)
+    top = sorted(kernels.items(), key=lambda kv: -kv[1][1])[:TOP_KERNELS]
     return {"processes": procs, "compiled": n, "compiled_s": round(sum(map(sum, compiled.values())), 1),
-            "hits": hits, "saved": saved, "saved_s": round(sum(first.get(k, 0.0) for k in saved_keys), 1),
-            "waited_s": round(waited_s, 1), "again": n - len(compiled),
-            "again_s": round(sum(sum(v[1:]) for v in compiled.values()), 1), "unknown": unknown}
+            "hits": hits, "hit_s": round(hit_s, 1), "saved": saved,
+            "saved_s": round(sum(first.get(k, 0.0) for k in saved_keys), 1), "waited_s": round(waited_s, 1),
+            "again": n - len(compiled), "again_s": round(sum(sum(v[1:]) for v in compiled.values()), 1),
+            "unknown": unknown, "kernels": {name: [c, round(s, 1)] for name, (c, s) in top}}

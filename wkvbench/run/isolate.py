@@ -98,6 +98,8 @@ class WorkerConfig:
     log_dir: Path | None = field(default=None, repr=False)  # the workers' stderr files
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     cpu: dict = field(default_factory=dict)  # "variant|kind|dtype" -> CPU seconds of the workers on it
+    workers: dict = field(default_factory=dict)  # "variant|kind|dtype" -> workers started for it
+    compiles: dict = field(default_factory=dict)  # "variant|kind|dtype" -> its Triton compile calls
     forks: object = field(default=None, repr=False)  # the fork server (forkserver.ForkServer), False: none
 
     def logs(self) -> Path:
@@ -269,6 +271,7 @@ class _Worker:
         self.buf = b""
         self.jobs = 0
         self.cpu_s = 0.0  # the CPU seconds it reported at the end of its previous job
+        self.compiles: dict = {}  # its compile counts at the end of its previous job (run/compiles.py)
         self.since = time.monotonic()  # when it began to wait for a job
 
     def send(self, cases: list[Case], cfg: WorkerConfig, kind: str) -> None:
@@ -369,10 +372,12 @@ def _run_variant(variant: str, cases: list[Case], cfg: WorkerConfig, kind: str, 
     todo = list(cases)
     while todo and not cfg.cancel.is_set():
         w = cfg.take(key)
+        unit = f"{variant}|{kind}|{cases[0].dtype}" if cases else variant
         if w is None:
             w = _Worker(variant, cfg, cfg.logs(), slot)
             with cfg.lock:
                 cfg.active.add(w)
+                cfg.workers[unit] = cfg.workers.get(unit, 0) + 1
         w.send(todo, cfg, kind)
         t_case, ready, timed_out, self_reported, finished = time.perf_counter(), False, False, False, False
         for msg in w.messages(cfg.timeout):
@@ -389,9 +394,14 @@ def _run_variant(variant: str, cases: list[Case], cfg: WorkerConfig, kind: str, 
                 finished = True
                 if "cpu_s" in msg:  # the worker's CPU since its previous job (its start, for the first)
                     with cfg.lock:
-                        unit = f"{variant}|{kind}|{cases[0].dtype}" if cases else variant
                         cfg.cpu[unit] = round(cfg.cpu.get(unit, 0.0) + msg["cpu_s"] - w.cpu_s, 2)
                     w.cpu_s = msg["cpu_s"]
+                if msg.get("compiles", {}).get("calls"):  # its Triton compile calls since its previous job
+                    with cfg.lock:
+                        got = cfg.compiles.setdefault(unit, {})
+                        for k, x in msg["compiles"].items():
+                            got[k] = round(got.get(k, 0) + x - w.compiles.get(k, 0), 3)
+                    w.compiles = msg["compiles"]
                 break
             cfg.add_baselines(msg.get("baseline") or {})
             res = CheckResult.from_dict(msg["result"])

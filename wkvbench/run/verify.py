@@ -122,6 +122,10 @@ class Report:
     unit_seconds: dict[str, float] = field(default_factory=dict)
     # CPU seconds of the workers on each unit (the first unit of a worker carries its start-up)
     unit_cpu_s: dict[str, float] = field(default_factory=dict)
+    # workers started for each unit (a unit that joined a waiting worker of its variant: absent)
+    unit_workers: dict[str, int] = field(default_factory=dict)
+    # each unit's Triton compile calls in a ``wkvbench gpu`` run (run/compiles.py ``counters``)
+    unit_compiles: dict[str, dict] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         c = collections.Counter(r.status for r in self.results)
@@ -227,6 +231,8 @@ def run(selection: Selection, console: Console | None = None, partial: Path | No
             else:
                 _run_isolated(jobs, checker, isolate, record, bar.update, bar.advance, report.unit_seconds)
                 report.unit_cpu_s = dict(sorted(isolate.cpu.items()))
+                report.unit_workers = dict(sorted(isolate.workers.items()))
+                report.unit_compiles = dict(sorted(isolate.compiles.items()))
     finally:
         if sink:
             sink.close()
