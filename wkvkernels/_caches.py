@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import threading
 from collections.abc import Mapping
 
 # where compilers and JIT libraries keep what they built (and whether Triton keeps its autotune choices)
@@ -31,6 +32,13 @@ CACHE_ENV = ("TRITON_HOME", "TRITON_CACHE_DIR", "TRITON_CACHE_AUTOTUNING", "CUDA
              "TORCHINDUCTOR_CACHE_DIR", "TILELANG_CACHE_DIR", "FLASHINFER_WORKSPACE_BASE")
 
 UNDONE: dict[str, dict[str, str | None]] = {}  # what = "name imported": {variable: the value it had set}
+# One block at a time in a process (reentrant: an import within an import). The environment is the process's,
+# and a verification probes its variants in threads (wkvkernels.base.availability): a block that began while
+# another thread's import had moved a variable took the moved value for the one to put back. At 10fa6ba that
+# left TRITON_CACHE_DIR at sglang's folder in a verification's parent, which then wrote its markers of compiled
+# units there (run/units.py) and looked for them in Triton's folder on the next run: the H200's warm
+# verification of 2026-11-29 ran 106.5 s before and 171.9 s then, each unit in a worker of its own.
+_LOCK = threading.RLock()
 
 
 def _own_default(key: str, value: str | None) -> bool:
@@ -48,17 +56,19 @@ def _own_default(key: str, value: str | None) -> bool:
 @contextlib.contextmanager
 def kept_caches(what: str = ""):
     """Within: anything may change :data:`CACHE_ENV`. After: each variable is as it was before, but for a
-    library's own default written down by the library itself (``_own_default``), which stays."""
-    before = {k: os.environ.get(k) for k in CACHE_ENV}
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            now = os.environ.get(key)
-            if now == value or (value is None and _own_default(key, now)):
-                continue
-            UNDONE.setdefault(what or "?", {})[key] = now
-            _put_env(key, value)
+    library's own default written down by the library itself (``_own_default``), which stays. One thread's
+    block at a time (``_LOCK``)."""
+    with _LOCK:
+        before = {k: os.environ.get(k) for k in CACHE_ENV}
+        try:
+            yield
+        finally:
+            for key, value in before.items():
+                now = os.environ.get(key)
+                if now == value or (value is None and _own_default(key, now)):
+                    continue
+                UNDONE.setdefault(what or "?", {})[key] = now
+                _put_env(key, value)
 
 
 def import_module(name: str):

@@ -127,3 +127,36 @@ def test_torchs_own_default_folder_is_not_a_move(monkeypatch):
     with _caches.kept_caches("sglang"):
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.expanduser("~/.cache/sglang/inductor")
     assert "TORCHINDUCTOR_CACHE_DIR" not in os.environ and list(_caches.UNDONE) == ["sglang"]
+
+
+def test_imports_in_threads_leave_the_caches_as_they_were(monkeypatch):
+    """A verification probes its variants in threads: one thread's import (sglang's) moves Triton's folder,
+    another's block begins meanwhile and ends after it. The second must not take the moved value for the one
+    to put back: at 10fa6ba that left a verification's parent in sglang's folder, where it wrote its markers of
+    compiled units, and the next run's units each started a worker of their own."""
+    import threading
+
+    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    monkeypatch.setattr(_caches, "UNDONE", {})
+    moved, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+
+    def sglang_like():
+        with _caches.kept_caches("sglang"):
+            os.environ.setdefault("TRITON_CACHE_DIR", "/sglang/triton")
+            moved.set()
+            second_in.wait(0.5)  # the other thread's block would begin here, were blocks side by side
+        first_out.set()
+
+    def other():
+        moved.wait(5)
+        second_in.set()
+        with _caches.kept_caches("fla"):
+            first_out.wait(5)  # ends after the first
+
+    threads = [threading.Thread(target=sglang_like), threading.Thread(target=other)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert "TRITON_CACHE_DIR" not in os.environ, os.environ.get("TRITON_CACHE_DIR")
+    assert _caches.UNDONE == {"sglang": {"TRITON_CACHE_DIR": "/sglang/triton"}}
