@@ -32,12 +32,12 @@ CACHE_ENV = ("TRITON_HOME", "TRITON_CACHE_DIR", "TRITON_CACHE_AUTOTUNING", "CUDA
              "TORCHINDUCTOR_CACHE_DIR", "TILELANG_CACHE_DIR", "FLASHINFER_WORKSPACE_BASE")
 
 UNDONE: dict[str, dict[str, str | None]] = {}  # what = "name imported": {variable: the value it had set}
-# One block at a time in a process (reentrant: an import within an import). The environment is the process's,
-# and a verification probes its variants in threads (wkvkernels.base.availability): a block that began while
-# another thread's import had moved a variable took the moved value for the one to put back. At 10fa6ba that
-# left TRITON_CACHE_DIR at sglang's folder in a verification's parent, which then wrote its markers of compiled
-# units there (run/units.py) and looked for them in Triton's folder on the next run: the H200's warm
-# verification of 2026-11-29 ran 106.5 s before and 171.9 s then, each unit in a worker of its own.
+# One block at a time in a process (reentrant: an import within an import). The environment is the
+# process's, and a verification probes its variants in threads (wkvkernels.base.availability): a block that
+# began while another thread's import had moved a variable took the moved value for the one to put back.
+# Found after the warm verification of the H200 run at 10fa6ba took 171.9 s where it had taken 106.5: its
+# units looked as if each had started a worker of its own, as they do where the parent finds no marker of a
+# compiled unit (run/units.py), and a parent left in sglang's folder writes its markers there.
 _LOCK = threading.RLock()
 
 

@@ -132,8 +132,8 @@ def test_torchs_own_default_folder_is_not_a_move(monkeypatch):
 def test_imports_in_threads_leave_the_caches_as_they_were(monkeypatch):
     """A verification probes its variants in threads: one thread's import (sglang's) moves Triton's folder,
     another's block begins meanwhile and ends after it. The second must not take the moved value for the one
-    to put back: at 10fa6ba that left a verification's parent in sglang's folder, where it wrote its markers of
-    compiled units, and the next run's units each started a worker of their own."""
+    to put back: at 10fa6ba that left a verification's parent in sglang's folder, where it wrote its markers
+    of compiled units, and the next run's units each started a worker of their own."""
     import threading
 
     monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
