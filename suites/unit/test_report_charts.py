@@ -254,3 +254,25 @@ def test_line_charts_written_directly_are_what_plotly_validates(kw):
     assert as_written(direct.figure) == as_written(checked.figure)
     assert direct.keys == checked.keys and direct.id == checked.id == "chart-0"
     assert direct.figure["layout"]["height"] == 90 + 16 * 22
+
+
+@pytest.mark.parametrize("ref", [None, 100.0])
+def test_bar_charts_written_directly_are_what_plotly_validates(ref):
+    """``Charts.bars`` against ``bars_validated`` (``graph_objects``), with a reference line and without, and
+    labels that need escaping: their category order lists them as the bars carry them."""
+    from plotly.io.json import to_json_plotly
+
+    from wkvbench.report.charts import Charts, Trace
+
+    def trace():
+        return Trace("% of floor <x>", ["fla.chunk", "a<b", "c&d"], [12.5, float("nan"), 80.0],
+                     ["12.5 %", "-", "80 %"], [0, 1, 2])
+
+    direct = Charts().bars("Roofline <bf16>", trace(), "% of the floor", ref=ref)
+    checked = Charts().bars_validated("Roofline <bf16>", trace(), "% of the floor", ref=ref)
+    as_written = lambda fig: json.loads(to_json_plotly(fig))  # noqa: E731
+    assert as_written(direct.figure) == as_written(checked.figure)
+    layout = direct.figure["layout"]
+    labels = direct.figure["data"][0]["y"]
+    assert layout["yaxis"]["categoryarray"] == ["c&amp;d", "a&lt;b", "fla.chunk"] == labels[::-1]
+    assert ("shapes" in layout) == (ref is not None) and layout["height"] == 220
