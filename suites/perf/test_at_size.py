@@ -466,3 +466,19 @@ def test_the_next_shapes_page_locked_buffers_are_allocated_by_the_timed_thread_o
         ahead.step(pool)
         ahead.result()
         assert calls == []
+
+
+def test_the_judges_run_below_the_timed_process_and_above_ggmls_build():
+    """The judging pool's workers run at ``JUDGE_NICE`` (10): below the timed process, above ggml's CUDA build
+    (nice 19), which on the fresh H200 run of 10fa6ba held half the cores the bench's last verdicts needed."""
+    import os
+
+    from wkvbench.perf import at_size
+
+    judge = SizeJudge([], workers=1)
+    try:
+        got = judge.pool.submit(os.nice, 0).result(timeout=60)
+    finally:
+        judge.close()
+    assert at_size.JUDGE_NICE == 10
+    assert got == min(19, os.nice(0) + at_size.JUDGE_NICE)
