@@ -56,6 +56,25 @@ def test_triton_units_an_earlier_run_compiled_join_one_chain(tmp_path, monkeypat
     assert all(len(c) == 1 for c in chains(_units("op.fla.chunk"), OBJS))
 
 
+def test_the_markers_stay_in_the_folder_the_run_started_with(tmp_path, monkeypatch):
+    """A verification passes the cache folder it found at its start (``cache``): a package imported by its
+    probes that moves ``TRITON_CACHE_DIR`` (sglang does) then moves no marker, and the next run, which looks
+    where the environment says, finds them (the warm verification of the H200 run at 10fa6ba)."""
+    own = tmp_path / "triton"
+    own.mkdir()
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(own))
+    cache = units.triton_cache()
+    warm = _units("op.fla.chunk")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "sglang" / "triton"))  # moved by an import, mid-run
+    (tmp_path / "sglang" / "triton").mkdir(parents=True)
+    for u in warm:
+        mark_compiled(u, cache)
+    assert chains(warm, OBJS, cache=cache) == [warm]
+    assert all(len(c) == 1 for c in chains(warm, OBJS))  # where the moved variable points: none there
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(own))  # the next run
+    assert chains(warm, OBJS) == [warm]
+
+
 def test_tilelang_units_stay_apart_even_where_a_triton_marker_exists(tmp_path, monkeypatch):
     """TileLang keeps its own cache: a Triton marker says nothing about it, so its units never join."""
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))

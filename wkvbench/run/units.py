@@ -70,18 +70,23 @@ def _version(dist: str) -> str:
         return "-"
 
 
-def compiled_marker(unit: Unit) -> Path:
+def compiled_marker(unit: Unit, cache: Path | None = None) -> Path:
     """The file saying an earlier run checked ``unit`` to its end with this Triton and torch, so its
-    kernels are in Triton's cache. It lives inside that cache: emptying the cache removes it. A marker
-    that no longer holds (another GPU sharing the cache folder) costs time, never a result."""
+    kernels are in Triton's cache. It lives inside that cache (``cache``: the folder as the run found it at
+    its start, else as the environment names it now): emptying the cache removes it. A marker that no longer
+    holds (another GPU sharing the cache folder) costs time, never a result."""
     name = "-".join((*unit, "triton" + _version("triton"), "torch" + _version("torch")))
-    return triton_cache() / "wkvbench-compiled" / (name.replace("/", "_") + ".done")
+    return (cache or triton_cache()) / "wkvbench-compiled" / (name.replace("/", "_") + ".done")
 
 
-def mark_compiled(unit: Unit) -> None:
-    if not triton_cache().is_dir():
+def mark_compiled(unit: Unit, cache: Path | None = None) -> None:
+    """``unit``'s marker, in ``cache`` (see ``compiled_marker``). A verification passes the folder it found
+    at its start: its probes import packages in threads while its units run, and a package that moves
+    ``TRITON_CACHE_DIR`` as it is imported (sglang does) would otherwise move the markers with it, where the
+    next run does not look (the warm verification of the H200 run at 10fa6ba; ``wkvkernels._caches``)."""
+    if not (cache or triton_cache()).is_dir():
         return  # nothing was compiled to disk (CPU-only Triton, the interpreter)
-    path = compiled_marker(unit)
+    path = compiled_marker(unit, cache)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.touch()
@@ -89,19 +94,21 @@ def mark_compiled(unit: Unit) -> None:
         pass  # a marker: never fatal (the next run compiles in parallel again)
 
 
-def chains(units: list[Unit], objs: dict[str, KernelVariant], forked: bool = False) -> list[list[Unit]]:
+def chains(units: list[Unit], objs: dict[str, KernelVariant], forked: bool = False,
+           cache: Path | None = None) -> list[list[Unit]]:
     """``units`` (in start order) grouped into chains, in the order of their first unit (see the
     module's docstring). ``forked``: the workers are forks of a process that imported FLA
     (``wkvbench.run.forkserver``), so a Triton interpreter twin's units are chains of their own too: its
     worker starts in milliseconds, and its dtypes run side by side instead of one after the other (the
     longest chain of ``nox -s verify``, gdn's twin, was 77-87 s of one worker over its three dtypes, on the
-    2-core CPU machine, 2026-11-28)."""
+    2-core CPU machine, 2026-11-28). ``cache``: where the markers are (``compiled_marker``)."""
     out: list[list[Unit]] = []
     joined: dict[str, list[Unit]] = {}
     for u in units:
         v = objs[u[0]]
-        alone = (v.baseline or (v.backend == "triton" and v.device == "cuda" and not compiled_marker(u).is_file())
-                 or (v.backend in PER_SHAPE_JIT and v.device == "cuda") or (forked and v.backend == "triton-interpret"))
+        uncompiled = v.backend == "triton" and v.device == "cuda" and not compiled_marker(u, cache).is_file()
+        alone = (v.baseline or uncompiled or (v.backend in PER_SHAPE_JIT and v.device == "cuda")
+                 or (forked and v.backend == "triton-interpret"))
         if alone:
             out.append([u])
         elif u[0] in joined:

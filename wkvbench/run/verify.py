@@ -45,7 +45,7 @@ from ..judge.check import (
 )
 from ..results.verify_file import ResultsWriter, row_key
 from .isolate import WorkerConfig, run_variant
-from .units import Unit, chains, cost_rank, mark_compiled
+from .units import Unit, chains, cost_rank, mark_compiled, triton_cache
 
 if TYPE_CHECKING:
     from .fibench import FibSource
@@ -256,6 +256,7 @@ def _run_isolated(jobs: list[tuple[KernelVariant, Case, str]], checker: Checker,
     # availability probes can build CUDA extensions (rwkv-ops, ChatRWKV, ours: about a minute each on
     # an H100 box): probed side by side, and a unit waits only for its own variant's probe (all probes
     # before the first worker kept 16 cores idle for 480 s of a fresh H100 run, 2026-11-24)
+    cache = triton_cache()  # where the markers of compiled units are, before any probe imports a package
     probes = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(objs), os.cpu_count() or 1)))
     probed = {name: probes.submit(availability, name) for name in sorted(objs)}
     probes.shutdown(wait=False)
@@ -287,7 +288,7 @@ def _run_isolated(jobs: list[tuple[KernelVariant, Case, str]], checker: Checker,
                 whole = whole and res.status not in (CRASH, TIMEOUT)
                 results.put(res)
             if whole and not cfg.cancel.is_set():
-                mark_compiled(unit)
+                mark_compiled(unit, cache)
         finally:
             if ran:
                 unit_seconds["|".join(unit)] = round(time.perf_counter() - t0, 2)
@@ -310,7 +311,7 @@ def _run_isolated(jobs: list[tuple[KernelVariant, Case, str]], checker: Checker,
         cfg.oracle_dir = tempfile.mkdtemp(prefix="wkvbench-oracle-")
     try:
         forked = any(objs[u[0]].backend == "triton-interpret" for u in runnable) and cfg.fork_server() is not None
-        _drain(chains(runnable, objs, forked), one, cfg, results, done, record, describe, advance)
+        _drain(chains(runnable, objs, forked, cache), one, cfg, results, done, record, describe, advance)
     finally:
         cfg.close_idle()
         if own_dir:
