@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..results.model import read
 from ..results.schemas import PROPERTIES, atomic_write
-from ..results.verify_file import load_previous, write_json
+from ..results.verify_file import UNIT_KEYS, load_previous, write_json
 from ..run.verify import Report, Selection
 
 
@@ -23,11 +23,7 @@ def merge_verify(main: Path, part: Path) -> None:
     keys = {(r.variant, r.case.id, r.kind) for r in prow}
     rep = Report(results=[r for r in rows if (r.variant, r.case.id, r.kind) not in keys] + prow,
                  seconds=(doc or {}).get("seconds", 0.0) + (pdoc or {}).get("seconds", 0.0),
-                 unit_seconds={**(doc or {}).get("unit_seconds", {}), **(pdoc or {}).get("unit_seconds", {})},
-                 unit_cpu_s={**(doc or {}).get("unit_cpu_s", {}), **(pdoc or {}).get("unit_cpu_s", {})},
-                 unit_workers={**(doc or {}).get("unit_workers", {}), **(pdoc or {}).get("unit_workers", {})},
-                 unit_compiles={**(doc or {}).get("unit_compiles", {}),
-                                **(pdoc or {}).get("unit_compiles", {})})
+                 **{k: {**(doc or {}).get(k, {}), **(pdoc or {}).get(k, {})} for k in UNIT_KEYS})
     s = (doc or {})["selection"]
     sel = Selection(ops=tuple(s["ops"]), variant_globs=tuple(s["variants"]), dtypes=tuple(s["dtypes"]),
                     domains=tuple(s["domains"]), case_ids=tuple(s["cases"]), seed=s["seed"],

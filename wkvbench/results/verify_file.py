@@ -16,6 +16,9 @@ from ..judge.check import SKIP, STATUSES, CheckResult
 from .provenance import provenance
 from .schemas import VERIFY, append_partial, atomic_write, partial_rows
 
+# what an isolated run records per unit ("variant|kind|dtype"): the Report's fields and the file's keys
+UNIT_KEYS = ("unit_seconds", "unit_cpu_s", "unit_workers", "unit_compiles")
+
 if TYPE_CHECKING:  # the run's types; verify imports this module
     from ..run.verify import Report, Selection
 
@@ -155,14 +158,9 @@ def write_json(report: Report, path: Path, selection: Selection, prov: dict | No
     path.parent.mkdir(parents=True, exist_ok=True)
     doc = _document(selection, prov or provenance(), report.counts(), report.skips_by_reason(),
                     report.seconds, True, extra, described)
-    if report.unit_seconds:
-        doc["unit_seconds"] = dict(sorted(report.unit_seconds.items()))
-    if report.unit_cpu_s:
-        doc["unit_cpu_s"] = dict(sorted(report.unit_cpu_s.items()))
-    if report.unit_workers:
-        doc["unit_workers"] = dict(sorted(report.unit_workers.items()))
-    if report.unit_compiles:
-        doc["unit_compiles"] = dict(sorted(report.unit_compiles.items()))
+    for key in UNIT_KEYS:
+        if per_unit := getattr(report, key):
+            doc[key] = dict(sorted(per_unit.items()))
     if missing := report.baseline_not_applied():  # rows whose limits are the ceilings alone, by why
         doc["baseline_not_applied"] = missing
     doc["results"] = [r.as_dict() for r in report.results]

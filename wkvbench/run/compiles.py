@@ -68,7 +68,7 @@ def _count(entry: dict) -> None:
         _counts["waited_s"] += entry.get("w", 0.0)
         if entry.get("hit"):
             _counts["hit_s"] += entry.get("s", 0.0)
-        else:
+        elif entry.get("hit") is False:  # as summary(): a call that raised said neither
             _counts["compiled"] += 1
             _counts["compiled_s"] += entry.get("s", 0.0)
 
