@@ -376,6 +376,8 @@ def test_a_variant_that_compiles_nothing_runs_its_units_in_one_worker_even_with_
     assert [n for u, n in report.unit_workers.items() if u.startswith("gla.fla.naive_recurrent")] == [1]
     assert sum(n for u, n in report.unit_workers.items() if u.startswith("gla.torch.recurrent")) == 4
     assert report.unit_compiles == {}  # counted in wkvbench gpu's processes only (run/compiles.py)
+    assert set(report.unit_waited_s) == set(report.unit_seconds)  # each unit's wait for its probe
+    assert all(0 <= s <= report.unit_seconds[u] for u, s in report.unit_waited_s.items())
     assert all(r.status == PASS for r in report.results), [(r.variant, r.status, r.reason) for r in report.results]
 
 

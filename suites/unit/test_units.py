@@ -6,11 +6,12 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from wkvbench.run import units
-from wkvbench.run.units import chains, compiled_marker, mark_compiled
+from wkvbench.run.units import chains, compiled_marker, mark_compiled, probe_order, start_order
 
 
 def _v(name, backend, device="cuda", baseline=False):
-    return SimpleNamespace(name=name, backend=backend, device=device, baseline=baseline)
+    return SimpleNamespace(name=name, backend=backend, device=device, baseline=baseline,
+                           algorithm=name.split(".", 2)[-1])
 
 
 OBJS = {v.name: v for v in (_v("op.torch.recurrent", "torch", baseline=True), _v("op.rwkv.cuda", "cuda"),
@@ -111,3 +112,19 @@ def test_the_markers_live_in_the_folder_triton_compiles_into(tmp_path, monkeypat
     monkeypatch.delenv("TRITON_HOME")
     monkeypatch.delenv("TRITON_CACHE_DIR")
     assert units.triton_cache() == Path.home() / ".triton" / "cache" == Path(triton.knobs.cache.dir)
+
+
+def test_variants_are_probed_in_the_order_their_units_start():
+    """The parent probes availability side by side, and each unit waits for its own variant's probe: in name
+    order the baselines' backward units, which start first, waited 15-24 s behind other packages' probes on
+    the H200 runs of c6a6724. The probes follow the units' start order: the baseline first, then the
+    costliest kinds, whatever the names."""
+    objs = {**OBJS, "a.cheap.first_by_name": _v("a.cheap.first_by_name", "torch", device="cpu")}
+    todo = [u for n in sorted(objs) for u in _units(n)]
+    order = start_order(todo, objs)
+    assert order[:2] == [("op.torch.recurrent", "backward", "bf16"),
+                         ("op.torch.recurrent", "backward", "fp32")]
+    probes = probe_order(order)
+    assert sorted(probes) == sorted(objs) and len(probes) == len(objs)  # each variant once
+    assert probes[0] == "op.torch.recurrent" and probes[-1] == "a.cheap.first_by_name"  # by start, not name
+    assert probes.index("op.fla.chunk") < probes.index("op.rwkv.cuda")  # Triton chunks before CUDA extensions

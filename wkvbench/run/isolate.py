@@ -100,6 +100,7 @@ class WorkerConfig:
     cpu: dict = field(default_factory=dict)  # "variant|kind|dtype" -> CPU seconds of the workers on it
     workers: dict = field(default_factory=dict)  # "variant|kind|dtype" -> workers started for it
     compiles: dict = field(default_factory=dict)  # "variant|kind|dtype" -> its Triton compile calls
+    waited: dict = field(default_factory=dict)  # "variant|kind|dtype" -> seconds it waited for its probe
     forks: object = field(default=None, repr=False)  # the fork server (forkserver.ForkServer), False: none
 
     def logs(self) -> Path:

@@ -56,6 +56,25 @@ def cost_rank(v: KernelVariant) -> int:
     return 2 if v.device == "cuda" else 3
 
 
+def start_order(units: list[Unit], objs: dict[str, KernelVariant]) -> list[Unit]:
+    """``units`` in the order the isolated runner starts them: the baselines first (the other variants then
+    usually receive their errors instead of measuring them again), then by ``cost_rank``, each variant's
+    configuration sweeps before its other units and its backward before its forward."""
+    return sorted(units, key=lambda u: (not objs[u[0]].baseline, cost_rank(objs[u[0]]),
+                                        not u[1].endswith("-configs"), u[1] == "forward", u))
+
+
+def probe_order(units: list[Unit]) -> list[str]:
+    """The variants of ``units`` (in start order) in the order their first unit starts: the order in which
+    the verification probes their availability, side by side in threads of the parent, since a unit waits
+    for its own variant's probe. Probed in name order, the first units to start, the baselines' backward
+    units, waited for the probes of FLA, FlashInfer, rwkv-ops and SGLang before theirs: 15.0-15.7 s of
+    each of those 16 units' 17-22 s went by before their first case, on the fresh and the warm H200 runs of
+    c6a6724 (``reports/gpu/h200-2026-11-29-threaded-bench/``), and up to 24.5 s for the ops after ``gla``
+    in the name order. Their forward units, started later, waited 0.2-1.0 s."""
+    return list(dict.fromkeys(u[0] for u in units))
+
+
 def triton_cache() -> Path:
     """Triton's on-disk compilation cache: ``TRITON_CACHE_DIR``, else Triton's default,
     ``$TRITON_HOME/.triton/cache`` with ``TRITON_HOME`` defaulting to the home folder (``triton.knobs.cache``)."""

@@ -45,7 +45,7 @@ from ..judge.check import (
 )
 from ..results.verify_file import ResultsWriter, row_key
 from .isolate import WorkerConfig, run_variant
-from .units import Unit, chains, cost_rank, mark_compiled, triton_cache
+from .units import Unit, chains, mark_compiled, probe_order, start_order, triton_cache
 
 if TYPE_CHECKING:
     from .fibench import FibSource
@@ -126,6 +126,8 @@ class Report:
     unit_workers: dict[str, int] = field(default_factory=dict)
     # each unit's Triton compile calls in a ``wkvbench gpu`` run (run/compiles.py ``counters``)
     unit_compiles: dict[str, dict] = field(default_factory=dict)
+    # seconds each unit waited for its variant's availability probe before it began (``units.probe_order``)
+    unit_waited_s: dict[str, float] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         c = collections.Counter(r.status for r in self.results)
@@ -233,6 +235,7 @@ def run(selection: Selection, console: Console | None = None, partial: Path | No
                 report.unit_cpu_s = dict(sorted(isolate.cpu.items()))
                 report.unit_workers = dict(sorted(isolate.workers.items()))
                 report.unit_compiles = dict(sorted(isolate.compiles.items()))
+                report.unit_waited_s = dict(sorted(isolate.waited.items()))
     finally:
         if sink:
             sink.close()
@@ -257,11 +260,10 @@ def _run_isolated(jobs: list[tuple[KernelVariant, Case, str]], checker: Checker,
     # an H100 box): probed side by side, and a unit waits only for its own variant's probe (all probes
     # before the first worker kept 16 cores idle for 480 s of a fresh H100 run, 2026-11-24)
     cache = triton_cache()  # where the markers of compiled units are, before any probe imports a package
+    runnable = start_order(list(units), objs)
     probes = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(objs), os.cpu_count() or 1)))
-    probed = {name: probes.submit(availability, name) for name in sorted(objs)}
+    probed = {name: probes.submit(availability, name) for name in probe_order(runnable)}
     probes.shutdown(wait=False)
-    runnable = sorted(units, key=lambda u: (not objs[u[0]].baseline, cost_rank(objs[u[0]]),
-                                            not u[1].endswith("-configs"), u[1] == "forward", u))
     done = object()
     results: queue.Queue = queue.Queue()
     left = collections.Counter(u[0] for u in runnable)  # units of each variant not finished yet
@@ -271,7 +273,9 @@ def _run_isolated(jobs: list[tuple[KernelVariant, Case, str]], checker: Checker,
         """True when ``unit`` does not run: its cases go out as SKIPs with the reason, without a worker."""
         name, kind, _ = unit
         v = objs[name]
+        t0 = time.perf_counter()
         probed[name].result()
+        cfg.waited["|".join(unit)] = round(time.perf_counter() - t0, 2)
         if availability(name) and (kind.startswith("forward") or v.supports_backward):
             return False
         for c in units[unit]:
