@@ -24,17 +24,19 @@ case "${1:-}" in
     commit=${2:?usage: tools/box.sh start COMMIT [--no-warm]}
     rm -rf /tmp/repo && mkdir -p /tmp/repo
     tar cf - --exclude=./.s0 . | (cd /tmp/repo && tar xf -)
-    echo "$commit" > /tmp/repo/.commit
-    if [ "${3:-}" = "--no-warm" ]; then touch /tmp/repo/.no-warm; fi
+    # outside the tree: a file in it would make the results' provenance read "uncommitted changes" (the
+    # runs of c6a6724 read dirty: true for the .commit file this wrote there)
+    echo "$commit" > /tmp/box-commit
+    rm -f /tmp/box-no-warm; if [ "${3:-}" = "--no-warm" ]; then touch /tmp/box-no-warm; fi
     cd /tmp/repo && tools/detach.sh start /tmp/job bash tools/box.sh job ;;
   job)  # what start runs, detached, in /tmp/repo
-    WKVBENCH_GIT_COMMIT=$(cat .commit)
+    WKVBENCH_GIT_COMMIT=$(cat /tmp/box-commit)
     export WKVBENCH_GIT_COMMIT WKVBENCH_WHEELHOUSE=/tmp/wh WKVBENCH_TORCH=system
     WKVBENCH_T0=$(date +%s.%N) && export WKVBENCH_T0 && date +%s > /tmp/job/fresh-start
     python3 -m pip install -q --no-index --find-links /tmp/wh nox
     python3 -m nox -s gpu -- --own-env vllm=/tmp/vf || echo "fresh run exited with $?"
     date +%s > /tmp/job/fresh-end
-    if [ -f .no-warm ]; then exit 0; fi
+    if [ -f /tmp/box-no-warm ]; then exit 0; fi
     WKVBENCH_T0=$(date +%s.%N) && export WKVBENCH_T0
     python3 -m nox -s gpu -- --own-env vllm=/tmp/vf --fresh --output reports/gpu/warm || echo "warm run exited with $?"
     date +%s > /tmp/job/warm-end ;;

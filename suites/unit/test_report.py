@@ -271,12 +271,14 @@ def test_the_newest_committed_run_of_each_machine_comes_first(committed_page):
     # the machine's results set (a box of four H200s, 7e78b87) is superseded by the whole command on one H200
     # (2026-11-29, d1b13ec), which covers its variants, dtypes and passes, and that run by the same
     # command's next fresh runs (54046a0, h200-2026-11-29-fresh-and-warm; af3a1e2,
-    # h200-2026-11-29-forked-beside). FlashKDA's run of 2026-11-28 stayed current beside the first, whose vLLM
-    # folder lacked FlashKDA's extension (its rows there SKIP); the second ran it
+    # h200-2026-11-29-forked-beside; c6a6724, h200-2026-11-29-threaded-bench). FlashKDA's run of 2026-11-28
+    # stayed current beside the first, whose vLLM folder lacked FlashKDA's extension (its rows there SKIP);
+    # the second ran it
     assert "NVIDIA-H200-drv580.159.04-cuda13.0-torch2.11.0-triton3.6.0/verify.json.gz" in earlier
     assert "reports/gpu/h200-2026-11-29-whole-fresh/verify.json.gz" in earlier
     assert "reports/gpu/h200-2026-11-29-fresh-and-warm/verify.json.gz" in earlier
-    assert "reports/gpu/h200-2026-11-29-forked-beside/verify.json.gz" in current
+    assert "reports/gpu/h200-2026-11-29-forked-beside/verify.json.gz" in earlier
+    assert "reports/gpu/h200-2026-11-29-threaded-bench/verify.json.gz" in current
     assert "reports/gpu/h200-2026-11-28-flashqla-flashkda/verify-flashkda.json.gz" in earlier
     now, before = "", ""
     for t, tr in detail_pages(details).values():
@@ -290,7 +292,8 @@ def test_the_newest_committed_run_of_each_machine_comes_first(committed_page):
     # (on the H200, the whole command on one H200 of 2026-11-29 has since superseded it, and its next fresh
     # runs that one, each the one before)
     assert now.count("triton3.6.0/bench.json.gz") == 1
-    assert "reports/gpu/h200-2026-11-29-forked-beside/bench.json.gz" in now
+    assert "reports/gpu/h200-2026-11-29-threaded-bench/bench.json.gz" in now
+    assert "reports/gpu/h200-2026-11-29-forked-beside/bench.json.gz" in before
     assert "reports/gpu/h200-2026-11-29-fresh-and-warm/bench.json.gz" in before
     assert "reports/gpu/h200-2026-11-29-whole-fresh/bench.json.gz" in before
     # the one-variant runs of FLA's autotune order (H200, 2026-11-26 morning) came before the H200 results
