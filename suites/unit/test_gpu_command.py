@@ -722,6 +722,11 @@ def test_the_own_folders_are_verified_beside_the_main_verification(monkeypatch, 
     for name, cmd, env in started[:2]:
         pkg = name.removeprefix("verify-")
         assert cmd[cmd.index("--jobs") + 1] == jobs and env["PYTHONPATH"].split(os.pathsep)[0] == str(folders[pkg])
+        # one BLAS/OpenMP thread a worker beside the main verification's, not cores / jobs each
+        assert all(env[var] == "1" for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"))
+    for name, _, env in started:
+        if name.startswith("props-"):
+            assert env["OMP_NUM_THREADS"] == "1" and env["OPENBLAS_NUM_THREADS"] == "1"
     ph = run.state.phases
     assert ph["envs"].status == ph["env-vllm"].status == ph["env-rwkv-fla"].status == "done"
     assert ph["envs"].detail.startswith("2 folders side by side: rwkv-fla, vllm; started beside verify")

@@ -62,6 +62,7 @@ from pathlib import Path
 
 from ..results.runfile import State, print_breakdown
 from ..results.schemas import atomic_write
+from ..run.isolate import one_thread
 from ..run.procs import Load, Procs, cache_bytecode, complete, py, say, tail, untimed_env
 from . import ggml as ggml_build
 from .side import run_side, side_tasks
@@ -675,14 +676,18 @@ class GpuRun:
         if complete(part):
             return None
         cmd = self._verify_cmd(part, variants=self._env_variants(pkg), jobs=jobs)
-        return self.procs.start(f"verify-{pkg}", cmd, {**untimed_env(), **self._env_of(pkg)})
+        # one BLAS/OpenMP thread a worker, as the main verification's workers and the side tasks have: with
+        # cores / jobs threads each (4 of 16 cores), the folders' workers spent more CPU seconds than wall
+        # seconds beside the 16 busy main workers on the warm H200 run of c6a6724 (rwkv-fla's wkv4 backward
+        # bf16: 63.6 CPU s in 54.7 s, its cases of 300 tokens 11.0-29.5 s where FLA's took 0.15-0.26 s)
+        return self.procs.start(f"verify-{pkg}", cmd, {**untimed_env(), **one_thread(), **self._env_of(pkg)})
 
     def _env_props_start(self, pkg: str):
         """``pkg``'s properties, in its folder, as the side tasks run the main environment's."""
         props = self.work / f"props-env-{pkg}.json"
         cmd = py("properties", *self._env_variant_args(pkg), "--dtype", "bf16", "--dtype", "fp32",
                  "--output", str(props))
-        return self.procs.start(f"props-{pkg}", cmd, {**untimed_env(), **self._env_of(pkg)})
+        return self.procs.start(f"props-{pkg}", cmd, {**untimed_env(), **one_thread(), **self._env_of(pkg)})
 
     def _env_verify_end(self, pkg: str, rc: int) -> tuple[bool, str]:
         """After ``pkg``'s verification (exit code ``rc``) and its properties: its rows joined into

@@ -331,6 +331,13 @@ class _Worker:
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
+def one_thread() -> dict[str, str]:
+    """BLAS and OpenMP at one thread a process, for a verification that shares the machine with others
+    (``wkvbench gpu``'s own folders beside the main verification): its workers keep it (``worker_env``)
+    instead of taking cores / jobs threads each, which assumes the machine is theirs alone."""
+    return {var: "1" for var in THREAD_VARS}
+
+
 def worker_env(jobs: int, slot: int, gpus: int) -> dict[str, str]:
     """What a worker's environment adds for its share of the machine: BLAS/OpenMP threads, cores over
     workers (unless the caller set them: ``jobs`` NumPy oracles with a thread per core each once

@@ -68,10 +68,10 @@ def probe_order(units: list[Unit]) -> list[str]:
     """The variants of ``units`` (in start order) in the order their first unit starts: the order in which
     the verification probes their availability, side by side in threads of the parent, since a unit waits
     for its own variant's probe. Probed in name order, the first units to start, the baselines' backward
-    units, waited for the probes of FLA, FlashInfer, rwkv-ops and SGLang before theirs: 15.0-15.7 s of
-    each of those 16 units' 17-22 s went by before their first case, on the fresh and the warm H200 runs of
-    c6a6724 (``reports/gpu/h200-2026-11-29-threaded-bench/``), and up to 24.5 s for the ops after ``gla``
-    in the name order. Their forward units, started later, waited 0.2-1.0 s."""
+    units, each spent 15.0-15.7 s outside their cases on the warm H200 run of c6a6724, and on its fresh run
+    23.8-24.5 s for the ops after ``gla`` in name order (``reports/gpu/h200-2026-11-29-threaded-bench/``):
+    most likely behind FLA's, FlashInfer's, rwkv-ops' and SGLang's probes. Their forward units, started
+    later, spent 0.2-1.0 s. ``unit_waited_s`` in verify.json now measures each unit's wait."""
     return list(dict.fromkeys(u[0] for u in units))
 
 
