@@ -4,10 +4,11 @@
 # caches into another folder (issue 47's fresh and warm runs). Run from the repository's root.
 #
 #   tools/box.sh unpack MD5          join /tmp/st/PART_*, check the md5, unpack to /tmp/wh and /tmp/vf
-#   tools/box.sh start COMMIT [--no-warm]
+#   tools/box.sh start COMMIT [--no-warm] [-- ARG...]
 #                                    copy the tree to /tmp/repo; start there, detached (tools/detach.sh), the
 #                                    fresh run, then the warm one (reports/gpu/warm); COMMIT: the tree's (a
-#                                    box's copy has no .git), for the results' provenance
+#                                    box's copy has no .git), for the results' provenance; ARGs: added to the
+#                                    fresh run's wkvbench gpu command (--stability 5: the stability table)
 #   tools/box.sh wait SECONDS OUT    until the job ends or SECONDS pass; pack what the runs wrote so far (no
 #                                    logs, no work/) into OUT/live.tgz and their logs into OUT/logs.tgz
 set -euo pipefail
@@ -21,20 +22,24 @@ case "${1:-}" in
         && rm -f vf.tar.gz)
     echo "$(ls /tmp/wh | wc -l) wheels in /tmp/wh; vLLM's folder /tmp/vf" ;;
   start)
-    commit=${2:?usage: tools/box.sh start COMMIT [--no-warm]}
+    commit=${2:?usage: tools/box.sh start COMMIT [--no-warm] [-- ARG...]}
     rm -rf /tmp/repo && mkdir -p /tmp/repo
     tar cf - --exclude=./.s0 . | (cd /tmp/repo && tar xf -)
     # outside the tree: a file in it would make the results' provenance read "uncommitted changes" (the
     # runs of c6a6724 read dirty: true for the .commit file this wrote there)
     echo "$commit" > /tmp/box-commit
-    rm -f /tmp/box-no-warm; if [ "${3:-}" = "--no-warm" ]; then touch /tmp/box-no-warm; fi
+    rm -f /tmp/box-no-warm /tmp/box-args && touch /tmp/box-args
+    shift 2
+    if [ "${1:-}" = "--no-warm" ]; then touch /tmp/box-no-warm; shift; fi
+    if [ "${1:-}" = "--" ] && [ $# -gt 1 ]; then shift; printf '%s\n' "$@" > /tmp/box-args; fi
     cd /tmp/repo && tools/detach.sh start /tmp/job bash tools/box.sh job ;;
   job)  # what start runs, detached, in /tmp/repo
     WKVBENCH_GIT_COMMIT=$(cat /tmp/box-commit)
     export WKVBENCH_GIT_COMMIT WKVBENCH_WHEELHOUSE=/tmp/wh WKVBENCH_TORCH=system
     WKVBENCH_T0=$(date +%s.%N) && export WKVBENCH_T0 && date +%s > /tmp/job/fresh-start
     python3 -m pip install -q --no-index --find-links /tmp/wh nox
-    python3 -m nox -s gpu -- --own-env vllm=/tmp/vf || echo "fresh run exited with $?"
+    mapfile -t extra < /tmp/box-args
+    python3 -m nox -s gpu -- --own-env vllm=/tmp/vf "${extra[@]}" || echo "fresh run exited with $?"
     date +%s > /tmp/job/fresh-end
     if [ -f /tmp/box-no-warm ]; then exit 0; fi
     WKVBENCH_T0=$(date +%s.%N) && export WKVBENCH_T0
@@ -54,5 +59,6 @@ case "${1:-}" in
     # shellcheck disable=SC2086
     if [ -n "$logs" ]; then tar czf "$out/logs.tgz" $logs; fi
     exit "$rc" ;;
-  *) echo "usage: tools/box.sh unpack MD5 | start COMMIT [--no-warm] | wait SECONDS OUT" >&2; exit 2 ;;
+  *) echo "usage: tools/box.sh unpack MD5 | start COMMIT [--no-warm] [-- ARG...] | wait SECONDS OUT" >&2
+     exit 2 ;;
 esac
