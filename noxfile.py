@@ -53,6 +53,29 @@ def _offline() -> list[str]:
     return ["--no-index", "--find-links", WHEELHOUSE] if WHEELHOUSE else []
 
 
+def _install(session: nox.Session, *args: str, env: dict | None = None) -> None:
+    """``session.install(*args)``, skipped where this virtualenv already ran the same install to its end: the
+    same arguments and environment, and offline the same wheelhouse (its files' names and sizes). A warm
+    ``nox -s gpu`` ran about ten such pip commands, each resolving what was installed already (2-3 s apiece
+    on the CPU machine, 2026-11-29); a virtualenv made anew has no record, and installs everything."""
+    import hashlib
+    import json
+
+    house = sorted((f.name, f.stat().st_size) for f in os.scandir(WHEELHOUSE)) if WHEELHOUSE else []
+    key = hashlib.sha256(json.dumps([args, env or {}, house]).encode()).hexdigest()
+    venv = getattr(session.virtualenv, "location", None)
+    record = os.path.join(venv, ".wkvbench-installs") if venv else None
+    done = (_read(record) or "").split() if record else []
+    if key in done:
+        what = " ".join(a for a in args if not a.startswith("-") and a != WHEELHOUSE)
+        session.log(f"already installed in this virtualenv: {what[:200]}")
+        return
+    session.install(*args, **({"env": env} if env else {}))
+    if record and os.path.isdir(venv):
+        with open(record, "a") as f:
+            f.write(key + "\n")
+
+
 def _see_host_packages(session: nox.Session) -> None:
     """``WKVBENCH_TORCH=system``: the session's virtualenv sees the packages of the interpreter running
     nox (its CUDA build of torch, triton, ...). ``--system-site-packages`` alone is not enough where that
@@ -95,16 +118,16 @@ def _install_runtime(session: nox.Session, *groups: str, ggml: bool = True, lazy
     elif lazy_bytecode:
         first = [TORCH]
     else:
-        session.install(*_offline(), TORCH)
+        _install(session, *_offline(), TORCH)
     reqs = [r for g in groups for r in GROUPS[g] if ggml or not r.startswith("ggml-python")]
     jobs = {"CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)}
     if ggml and "-dggml_cuda=on" in os.environ.get("CMAKE_ARGS", "").lower():
         # ggml-python 0.0.45's CUDA build needs one binding patched before it imports (FINDINGS.md)
         reqs = [r for r in reqs if not r.startswith("ggml-python")]
-        session.install(*_offline(), *BUILD_BACKEND)
-        session.install(*_offline(), "--no-build-isolation", "--no-deps", _ggml_source(session), env=jobs)
+        _install(session, *_offline(), *BUILD_BACKEND)
+        _install(session, *_offline(), "--no-build-isolation", "--no-deps", _ggml_source(session), env=jobs)
     # ggml-python compiles ggml's CPU backend from its sdist
-    session.install(*_offline(), *(["--no-compile"] if lazy_bytecode else []), *first, *reqs, env=jobs)
+    _install(session, *_offline(), *(["--no-compile"] if lazy_bytecode else []), *first, *reqs, env=jobs)
     session.run("python", "-c", "import sys, numpy, torch; print(sys.version.split()[0], 'numpy', numpy.__version__, 'torch', torch.__version__)",
                 env=_bytecode_env(session) if lazy_bytecode else None)
 
@@ -258,7 +281,7 @@ def gpu(session: nox.Session) -> None:
 
     t0 = os.environ.get("WKVBENCH_T0") or str(time.time())
     _install_runtime(session, "gpu-kernels", "report", "bench", ggml=False, lazy_bytecode=True)
-    session.install(*_offline(), *BUILD_BACKEND, "typing_extensions")
+    _install(session, *_offline(), *BUILD_BACKEND, "typing_extensions")
     env = {"WKVBENCH_T0": t0, "TRITON_CACHE_AUTOTUNING": "1"}
     src = _ggml_source(session)  # downloaded (or taken from the wheelhouse) and patched: an install step
     own = _install_serving(session)
@@ -313,8 +336,8 @@ def _install_serving(session: nox.Session) -> list[str]:
                 args += ["--own-env", f"{pkg}={folder}"]
             else:
                 if needs:
-                    session.install(*_offline(), *needs)
-                session.install(*_offline(), "--no-deps", req, *spec.get("gpu-no-deps", []))
+                    _install(session, *_offline(), *needs)
+                _install(session, *_offline(), "--no-deps", req, *spec.get("gpu-no-deps", []))
         except nox.command.CommandFailed:
             session.warn(f"{req} could not be installed: its variants read as SKIP (not installed)")
     return args

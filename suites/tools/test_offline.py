@@ -66,3 +66,9 @@ def test_nox_and_the_cpu_verify_install_from_the_wheelhouse_alone(wheelhouse, tm
     assert {"wkv7.torch.recurrent", "wkv7.ggml.cpu", "wkv7.rwkv_ops.native", "wkv7.fla.naive_dplr_recurrent"} <= ran
     assert "--no-index" in p.stdout + p.stderr  # every install of the session went to the folder only
     assert sys.version.split()[0] == doc["provenance"]["machine"]["python"]
+    # the same session again (a warm box): the virtualenv ran each of these installs to its end already, with
+    # this wheelhouse, so no pip command runs (noxfile._install)
+    again = _run([str(py), "-m", "nox", "-s", "verify", "--install-only"],
+                 env={**offline, "WKVBENCH_WHEELHOUSE": str(wheelhouse)}, cwd=tree)
+    log = again.stdout + again.stderr
+    assert "already installed in this virtualenv" in log and "pip install" not in log, log[-3000:]
