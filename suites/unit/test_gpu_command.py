@@ -1046,6 +1046,57 @@ def test_on_one_gpu_each_bench_relays_the_turn_as_its_rows_end(monkeypatch, tmp_
     assert "relayed" not in ph["bench"].parts
 
 
+def test_ggml_built_before_follows_the_folders_benches_in_the_relay(monkeypatch, tmp_path):
+    """On a warm box ggml is built and verified before the benches (``ggml_beside``): its bench process starts
+    with the folders' and gets its turn from the last of them as that one's rows end, instead of starting
+    after that bench's tail (34.9 s, 14.1 s and 3.4 s on the warm H200 run of c6a6724). Its rows are joined
+    into bench.json as before. Not relayed: with a stability check between them, or ggml built in this run."""
+    from wkvbench.perf import bench as perf_bench
+    from wkvbench.perf import bench_merge
+
+    run, _, events, note = _turn_run(tmp_path, ("vllm",))
+    envs_seen = {}
+
+    def fake_run_on_gpus(args, ngpu, out, log_dir=None, apart=(), env=None, log_name="bench"):
+        envs_seen[log_name] = (list(args), dict(env))
+        note(f"{log_name} start")
+        perf_bench.wait_turn(env, poll_s=0.01)
+        note(f"{log_name} turn")
+        time.sleep(0.1)  # its rows
+        perf_bench.relay_turn(env)
+        time.sleep(0.3)  # its tail
+        rows = json.loads(FIXTURE_BENCH.read_text())["rows"]
+        ggml = log_name == "bench-ggml"
+        rows = [r for r in rows if (r["variant"].split(".")[1] == "ggml") == ggml] or rows[:1]
+        doc = {**json.loads(FIXTURE_BENCH.read_text()), "rows": rows, "complete": True, "process_s": {}}
+        out.write_text(json.dumps(doc))
+        note(f"{log_name} end")
+        return bench_merge.merge([out], out), []
+
+    monkeypatch.setattr(bench_merge, "run_on_gpus", fake_run_on_gpus)
+    assert not run._ggml_relayed(1)  # ggml not built before this run
+    run.ggml_beside = object()
+    assert run._ggml_relayed(1) and not run._ggml_relayed(2)
+    run.opt.stability = 5
+    assert not run._ggml_relayed(1)  # the stability check comes between the benches and ggml's
+    run.opt.stability = 0
+    assert run._benches(1, run._env_globs(), run._main_bench_ahead(1))
+    assert run.ggml_ahead is not None
+    assert run._phase("ggml-bench", lambda: run._bench(1, ggml=True, seeds=False, ahead=run.ggml_ahead))
+    at = {e: i for i, e in enumerate(events)}
+    assert at["bench-ggml start"] < at["bench turn"], events  # started with the folders' benches
+    assert at["bench-vllm turn"] < at["bench-ggml turn"] < at["bench-vllm end"], events  # relayed by the last
+    args, env = envs_seen["bench-ggml"]
+    assert "--backend" in args and args[args.index("--backend") + 1] == "ggml"
+    assert env[perf_bench.TURN] == str(run.work / "turn-ggml")
+    assert perf_bench.NEXT not in env  # the last: none to give
+    assert envs_seen["bench-vllm"][1][perf_bench.NEXT] == str(run.work / "turn-ggml")
+    ph = run.state.phases["ggml-bench"]
+    assert ph.status == "done" and 0.2 <= ph.parts["relayed"] <= 0.45, ph.parts
+    assert not (run.work / "bench-ggml.json").exists()  # joined into bench.json
+    assert any(r["variant"].split(".")[1] == "ggml" for r in json.loads(run.bench.read_text())["rows"])
+
+
 def test_with_several_gpus_no_bench_relays_its_turn(monkeypatch, tmp_path):
     from wkvbench.perf import bench as perf_bench
     from wkvbench.perf import bench_merge

@@ -183,6 +183,7 @@ class GpuRun:
         self.ggml_beside = None  # ggml's verification started beside the others (ggml built before)
         self.ngpu = 0  # the GPUs the run uses (set by ``run``)
         self.bench_ended: float | None = None  # when the bench (not ggml's) ended in this run
+        self.ggml_ahead: Ahead | None = None  # ggml's bench processes, started with the folders' (_benches)
 
     # -- plan --------------------------------------------------------------------------------
     def _filters(self) -> list[str]:
@@ -290,7 +291,9 @@ class GpuRun:
                 ok &= self._phase("stability", lambda: self._stability(ggml=False))
             ok &= ggml_build.build_and_verify(self, ggml)
             if ngpu and "bench" in self.opt.phases and any(v.backend == "ggml" for v in self._selected("cuda")):
-                ok &= self._phase("ggml-bench", lambda: self._bench(ngpu, ggml=True))
+                relayed = self.ggml_ahead  # started with the folders' benches (_ggml_relayed), else None
+                ok &= self._phase("ggml-bench", lambda: self._bench(ngpu, ggml=True, seeds=relayed is None,
+                                                                    ahead=relayed))
             if ngpu and self.opt.stability and self.bench.is_file() and any(
                     v.backend == "ggml" for v in self._selected("cuda")):
                 ok &= self._phase("stability-ggml", lambda: self._stability(ggml=True))
@@ -300,8 +303,10 @@ class GpuRun:
             if "report" in self.opt.phases:  # rebuilt on every run: an added phase (stability) shows in it
                 ok &= self._phase("report", self._report, again=True)
         except BaseException:
-            if main is not None:  # stopped before its turn: told to stop, never to time beside anything
-                main.cancel()
+            # stopped before its turn: told to stop, never to time beside anything
+            for a in (main, self.ggml_ahead):
+                if a is not None:
+                    a.cancel()
             if folders is not None:
                 folders.stop.set()  # their warm-ups' runner, where it runs apart (``_envs_end``)
             self.opt.exclude = tuple(x for x in self.opt.exclude if x not in main_excl)
@@ -734,6 +739,9 @@ class GpuRun:
         turn, where that came later) to its end; the seconds it timed before are its ``relayed``."""
         self._bench_seeds()  # before the folders' processes start: each reads it as it starts
         ahead = {pkg: self._env_bench_start(pkg) for pkg in self._env_benches()}
+        if self._ggml_relayed(ngpu):
+            args, out = self._bench_cmd(ggml=True)
+            self.ggml_ahead = self._ahead("ggml", args, ngpu, out, {}, "bench-ggml")
         try:
             ok = self._phase("bench", lambda: self._bench(ngpu, ggml=False, seeds=False, ahead=main))
             for pkg in envs:
@@ -749,6 +757,16 @@ class GpuRun:
         return [pkg for pkg in self._env_globs() if self.state.phase(f"env-bench-{pkg}").status != "done"
                 and self._env_selected(pkg)]
 
+    def _ggml_relayed(self, ngpu: int) -> bool:
+        """Whether ggml's bench follows the folders' in the relay (``_ahead``): on one GPU, with ggml built
+        and verified before the benches (a box's warm run: ``ggml_beside``), and no stability check between
+        them. Its process then starts with the folders' and takes its turn as the last bench's rows end, where
+        it had started after that bench's tail: 34.9 s on the warm H200 run of c6a6724, after vLLM's bench's
+        14.1 s tail and its own 3.4 s start."""
+        return (ngpu == 1 and not self.opt.stability and self.ggml_beside is not None
+                and "bench" in self.opt.phases and self.state.phase("ggml-bench").status != "done"
+                and any(v.backend == "ggml" for v in self._selected("cuda")))
+
     def _ahead(self, name: str, args: list[str], ngpu: int, out: Path, env: dict[str, str],
                log_name: str) -> Ahead:
         """Bench processes (``run_on_gpus``) started now in a thread, each waiting for its turn
@@ -760,7 +778,7 @@ class GpuRun:
         turn = self.work / f"turn-{name}"
         turn.unlink(missing_ok=True)
         ahead = Ahead(turn, out)
-        order = ["bench", *self._env_benches()]
+        order = ["bench", *self._env_benches(), *(["ggml"] if self._ggml_relayed(ngpu) else [])]
         relay = {}
         if ngpu == 1 and name in order and order.index(name) + 1 < len(order):
             relay = {NEXT: str(self.work / f"turn-{order[order.index(name) + 1]}")}
