@@ -120,6 +120,18 @@ def load_results(path: Path) -> dict:
     return json.loads(read_text(path))
 
 
+def run_and_bench(folder: Path, warm: bool = False) -> tuple[dict, dict]:
+    """A whole run's results set: its ``run.json`` and ``bench.json.gz`` (``warm``: those of the warm run kept
+    under ``diagnostics/warm/``), parsed."""
+    base = folder / "diagnostics" / "warm" if warm else folder
+    return load_results(base / "run.json"), load_results(base / "bench.json.gz")
+
+
+def phase_seconds(run: dict) -> dict[str, float]:
+    """A ``run.json``'s seconds by phase."""
+    return {k: v["seconds"] for k, v in run["phases"].items()}
+
+
 def timed_rows(rows) -> dict:
     """A bench file's OK rows by (variant, shape set, dtype)."""
     return {(r["variant"], r["shape_set"], r["dtype"]): r for r in rows if r["status"] == "OK"}
@@ -135,6 +147,22 @@ def serial_seconds(run: dict) -> float:
     """A whole one-GPU ``run.json``'s install and the seconds of its phases on the critical path: what its
     ``wall_s`` should sum."""
     return run["install_s"] + sum(run["phases"][k]["seconds"] for k in SERIAL_PHASES)
+
+
+BENCH_PHASES = ("bench", "env-bench-rwkv-fla", "env-bench-flash-qla", "env-bench-vllm", "ggml-bench")
+
+
+def run_figures(run: dict) -> dict:
+    """A whole one-GPU ``run.json`` in the figures its results set's test states: complete or not, install and
+    wall seconds, where it wrote, what it tuned, the verification's, folders', ggml-verify's and main bench's
+    seconds, the five benches' together, whether the phases on the critical path sum to its wall time, and its
+    CPU seconds."""
+    secs = phase_seconds(run)
+    return {"complete": run["complete"], "install_s": run["install_s"], "wall_s": run["wall_s"],
+            "out": run["options"]["out"], "tuned": run["autotune"]["tuned"],
+            "seconds": tuple(secs[k] for k in ("verify", "envs", "ggml-verify", "bench")),
+            "benches": round(sum(secs[p] for p in BENCH_PHASES), 1),
+            "sums_to_wall": abs(serial_seconds(run) - run["wall_s"]) < 0.5, "cpu_s": run["cpu_s"]}
 
 
 def bench_figures(bench: dict) -> dict:

@@ -10,30 +10,25 @@ from pathlib import Path
 
 import pytest
 
-from suites.helpers import bench_figures, load_results, serial_seconds, summed, timed_rows
+from suites.helpers import (BENCH_PHASES, bench_figures, load_results, phase_seconds, run_and_bench,
+                            run_figures, serial_seconds, summed, timed_rows)
 from wkvbench.run import tuned
 
 GPU = Path(__file__).resolve().parents[2] / "reports" / "gpu"
 SET = GPU / "h200-2026-11-29-forked-beside"
 BEFORE = GPU / "h200-2026-11-29-fresh-and-warm"
 MACHINE = GPU / "NVIDIA-H200-drv580.159.04-cuda13.0-torch2.11.0-triton3.6.0"
-BENCHES = ("bench", "env-bench-rwkv-fla", "env-bench-flash-qla", "env-bench-vllm", "ggml-bench")
 
 
 
 @pytest.fixture(scope="module")
 def fresh():
-    return load_results(SET / "run.json"), load_results(SET / "bench.json.gz")
+    return run_and_bench(SET)
 
 
 @pytest.fixture(scope="module")
 def warm():
-    return (load_results(SET / "diagnostics/warm/run.json"),
-            load_results(SET / "diagnostics/warm/bench.json.gz"))
-
-
-def _secs(run: dict) -> dict:
-    return {k: v["seconds"] for k, v in run["phases"].items()}
+    return run_and_bench(SET, warm=True)
 
 
 
@@ -42,7 +37,7 @@ def test_the_fresh_breakdown(fresh):
     assert run["complete"] and run["cores"] == 16 and run["provenance"]["git"]["commit"] == "af3a1e2"
     assert run["provenance"]["gpu"]["devices"][0]["uuid"].startswith("771be303")
     assert run["install_s"] == 78.3 and run["wall_s"] == 946.8
-    secs = _secs(run)
+    secs = phase_seconds(run)
     assert secs == {
         "ggml": 578.6,
         "env-rwkv-fla": 448.1,
@@ -65,9 +60,10 @@ def test_the_fresh_breakdown(fresh):
     assert run["phases"]["side"]["detail"] == "79 processes finished, 0 failed"
     # against 54046a0: verify 403.9 s and envs 249.7 s after it; the benches 363.6 s
     before = load_results(BEFORE / "run.json")
-    b = _secs(before)
+    b = phase_seconds(before)
     assert round(b["verify"] + b["envs"], 1) == 653.6 and round(secs["verify"] + secs["envs"], 1) == 505.8
-    assert round(sum(b[p] for p in BENCHES), 1) == 363.6 and round(sum(secs[p] for p in BENCHES), 1) == 338.3
+    assert round(sum(b[p] for p in BENCH_PHASES), 1) == 363.6
+    assert round(sum(secs[p] for p in BENCH_PHASES), 1) == 338.3
     assert run["cpu_s"] == {"side": 1632.8, "verify": 4840.7, "ggml": 2279.6}
     assert before["cpu_s"]["side"] == 2386.7 and before["cpu_s"]["verify"] == 4870.2
     assert round((run["cpu_s"]["side"] + run["cpu_s"]["verify"]) / (16 * 505.8), 2) == 0.80
@@ -103,7 +99,7 @@ def test_forked_processes_start_cheaper(fresh):
 
 def test_where_the_bench_processes_spent_their_phases(fresh):
     run, bench = fresh
-    parts = {k: run["phases"][k]["parts"] for k in BENCHES}
+    parts = {k: run["phases"][k]["parts"] for k in BENCH_PHASES}
     main = parts["bench"]
     assert main == {
         "start": 3.16,
@@ -166,15 +162,13 @@ def test_the_medians_against_the_run_before_and_warm_against_fresh(fresh, warm):
 
 def test_the_warm_run_to_its_end(warm):
     run, _ = warm
-    assert run["complete"] and run["install_s"] == 23.5 and run["wall_s"] == 511.3
-    assert run["options"]["out"] == "reports/gpu/warm" and run["autotune"]["tuned"] == 0
-    secs = _secs(run)
-    assert (secs["verify"], secs["envs"], secs["ggml-verify"], secs["bench"]) == (106.5, 12.2, 1.6, 218.2)
-    assert round(sum(secs[p] for p in BENCHES), 1) == 351.4
-    assert abs(serial_seconds(run) - run["wall_s"]) < 0.5
-    assert run["cpu_s"] == {"side": 218.2, "verify": 1260.5}
+    assert run_figures(run) == {"complete": True, "install_s": 23.5, "wall_s": 511.3,
+                                "out": "reports/gpu/warm", "tuned": 0, "seconds": (106.5, 12.2, 1.6, 218.2),
+                                "benches": 351.4,
+                                "sums_to_wall": True, "cpu_s": {"side": 218.2, "verify": 1260.5}}
+    secs = phase_seconds(run)
     assert run["phases"]["side"]["detail"] == "45 processes finished, 0 failed"
-    before = _secs(load_results(BEFORE / "diagnostics/warm/run.json"))
+    before = phase_seconds(load_results(BEFORE / "diagnostics/warm/run.json"))
     assert (
         round(before["verify"] + before["envs"], 1) == 152.9
         and round(secs["verify"] + secs["envs"], 1) == 118.7

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from suites.helpers import bench_figures, load_results, serial_seconds, summed, timed_rows
+from suites.helpers import (bench_figures, load_results, phase_seconds, run_and_bench, run_figures,
+                            serial_seconds, summed, timed_rows)
 from wkvbench.run import tuned
 
 GPU = Path(__file__).resolve().parents[2] / "reports" / "gpu"
@@ -18,28 +19,22 @@ SET = GPU / "h200-2026-11-29-threaded-bench"
 BEFORE = GPU / "h200-2026-11-29-forked-beside"
 LOCKS = GPU / "h200-2026-11-29-compile-locks"
 MACHINE = GPU / "NVIDIA-H200-drv580.159.04-cuda13.0-torch2.11.0-triton3.6.0"
-BENCHES = ("bench", "env-bench-rwkv-fla", "env-bench-flash-qla", "env-bench-vllm", "ggml-bench")
 OWN = ("rwkvfla", "vllm", "flashqla")
 
 
 @pytest.fixture(scope="module")
 def fresh():
-    return load_results(SET / "run.json"), load_results(SET / "bench.json.gz")
+    return run_and_bench(SET)
 
 
 @pytest.fixture(scope="module")
 def warm():
-    return (load_results(SET / "diagnostics/warm/run.json"),
-            load_results(SET / "diagnostics/warm/bench.json.gz"))
+    return run_and_bench(SET, warm=True)
 
 
 @pytest.fixture(scope="module")
 def warm_verify():
     return load_results(SET / "diagnostics/warm/verify.json.gz")
-
-
-def _secs(run: dict) -> dict:
-    return {k: v["seconds"] for k, v in run["phases"].items()}
 
 
 def _outside_cases(doc: dict) -> dict[str, float]:
@@ -57,7 +52,7 @@ def test_the_fresh_breakdown(fresh):
     assert run["provenance"]["git"]["dirty"] is True
     assert run["provenance"]["gpu"]["devices"][0]["uuid"].startswith("1e49a711")
     assert run["install_s"] == 69.4 and run["wall_s"] == 869.6
-    secs = _secs(run)
+    secs = phase_seconds(run)
     assert secs == {"ggml": 683.4, "env-rwkv-fla": 482.3, "env-flash-qla": 446.5, "env-vllm": 349.3,
                     "envs": 9.0, "verify": 474.7, "side": 474.9, "bench": 211.4, "env-bench-rwkv-fla": 43.7,
                     "env-bench-flash-qla": 0.1, "env-bench-vllm": 3.0, "ggml-verify": 11.0,
@@ -68,7 +63,7 @@ def test_the_fresh_breakdown(fresh):
     assert round((run["cpu_s"]["side"] + run["cpu_s"]["verify"]) / (16 * secs["verify"]), 2) == 0.89
     # this box's CPU against af3a1e2's: ggml's build is the same work on every run
     assert round(run["cpu_s"]["ggml"] / load_results(BEFORE / "run.json")["cpu_s"]["ggml"], 2) == 1.06
-    before = _secs(load_results(BEFORE / "run.json"))
+    before = phase_seconds(load_results(BEFORE / "run.json"))
     own = ("env-bench-rwkv-fla", "env-bench-flash-qla", "env-bench-vllm")
     assert round(sum(before[p] for p in own), 1) == 86.0 and round(sum(secs[p] for p in own), 1) == 46.8
     assert run["autotune"]["seeds"] == 331 and run["autotune"]["tuned"] == 0
@@ -125,13 +120,10 @@ def test_the_medians_against_the_run_before_and_warm_against_fresh(fresh, warm):
 
 def test_the_warm_run_to_its_end(warm):
     run, _ = warm
-    assert run["complete"] and run["install_s"] == 26.4 and run["wall_s"] == 461.5
-    assert run["options"]["out"] == "reports/gpu/warm" and run["autotune"]["tuned"] == 0
-    secs = _secs(run)
-    assert (secs["verify"], secs["envs"], secs["ggml-verify"], secs["bench"]) == (131.6, 7.6, 2.3, 201.5)
-    assert round(sum(secs[p] for p in BENCHES), 1) == 282.5
-    assert abs(serial_seconds(run) - run["wall_s"]) < 0.5
-    assert run["cpu_s"] == {"side": 283.3, "verify": 1487.1}
+    assert run_figures(run) == {"complete": True, "install_s": 26.4, "wall_s": 461.5,
+                                "out": "reports/gpu/warm", "tuned": 0, "seconds": (131.6, 7.6, 2.3, 201.5),
+                                "benches": 282.5,
+                                "sums_to_wall": True, "cpu_s": {"side": 283.3, "verify": 1487.1}}
     assert load_results(LOCKS / "diagnostics/warm/run.json")["cpu_s"]["verify"] == 1986.3
     assert load_results(BEFORE / "diagnostics/warm/run.json")["cpu_s"]["verify"] == 1260.5
     assert run["phases"]["bench"]["parts"]["rows"] == 187.46
