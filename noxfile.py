@@ -71,7 +71,10 @@ def _install(session: nox.Session, *args: str, env: dict | None = None) -> None:
         session.log(f"already installed in this virtualenv: {what[:200]}")
         return
     session.install(*args, **({"env": env} if env else {}))
-    if record and os.path.isdir(venv):
+    # nox -R (--no-install) skips the install in a reused virtualenv: nothing ran, nothing to record
+    skipped = (getattr(getattr(getattr(session, "_runner", None), "global_config", None), "no_install", False)
+               and getattr(session.virtualenv, "_reused", False))
+    if record and os.path.isdir(venv) and not skipped:
         with open(record, "a") as f:
             f.write(key + "\n")
 
