@@ -194,6 +194,51 @@ def test_the_stability_phase_times_ggml_in_a_process_of_its_own(tmp_path):
     assert run_checks(FakeProcs({"stability": 0, "stability-ggml": 1}), tmp_path / "b.json", out, 5)[0]
 
 
+def test_the_stability_phase_checks_the_own_folders_rows_in_their_folders(tmp_path, monkeypatch):
+    """The rows of rwkv-fla, vLLM and FlashQLA (76 of the 403 timed rows of the H200 run of c6a6724) run only
+    in their own folders: the main environment's check leaves them out, and each package's rows are a group
+    of their own in its folder's environment, on each GPU; ggml's check alone has none of them."""
+    from wkvbench.perf.stability import run_checks
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+
+    class FakeProcs:
+        logs = tmp_path
+
+        def __init__(self):
+            self.started = []
+
+        def start(self, name, cmd, env=None):
+            self.started.append((name, cmd, env))
+            return name
+
+        def wait(self, name):
+            return 0
+
+    own = {"rwkv-fla": ("*.rwkvfla.*", {"PYTHONPATH": "/own/rwkv-fla"}),
+           "vllm": ("*.vllm.*", {"PYTHONPATH": "/vf"})}
+    procs = FakeProcs()
+    run_checks(procs, tmp_path / "bench.json", tmp_path / "s.json", 5, ngpu=2, ggml=False, own=own)
+    assert [n for n, _, _ in procs.started] == ["stability-gpu0", "stability-gpu1", "stability-rwkv-fla-gpu0",
+                                               "stability-rwkv-fla-gpu1", "stability-vllm-gpu0",
+                                               "stability-vllm-gpu1"]
+    main = procs.started[0][1]
+    assert main[main.index("--shard") + 2:] == ["--exclude", "*.ggml.*", "--exclude", "*.rwkvfla.*",
+                                                "--exclude", "*.vllm.*"]
+    name, cmd, env = procs.started[3]
+    assert cmd[-2:] == ["--variant", "*.rwkvfla.*"] and env == {"PYTHONPATH": "/own/rwkv-fla",
+                                                               "CUDA_VISIBLE_DEVICES": "1"}
+    assert procs.started[0][2] == {"CUDA_VISIBLE_DEVICES": "0"}  # the main environment's: nothing added
+    one = FakeProcs()
+    run_checks(one, tmp_path / "bench.json", tmp_path / "s1.json", 5, ggml=False, own=own)
+    assert [(n, e) for n, _, e in one.started] == [("stability", None),
+                                                   ("stability-rwkv-fla", {"PYTHONPATH": "/own/rwkv-fla"}),
+                                                   ("stability-vllm", {"PYTHONPATH": "/vf"})]
+    ggml = FakeProcs()
+    run_checks(ggml, tmp_path / "bench.json", tmp_path / "s2.json", 5, ggml=True, own=own)
+    assert [(n, c[-2:]) for n, c, _ in ggml.started] == [("stability-ggml", ["--variant", "*.ggml.*"])]
+
+
 def test_the_stability_phase_gives_each_gpu_a_share_of_the_rows_and_joins_them(tmp_path, monkeypatch):
     """A box of several GPUs: one process per GPU at a time (CUDA_VISIBLE_DEVICES, ``--shard i/n``), ggml's
     after the others on each; the GPUs' files are joined into one with every row and every GPU's identity."""

@@ -163,25 +163,32 @@ GROUPS = (("stability", ("--exclude", "*.ggml.*"), False),
 
 
 def run_checks(procs, bench: Path, out: Path, repeats: int, ngpu: int = 1,
-               ggml: bool | None = None) -> tuple[bool, str]:
+               ggml: bool | None = None, own: dict[str, tuple[str, dict]] | None = None) -> tuple[bool, str]:
     """``wkvbench gpu``'s stability phases: this command on ``bench``, one process per GPU at a time (every
     ``ngpu``-th row each, ``--shard``; never two timed processes on one GPU), in processes of ``procs``
     (``Procs``), a group of them after the other (``GROUPS``; ``ggml=False``: every row but ggml's,
-    ``True``: ggml's, ``None``: both). Each GPU's rows go to a file of its own (kept by a
-    stopped run and resumed), joined into ``out`` with the rows it already holds at the end. (ok, detail)."""
+    ``True``: ggml's, ``None``: both). ``own``: package -> (its variants' glob, its folder's environment) of
+    the packages in folders of their own (``--own-env``), whose rows the main environment cannot run: each
+    one's rows are a group of their own, checked in its folder, after the main environment's (unless ggml's
+    alone are asked). Each GPU's rows go to a file of its own (kept by a stopped run and resumed), joined into
+    ``out`` with the rows it already holds at the end. (ok, detail)."""
     from ..run.isolate import gpu_of
     from ..run.procs import py, tail
 
     ngpu = max(1, ngpu)
     parts = [out] if ngpu == 1 else [out.with_name(f"{out.stem}.gpu{i}{out.suffix}") for i in range(ngpu)]
     rcs: dict[str, int] = {}
-    groups = {name: sel for name, sel, is_ggml in GROUPS if ggml is None or is_ggml == ggml}
-    for name, sel in groups.items():
+    own = {} if ggml else dict(own or {})
+    apart = tuple(x for glob, _ in own.values() for x in ("--exclude", glob))
+    groups = [(name, (*sel, *(() if is_ggml else apart)), {}) for name, sel, is_ggml in GROUPS
+              if ggml is None or is_ggml == ggml]
+    groups += [(f"stability-{pkg}", ("--variant", glob), env) for pkg, (glob, env) in own.items()]
+    for name, sel, extra in groups:
         live = {}
         for i, part in enumerate(parts):  # one process per GPU, side by side
             cmd = py("stability", str(bench), "--repeats", str(repeats), "--rep-ms", "50", "--output", str(part),
                      "--shard", f"{i}/{ngpu}", *sel)
-            env = {"CUDA_VISIBLE_DEVICES": gpu_of(i, ngpu)} if ngpu > 1 else None
+            env = {**extra, **({"CUDA_VISIBLE_DEVICES": gpu_of(i, ngpu)} if ngpu > 1 else {})} or None
             label = f"{name}-gpu{i}" if ngpu > 1 else name
             live[label] = procs.start(label, cmd, env=env)
         for n, p in live.items():
