@@ -53,30 +53,50 @@ def _offline() -> list[str]:
     return ["--no-index", "--find-links", WHEELHOUSE] if WHEELHOUSE else []
 
 
+# per virtualenv (its record's path): how many of its installs this nox process has come to, and whether one
+# of them ran (from then on every later one runs too)
+_INSTALLS: dict[str, dict] = {}
+
+
 def _install(session: nox.Session, *args: str, env: dict | None = None) -> None:
-    """``session.install(*args)``, skipped where this virtualenv already ran the same install to its end: the
-    same arguments and environment, and offline the same wheelhouse (its files' names and sizes). A warm
-    ``nox -s gpu`` ran about ten such pip commands, each resolving what was installed already (2-3 s apiece
-    on the CPU machine, 2026-11-29); a virtualenv made anew has no record, and installs everything."""
+    """``session.install(*args)``, skipped where this virtualenv's installs, up to and including this one, are
+    the ones it ran to their end last time, in the same order: the same arguments and environment, and
+    offline the same wheelhouse (its files' names and sizes). A warm ``nox -s gpu`` ran about ten such pip
+    commands, each resolving what was installed already (2-3 s apiece on the CPU machine, 2026-11-29). The
+    record is the sequence, not a set: once one install runs, every later one runs too, since the one that ran
+    may have changed what they had installed (another ``WKVBENCH_TORCH``, then the first one again, say). A
+    virtualenv made anew has no record, and installs everything."""
     import hashlib
     import json
 
     house = sorted((f.name, f.stat().st_size) for f in os.scandir(WHEELHOUSE)) if WHEELHOUSE else []
     key = hashlib.sha256(json.dumps([args, env or {}, house]).encode()).hexdigest()
     venv = getattr(session.virtualenv, "location", None)
-    record = os.path.join(venv, ".wkvbench-installs") if venv else None
-    done = (_read(record) or "").split() if record else []
-    if key in done:
+    if not venv:
+        session.install(*args, **({"env": env} if env else {}))
+        return
+    record = os.path.join(venv, ".wkvbench-installs")
+    done = (_read(record) or "").split()
+    at = _INSTALLS.setdefault(record, {"n": 0, "ran": False})
+    i, at["n"] = at["n"], at["n"] + 1
+    if not at["ran"] and done[i:i + 1] == [key]:
         what = " ".join(a for a in args if not a.startswith("-") and a != WHEELHOUSE)
         session.log(f"already installed in this virtualenv: {what[:200]}")
         return
+    at["ran"] = True
+    _write_record(record, done[:i])  # a failed install leaves none of its own or what came after recorded
     session.install(*args, **({"env": env} if env else {}))
     # nox -R (--no-install) skips the install in a reused virtualenv: nothing ran, nothing to record
     skipped = (getattr(getattr(getattr(session, "_runner", None), "global_config", None), "no_install", False)
                and getattr(session.virtualenv, "_reused", False))
-    if record and os.path.isdir(venv) and not skipped:
-        with open(record, "a") as f:
-            f.write(key + "\n")
+    if not skipped:
+        _write_record(record, [*done[:i], key])
+
+
+def _write_record(record: str, keys: list[str]) -> None:
+    if os.path.isdir(os.path.dirname(record)):
+        with open(record, "w") as f:
+            f.write("".join(k + "\n" for k in keys))
 
 
 def _see_host_packages(session: nox.Session) -> None:
