@@ -76,7 +76,11 @@ class Charts:
         fig.update_yaxes(**AXIS)
         figure = fig.to_plotly_json()
         figure["layout"].pop("template", None)  # plotly.js's own defaults; no 10 kB theme per chart
-        chart = Chart(f"chart-{len(self.charts)}", title, figure, [t.keys for t in traces])
+        return self._keep(title, figure, [t.keys for t in traces])
+
+    def _keep(self, title: str, figure: dict, keys: list) -> Chart:
+        """``figure`` (plotly's JSON form) as the page's next chart, with its traces' facet keys."""
+        chart = Chart(f"chart-{len(self.charts)}", title, figure, keys)
         self.charts.append(chart)
         return chart
 
@@ -98,10 +102,7 @@ class Charts:
             xaxis.update(categoryorder="array", categoryarray=list(categories))
         layout = {"xaxis": {**xaxis, **AXIS}, "yaxis": {"title": {"text": y_title}, "type": y_type, **AXIS},
                   **_frame(title, len(traces))}
-        chart = Chart(f"chart-{len(self.charts)}", title, {"data": data, "layout": layout},
-                      [t.keys for t in traces])
-        self.charts.append(chart)
-        return chart
+        return self._keep(title, {"data": data, "layout": layout}, [t.keys for t in traces])
 
     def line_validated(self, title: str, traces: list[Trace], x_title: str, y_title: str, *,
                        x_type: str = "linear", y_type: str = "log",
@@ -137,9 +138,7 @@ class Charts:
         yaxis = {"automargin": True, "categoryorder": "array", "categoryarray": labels[::-1], **AXIS}
         layout = {**({"shapes": shapes} if shapes else {}), "xaxis": {"title": {"text": x_title}, **AXIS},
                   "yaxis": yaxis, **_frame(title, 1), "height": max(220, 80 + 18 * len(trace.x))}
-        chart = Chart(f"chart-{len(self.charts)}", title, {"data": data, "layout": layout}, [trace.keys])
-        self.charts.append(chart)
-        return chart
+        return self._keep(title, {"data": data, "layout": layout}, [trace.keys])
 
     def bars_validated(self, title: str, trace: Trace, x_title: str, ref: float | None = None) -> Chart:
         """``bars`` through plotly's ``graph_objects``, every property validated (the tests compare them)."""
