@@ -160,6 +160,24 @@ def test_clocks_without_nvml_or_nvidia_smi_are_unknown_not_an_error(monkeypatch)
     assert timing.gpu_clocks(0) == (None, None, False)
 
 
+class _Procs:
+    """A stand-in for ``wkvbench.run.procs.Procs`` in the stability phase's tests: each start is recorded
+    (name, command, environment) and handed to ``on_start`` (what the check process would have written);
+    ``wait`` answers the exit code in ``codes`` (0 where none is given)."""
+
+    def __init__(self, logs, codes=None, on_start=None):
+        self.logs, self.codes, self.on_start, self.started = logs, codes or {}, on_start, []
+
+    def start(self, name, cmd, env=None):
+        self.started.append((name, cmd, env))
+        if self.on_start is not None:
+            self.on_start(cmd)
+        return name
+
+    def wait(self, name):
+        return self.codes.get(name, 0)
+
+
 def test_the_stability_phase_times_ggml_in_a_process_of_its_own(tmp_path):
     """``wkvbench gpu``'s stability phase: the non-ggml rows first, ggml's in a second process; a crash
     of either fails the phase and is named (the SIGSEGV of ggml's CUDA build beside torch's, H100)."""
@@ -171,27 +189,13 @@ def test_the_stability_phase_times_ggml_in_a_process_of_its_own(tmp_path):
     row = {"variant": "v", "shape_set": "decode", "dtype": "bf16"}
     out.write_text(json.dumps({"schema": "wkvbench.stability/1", "rows": [{**row, "ok": True}, {**row, "ok": False}]}))
 
-    class FakeProcs:
-        logs = tmp_path
-
-        def __init__(self, codes):
-            self.codes, self.started = codes, []
-
-        def start(self, name, cmd, env=None):
-            self.started.append((name, cmd))
-            self.envs = [*getattr(self, "envs", []), env]
-            return name
-
-        def wait(self, name):
-            return self.codes[name]
-
-    procs = FakeProcs({"stability": 1, "stability-ggml": -11})
+    procs = _Procs(tmp_path, {"stability": 1, "stability-ggml": -11})
     ok, detail = run_checks(procs, tmp_path / "bench.json", out, 5)
     assert not ok and "1/2 rows within the targets" in detail and "stability-ggml exited with -11" in detail
-    (first, a), (second, b) = procs.started
+    (first, a, _), (second, b, _) = procs.started
     assert (first, second) == ("stability", "stability-ggml")
     assert a[-2:] == ["--exclude", "*.ggml.*"] and b[-2:] == ["--variant", "*.ggml.*"]
-    assert run_checks(FakeProcs({"stability": 0, "stability-ggml": 1}), tmp_path / "b.json", out, 5)[0]
+    assert run_checks(_Procs(tmp_path, {"stability": 0, "stability-ggml": 1}), tmp_path / "b.json", out, 5)[0]
 
 
 def test_the_stability_phase_checks_the_own_folders_rows_in_their_folders(tmp_path, monkeypatch):
@@ -202,22 +206,9 @@ def test_the_stability_phase_checks_the_own_folders_rows_in_their_folders(tmp_pa
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
 
-    class FakeProcs:
-        logs = tmp_path
-
-        def __init__(self):
-            self.started = []
-
-        def start(self, name, cmd, env=None):
-            self.started.append((name, cmd, env))
-            return name
-
-        def wait(self, name):
-            return 0
-
     own = {"rwkv-fla": ("*.rwkvfla.*", {"PYTHONPATH": "/own/rwkv-fla"}),
            "vllm": ("*.vllm.*", {"PYTHONPATH": "/vf"})}
-    procs = FakeProcs()
+    procs = _Procs(tmp_path)
     run_checks(procs, tmp_path / "bench.json", tmp_path / "s.json", 5, ngpu=2, ggml=False, own=own)
     assert [n for n, _, _ in procs.started] == ["stability-gpu0", "stability-gpu1", "stability-rwkv-fla-gpu0",
                                                "stability-rwkv-fla-gpu1", "stability-vllm-gpu0",
@@ -229,12 +220,12 @@ def test_the_stability_phase_checks_the_own_folders_rows_in_their_folders(tmp_pa
     assert cmd[-2:] == ["--variant", "*.rwkvfla.*"] and env == {"PYTHONPATH": "/own/rwkv-fla",
                                                                "CUDA_VISIBLE_DEVICES": "1"}
     assert procs.started[0][2] == {"CUDA_VISIBLE_DEVICES": "0"}  # the main environment's: nothing added
-    one = FakeProcs()
+    one = _Procs(tmp_path)
     run_checks(one, tmp_path / "bench.json", tmp_path / "s1.json", 5, ggml=False, own=own)
     assert [(n, e) for n, _, e in one.started] == [("stability", None),
                                                    ("stability-rwkv-fla", {"PYTHONPATH": "/own/rwkv-fla"}),
                                                    ("stability-vllm", {"PYTHONPATH": "/vf"})]
-    ggml = FakeProcs()
+    ggml = _Procs(tmp_path)
     run_checks(ggml, tmp_path / "bench.json", tmp_path / "s2.json", 5, ggml=True, own=own)
     assert [(n, c[-2:]) for n, c, _ in ggml.started] == [("stability-ggml", ["--variant", "*.ggml.*"])]
 
@@ -256,23 +247,12 @@ def test_the_stability_phase_gives_each_gpu_a_share_of_the_rows_and_joins_them(t
                 "rows": [{"variant": v, "shape_set": "decode", "dtype": "bf16", "ok": ok, "gpu": str(i)}
                          for v, ok in rows]}
 
-    class FakeProcs:
-        logs = tmp_path
+    def write(cmd):
+        i = int(cmd[cmd.index("--shard") + 1].split("/")[0])
+        if "--exclude" in cmd:  # the worker writes its own file
+            Path(cmd[cmd.index("--output") + 1]).write_text(json.dumps(part(i, [(f"v{i}", i == 0)])))
 
-        def __init__(self):
-            self.started = []
-
-        def start(self, name, cmd, env=None):
-            self.started.append((name, cmd, env))
-            i = int(cmd[cmd.index("--shard") + 1].split("/")[0])
-            if "--exclude" in cmd:  # the worker writes its own file
-                Path(cmd[cmd.index("--output") + 1]).write_text(json.dumps(part(i, [(f"v{i}", i == 0)])))
-            return name
-
-        def wait(self, name):
-            return 0
-
-    procs = FakeProcs()
+    procs = _Procs(tmp_path, on_start=write)
     ok, detail = run_checks(procs, tmp_path / "bench.json", out, 5, ngpu=2)
     assert ok and "1/2 rows within the targets" in detail and "on 2 GPUs" in detail
     assert [n for n, _, _ in procs.started] == ["stability-gpu0", "stability-gpu1",
@@ -295,32 +275,23 @@ def test_ggml_stability_phase_after_the_others_keeps_their_joined_rows(tmp_path,
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     out = tmp_path / "stability.json"
 
-    class FakeProcs:
-        logs = tmp_path
-
-        def __init__(self, tag):
-            self.tag, self.started = tag, []
-
-        def start(self, name, cmd, env=None):
-            self.started.append(name)
+    def writer(tag):
+        def write(cmd):
             i = int(cmd[cmd.index("--shard") + 1].split("/")[0])
-            rows = [{"variant": f"{self.tag}{i}", "shape_set": "decode", "dtype": "bf16", "ok": True}]
+            rows = [{"variant": f"{tag}{i}", "shape_set": "decode", "dtype": "bf16", "ok": True}]
             part = Path(cmd[cmd.index("--output") + 1])
             if part.is_file():  # as the command does: the rows of the file it resumes stay
                 rows = json.loads(part.read_text())["rows"] + rows
             part.write_text(json.dumps(
                 {"schema": "wkvbench.stability/1", "bench": "bench.json", "repeats": 5,
                  "provenance": {"gpu": {"devices": [{"index": str(i), "uuid": f"GPU-{i}"}]}}, "rows": rows}))
-            return name
+        return write
 
-        def wait(self, name):
-            return 0
-
-    first, second = FakeProcs("fla"), FakeProcs("ggml")
+    first, second = _Procs(tmp_path, on_start=writer("fla")), _Procs(tmp_path, on_start=writer("ggml"))
     assert run_checks(first, tmp_path / "bench.json", out, 5, ngpu=2, ggml=False)[0]
-    assert first.started == ["stability-gpu0", "stability-gpu1"]
+    assert [n for n, _, _ in first.started] == ["stability-gpu0", "stability-gpu1"]
     ok, detail = run_checks(second, tmp_path / "bench.json", out, 5, ngpu=2, ggml=True)
-    assert ok and second.started == ["stability-ggml-gpu0", "stability-ggml-gpu1"]
+    assert ok and [n for n, _, _ in second.started] == ["stability-ggml-gpu0", "stability-ggml-gpu1"]
     assert "4/4 rows" in detail
     assert sorted(r["variant"] for r in json.loads(out.read_text())["rows"]) == ["fla0", "fla1", "ggml0", "ggml1"]
 
