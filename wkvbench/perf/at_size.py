@@ -23,8 +23,8 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections import Counter
 import time
+from collections import Counter
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from multiprocessing import get_context
 
