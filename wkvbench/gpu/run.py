@@ -122,7 +122,8 @@ class Ahead:
         """Their turn (given already where the bench before them relayed it as its rows ended:
         ``perf.bench.relay_turn``); what ``run_on_gpus`` returned, None where its thread raised."""
         if self.turn.exists():
-            self.turned, self.relayed = self.turn.stat().st_mtime, time.time() - self.turn.stat().st_mtime
+            self.turned = self.turn.stat().st_mtime
+            self.relayed = time.time() - self.turned
         else:
             self.turned = time.time()
             atomic_write(self.turn, "go")
