@@ -68,15 +68,20 @@ DETAILS_DIR = "details"  # the details of one machine (performance), and of one 
 # the H200's gdn page of earlier runs weighed 3.3 MB, 13,189 rows, once a third whole run superseded the
 # second (2026-11-29)
 EARLIER_ROWS = 6000
+# the superseded bench files of one machine on pages of their own, at most this many rows a page (about 600
+# bytes each: 1.5 MB): listed in full on the machine's page, they brought the H200's to 3.39 MB once a fifth
+# whole run superseded the fourth (2026-11-29)
+EARLIER_BENCH_ROWS = 2500
 
 
-def earlier_parts(views: list[dict], budget: int = EARLIER_ROWS) -> list[list[dict]]:
-    """The superseded files' views of one machine and operator, in file order, cut into pages of at most
-    ``budget`` rows (a file is never cut: one larger than that has a page of its own)."""
-    parts: list[list[dict]] = []
+def earlier_parts(views: list, budget: int = EARLIER_ROWS, size=lambda v: len(v["rows"])) -> list[list]:
+    """The superseded files' views of one machine and operator (or one machine's bench files), in file
+    order, cut into pages of at most ``budget`` rows as ``size`` counts a view's (a file is never cut: one
+    larger than that has a page of its own)."""
+    parts: list[list] = []
     n = 0
     for v in views:
-        k = len(v["rows"])
+        k = size(v)
         if not parts or n + k > budget:
             parts.append([])
             n = 0
@@ -320,11 +325,24 @@ def build(results: Path, output: Path, asv_html: Path | None = None) -> Summary:
                 mc.offer(m, str(r.get("op") or str(r.get("variant", "")).split(".")[0]), str(r.get("dtype")))
         ops = sorted((op for mm, op in rows_by if mm == m), key=op_key)
         links = [(op, f"{slug(m, op)}.html", sum(len(v["rows"]) for v in rows_by[(m, op)])) for op in ops]
-        bench = {"current": [bench_view(mc, f, cur_ids) for f in mine if f.current],
-                 "earlier": [bench_view(None, f) for f in mine if not f.current]}
+        old_files = [f for f in mine if not f.current]
+        old_parts = earlier_parts(old_files, EARLIER_BENCH_ROWS, size=lambda f: len(f.run.rows))
+        old_names = [f"{slug(m)}-bench-earlier" + (f"-{i + 1}" if i else "") + ".html"
+                     for i in range(len(old_parts))]
+        bench = {"current": [bench_view(mc, f, cur_ids) for f in mine if f.current], "earlier": old_files,
+                 "earlier_pages": [(f.run.path, f.superseded_by, name)
+                                   for fs, name in zip(old_parts, old_names, strict=True) for f in fs]}
         pages[f"{DETAILS_DIR}/{slug(m)}.html"] = render(
             "page.j2", part="machine", machine=m, n=n, options=mc.options(op_key, dtype_key), bench=bench,
-            row_pages=links, chart_data=mc.payload(), **common)
+            bench_earlier_of=None, row_pages=links, chart_data=mc.payload(), **common)
+        for i, (fs, name) in enumerate(zip(old_parts, old_names, strict=True)):
+            pages[f"{DETAILS_DIR}/{name}"] = render(
+                "page.j2", part="machine", machine=m, n=n, options=mc.options(op_key, dtype_key),
+                bench={"current": [], "earlier": [bench_view(None, f) for f in fs], "earlier_pages": []},
+                bench_earlier_of=f"{slug(m)}.html", earlier_part=(i + 1, len(old_parts)),
+                earlier_prev=old_names[i - 1] if i else None,
+                earlier_next=old_names[i + 1] if i + 1 < len(old_names) else None,
+                row_pages=links, chart_data=Charts().payload(), **common)
         index.append(MachinePage(m, f"{DETAILS_DIR}/{slug(m)}.html", len(bench["current"]), len(bench["earlier"]),
                                  [(op, f"{DETAILS_DIR}/{href}", k) for op, href, k in links]))
         for op, href, _ in links:
