@@ -37,7 +37,9 @@ def test_the_report_shows_where_a_gpu_runs_time_went_and_its_stability(tmp_path)
     assert "CPU seconds of the processes: verify 5000, side 9000 (16 cores)" in html
     assert "CPU busy while verifying: mean 85 %, 1/2 samples at 90 % or more" in html
     assert "GPU busy while verifying: mean 70 %, 1/2 samples" in html
-    assert "1/2 rows within the targets" in html and "111.8 us" in html and "<td>NO</td>" in html
+    assert "1/2 rows within the targets" in html and "111.8 us" in html
+    assert "<td>NO: engine spread</td>" in html
+    assert "not within: 1 engine spread." in html  # the misses counted by why
     assert "No <code>nox -s gpu</code> run" in runs_section([], src.stability)
     assert "no result" not in html  # no bench file beside it: nothing to count against
 
@@ -91,3 +93,27 @@ def test_stability_checks_apart_from_a_run_are_shown_on_their_own():
     html = runs_section([("gpu/box/run.json", run)], stability)
     assert "Timing stability checks on their own" in html and "gpu/check/stability-1.json" in html
     assert "Timing stability checks on their own" not in runs_section([("gpu/box/run.json", run)], stability[:1])
+
+
+def test_a_stability_row_outside_the_targets_says_why():
+    """Why a row misses the targets, the first that applies: the check's error, a host loop (the bench
+    row's ``launch.host_loop``, or the row's own), the engine's spread, do_bench's own spread, else the
+    engine off a steady reference; counted by why in that order."""
+    from wkvbench.results.stability import MISSES, miss, misses_text
+
+    base = {"variant": "v", "shape_set": "decode", "dtype": "fp32", "ok": False}
+    steady = {**base, "spread": 0.005, "reference_spread": 0.004, "ratio": 0.95}
+    assert miss({**steady, "ok": True}) is None
+    assert miss({**base, "error": "RuntimeError: x"}) == "error"
+    assert miss({**steady, "host_loop": True}) == "host loop"
+    assert miss(steady, {"launch": {"host_loop": True}}) == "host loop"
+    assert miss({**steady, "spread": 0.013, "reference_spread": 0.03}) == "engine spread"
+    assert miss({**steady, "reference_spread": 0.034}) == "reference spread"
+    assert miss(steady) == "off the reference"
+    assert miss({**steady, "spread": 0.01, "reference_spread": 0.01}) == "off the reference"  # at the bound
+    rows = [{**steady, "variant": "a"}, {**steady, "variant": "b", "spread": 0.02},
+            {**steady, "variant": "c", "ok": True}, {**steady, "variant": "d", "spread": 0.03}]
+    bench = [{"variant": "a", "shape_set": "decode", "dtype": "fp32", "launch": {"host_loop": True}}]
+    assert misses_text(rows, bench) == "1 host loop, 2 engine spread"
+    assert misses_text([{**steady, "ok": True}]) == ""
+    assert list(MISSES) == ["error", "host loop", "engine spread", "reference spread", "off the reference"]

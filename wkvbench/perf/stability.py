@@ -25,10 +25,9 @@ from pathlib import Path
 
 from ..results.model import ResultsError, read
 from ..results.schemas import BENCH, STABILITY, atomic_write
+from ..results.stability import MISSES, RATIO_MAX, SPREAD_MAX, miss, misses_text  # noqa: F401 - its names
 
 SCHEMA = STABILITY
-SPREAD_MAX = 0.01
-RATIO_MAX = 0.02
 
 
 def _kernels_ms(call) -> float:
@@ -134,6 +133,7 @@ def measure(row: dict, repeats: int, settings: dict, rep_ms: int, warmup_s: floa
         out["autotune_as_bench"] = picks == row.get("autotune")
     bench = row.get("median_ms")
     out["vs_bench"] = eng / bench if bench else None  # against the bench file's own median (another run)
+    out["host_loop"] = bool((row.get("launch") or {}).get("host_loop"))  # the bench timed the host (MISSES)
     out["ok"] = out["spread"] <= SPREAD_MAX and (out["ratio"] is None or abs(out["ratio"] - 1) <= RATIO_MAX)
     return out
 
@@ -204,8 +204,10 @@ def run_checks(procs, bench: Path, out: Path, repeats: int, ngpu: int = 1,
         return False, (f"stability exited with {next(iter(crashed.values()), 0)} and wrote no results: "
                        + tail(log, 3))
     ok = sum(1 for r in rows if r.get("ok"))
+    why = misses_text(rows)
     return not crashed, (f"{ok}/{len(rows)} rows within the targets (spread <= {SPREAD_MAX:.0%}, "
                          f"|ratio - 1| <= {RATIO_MAX:.0%})" + (f" on {ngpu} GPUs" if ngpu > 1 else "")
+                         + (f"; not within: {why}" if why else "")
                          + "".join(f"; {n} exited with {c}" for n, c in crashed.items()))
 
 
@@ -369,11 +371,13 @@ def main(argv: list[str] | None = None) -> int:
                   f"{100 * r['spread']:.2f} %",
                   f"{r['reference_median_ms']:.4f} ms" if r["reference_median_ms"] else "-",
                   f"{r['ratio']:.3f}" if r["ratio"] else "-", f"{r['vs_bench']:.3f}" if r["vs_bench"] else "-",
-                  "yes" if r["ok"] else "[red]NO[/red]")
+                  "yes" if r["ok"] else f"[red]NO: {miss(r)}[/red]")
     con.print(t)
     bad = [r for r in results if not r["ok"]]
     other = sum(1 for r in results if r.get("autotune_as_bench") is False)
-    con.print(f"{len(results) - len(bad)}/{len(results)} rows within the targets; results: {out_path}"
+    why = misses_text(results)
+    con.print(f"{len(results) - len(bad)}/{len(results)} rows within the targets"
+              + (f" (not within: {why})" if why else "") + f"; results: {out_path}"
               + (f"; {other} rows ran other autotune configurations than their bench rows ('autotune')"
                  if other else ""), highlight=False)
     return 1 if bad else 0

@@ -10,6 +10,9 @@ import collections
 import shlex
 from dataclasses import dataclass, field
 
+from ..results.stability import key as stability_key
+from ..results.stability import miss, misses_text
+
 
 @dataclass
 class Table:
@@ -92,6 +95,7 @@ def _unmeasured(doc: dict, bench_rows: list[dict] | None) -> str:
 def _stability(doc: dict, shown: str, bench_rows: list[dict] | None = None) -> Stability:
     rows = doc.get("rows", [])
     ok = sum(1 for r in rows if r.get("ok"))
+    by = {stability_key(b): b for b in bench_rows or []}
     out = []
     for r in rows:
         if "error" in r:
@@ -102,11 +106,14 @@ def _stability(doc: dict, shown: str, bench_rows: list[dict] | None = None) -> S
         out.append((r["shape_set"], r["variant"], r["dtype"], r.get("mode", ""),
                     f"{r['engine_median_ms'] * 1e3:.1f} us", f"{100 * r['spread']:.2f} %",
                     f"{100 * ref_spread:.2f} %" if ref_spread is not None else "-",
-                    f"{ratio:.3f}" if ratio else "-", "yes" if r.get("ok") else "NO"))
+                    f"{ratio:.3f}" if ratio else "-",
+                    "yes" if r.get("ok") else f"NO: {miss(r, by.get(stability_key(r)))}"))
+    why = misses_text(rows, bench_rows)
     meta = (f"{doc.get('repeats')} rounds per row, the engine against triton's do_bench; "
             f"{ok}/{len(rows)} rows "
             f"within the targets (spread at most {100 * doc.get('spread_max', 0.01):.0f} %, within "
-            f"{100 * doc.get('ratio_max', 0.02):.0f} % of the reference)." + _unmeasured(doc, bench_rows))
+            f"{100 * doc.get('ratio_max', 0.02):.0f} % of the reference)"
+            + (f"; not within: {why}" if why else "") + "." + _unmeasured(doc, bench_rows))
     head = ("set", "variant", "dtype", "mode", "engine", "spread", "reference's spread", "ratio", "ok")
     prov = doc.get("provenance") or {}
     gpu, git = prov.get("gpu") or {}, prov.get("git") or {}
