@@ -104,13 +104,22 @@ def test_the_committed_results_are_all_in_the_report(committed_page):
     assert "580.159.04" in text  # the driver, in the provenance block
 
 
+def _earlier_split(perf: str) -> tuple[str, str, str]:
+    """A performance section cut at its earlier bench runs: those a machine's page lists, or those a page of
+    earlier bench runs shows (its details open); (before, the tag, from there on)."""
+    m = re.search(r'<details class="earlier" id="earlier-bench"[^>]*>', perf)
+    return (perf[:m.start()], m.group(0), perf[m.end():]) if m else (perf, "", "")
+
+
 def test_every_bench_row_appears(fixture_page):
     _, tree = joined(fixture_page[0])
     shown = {(c[0], c[1], c[2], c[3]) for cls, c in tree.rows if cls == "perf" and len(c) >= 4}
     doc = json.loads((FIXTURE / "bench" / "bench-fixture.json").read_text())
     for r in doc["rows"]:
         assert (r["variant"], r["shape"], r["dtype"], r["status"]) in shown, r
-    ok = [c for cls, c in tree.rows if cls == "perf" and len(c) == 12 and c[3] == "OK"]
+    # the current file's rows, on the machine's page (its pages of earlier bench runs come first by name)
+    machine = detail_pages(fixture_page[0])[f"{DETAILS_DIR}/nvidia-h200.html"][1]
+    ok = [c for cls, c in machine.rows if cls == "perf" and len(c) == 12 and c[3] == "OK"]
     r0 = next(r for r in doc["rows"]
               if r["status"] == "OK" and r["shape"] == ok[0][1] and r["variant"] == ok[0][0])
     assert ok[0][4] == f"{r0['median_ms']:.4g}" and ok[0][9] == f"{r0['pct_of_floor']:.3g}"
@@ -208,6 +217,26 @@ def test_the_rows_of_earlier_runs_are_cut_into_pages_of_at_most_so_many_rows():
     assert [[v["name"] for v in p] for p in earlier_parts(views, budget=100)] == [["a", "b", "c", "d", "e"]]
 
 
+def test_a_machines_earlier_bench_runs_are_on_pages_of_their_own(fixture_page):
+    """Shown in full on the machine's page, the H200's superseded bench files weighed 3.39 MB once a fifth
+    whole run superseded the fourth (2026-11-29): the machine's page lists them, each with a link to the page
+    of earlier bench runs that shows it (at most ``EARLIER_BENCH_ROWS`` rows a page), which links back."""
+    from wkvbench.report import EARLIER_BENCH_ROWS
+
+    pages = detail_pages(fixture_page[0])
+    machine, _ = pages[f"{DETAILS_DIR}/nvidia-h200.html"]
+    _, _, listed = _earlier_split(section(machine, "performance"))
+    assert '<a href="nvidia-h200-bench-earlier.html">results/bench/bench-fixture-older.json</a>' in listed
+    assert "<table" not in listed  # a list, not the file's tables
+    page, tree = pages[f"{DETAILS_DIR}/nvidia-h200-bench-earlier.html"]
+    now, _, shown = _earlier_split(section(page, "performance"))
+    assert '<a href="nvidia-h200.html">the machine\'s page</a>' in now
+    assert "bench-fixture-older.json" not in now
+    assert "<h3>results/bench/bench-fixture-older.json" in shown and "shape set" in shown
+    assert "<h3>results/bench/bench-fixture.json" not in shown  # the current file stays on the machine's page
+    assert EARLIER_BENCH_ROWS >= 903  # a whole run's bench file, 903 rows, fits on a page with others
+
+
 def test_superseded_runs_are_not_marked_current(fixture_page):
     """The fixture's older verify and bench files (same machine, same case set / shape sets) are folded
     under "earlier runs" with a superseded badge; the current matrix and charts hold the newer run only."""
@@ -220,7 +249,7 @@ def test_superseded_runs_are_not_marked_current(fixture_page):
     assert "cut-short.partial.jsonl" in earlier and "incomplete" in earlier  # a partial stream: never current
     h200, _ = detail_pages(details)[f"{DETAILS_DIR}/nvidia-h200.html"]
     perf = section(h200, "performance")
-    now, before = perf.split('<details class="earlier" id="earlier-bench">')
+    now, _, before = _earlier_split(perf)
     assert "bench-fixture.json" in now and "bench-fixture-older.json" not in now
     assert "bench-fixture-older.json" in before
     assert "superseded by <code>results/bench/bench-fixture.json" in before
@@ -271,28 +300,30 @@ def test_the_newest_committed_run_of_each_machine_comes_first(committed_page):
     # the machine's results set (a box of four H200s, 7e78b87) is superseded by the whole command on one H200
     # (2026-11-29, d1b13ec), which covers its variants, dtypes and passes, and that run by the same
     # command's next fresh runs (54046a0, h200-2026-11-29-fresh-and-warm; af3a1e2,
-    # h200-2026-11-29-forked-beside; c6a6724, h200-2026-11-29-threaded-bench). FlashKDA's run of 2026-11-28
-    # stayed current beside the first, whose vLLM folder lacked FlashKDA's extension (its rows there SKIP);
-    # the second ran it
+    # h200-2026-11-29-forked-beside; c6a6724, h200-2026-11-29-threaded-bench; 32de7a4 on a box of four H200s
+    # with its stability check, h200x4-2026-11-29-stability). FlashKDA's run of 2026-11-28 stayed current
+    # beside the first, whose vLLM folder lacked FlashKDA's extension (its rows there SKIP); the second ran it
     assert "NVIDIA-H200-drv580.159.04-cuda13.0-torch2.11.0-triton3.6.0/verify.json.gz" in earlier
     assert "reports/gpu/h200-2026-11-29-whole-fresh/verify.json.gz" in earlier
     assert "reports/gpu/h200-2026-11-29-fresh-and-warm/verify.json.gz" in earlier
     assert "reports/gpu/h200-2026-11-29-forked-beside/verify.json.gz" in earlier
-    assert "reports/gpu/h200-2026-11-29-threaded-bench/verify.json.gz" in current
+    assert "reports/gpu/h200-2026-11-29-threaded-bench/verify.json.gz" in earlier
+    assert "reports/gpu/h200x4-2026-11-29-stability/verify.json.gz" in current
     assert "reports/gpu/h200-2026-11-28-flashqla-flashkda/verify-flashkda.json.gz" in earlier
     now, before = "", ""
     for t, tr in detail_pages(details).values():
         if "performance" in tr.ids:
-            cur, _, old = section(t, "performance").partition('<details class="earlier" id="earlier-bench">')
+            cur, _, old = _earlier_split(section(t, "performance"))
             now, before = now + cur, before + old
     # the full sets of 2026-11-25 (ggml's rows in them) supersede the older ggml-only run of 2026-11-24
     # one current bench per machine, its newest full one: each machine's results set (the H100's
     # warm-cache run came before it; on the H200s, the results set of c51e5a4 came after the warm-cache
     # run)
     # (on the H200, the whole command on one H200 of 2026-11-29 has since superseded it, and its next fresh
-    # runs that one, each the one before)
+    # runs that one, each the one before; earlier bench runs are listed there, shown on pages of their own)
     assert now.count("triton3.6.0/bench.json.gz") == 1
-    assert "reports/gpu/h200-2026-11-29-threaded-bench/bench.json.gz" in now
+    assert "reports/gpu/h200x4-2026-11-29-stability/bench.json.gz" in now
+    assert "reports/gpu/h200-2026-11-29-threaded-bench/bench.json.gz" in before
     assert "reports/gpu/h200-2026-11-29-forked-beside/bench.json.gz" in before
     assert "reports/gpu/h200-2026-11-29-fresh-and-warm/bench.json.gz" in before
     assert "reports/gpu/h200-2026-11-29-whole-fresh/bench.json.gz" in before
