@@ -3,7 +3,8 @@
 # offline command (docs/gpu.md, "Lent boxes with a limit per command"), cut into parts that one call each can
 # carry beside the tree (a call carries at most 64 MiB, the tree included).
 #
-#   tools/stage.sh DIR [PART_MIB]
+#   tools/stage.sh DIR [PART_MIB]     PART_MIB: by default what a call has left beside the tree (63 MiB less
+#                                    the tracked and untracked-not-ignored files: 15 at 47 MiB of tree)
 #
 # DIR/wh     the wheelhouse (nox -s wheelhouse), vLLM's wheel included
 # DIR/vf     vLLM's wheel unpacked into a folder for --own-env vllm=<folder>, without the extensions its FLA
@@ -13,8 +14,15 @@
 # tools/box.sh joins and unpacks them on the box.
 set -euo pipefail
 d=${1:?usage: tools/stage.sh DIR [PART_MIB]}
-mib=${2:-26}
 repo=$(cd "$(dirname "$0")/.." && pwd)
+# what a call carries beside the parts: the files git tracks and the untracked ones it does not ignore
+tree_mib=$(cd "$repo" && git ls-files -z --cached --others --exclude-standard \
+    | xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print int(s / 1048576) + 1}')
+mib=${2:-$((63 - tree_mib))}
+if [ "$mib" -lt 4 ]; then
+  echo "a part of $mib MiB: the tree ($tree_mib MiB) leaves a call too little room" >&2
+  exit 1
+fi
 mkdir -p "$d" && d=$(cd "$d" && pwd)
 (cd "$repo" && python3 -m nox -s wheelhouse -- --dest "$d/wh")
 whl=$(ls "$d"/wh/vllm-*.whl | head -1)
