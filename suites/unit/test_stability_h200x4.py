@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from suites.helpers import load_results, phase_seconds, run_and_bench, serial_seconds, timed_rows
-from wkvbench.results.stability import RATIO_MAX, SPREAD_MAX, miss, misses_text
+from wkvbench.results.stability import RATIO_MAX, SPREAD_MAX, key, miss, misses_text
 
 SET = Path(__file__).resolve().parents[2] / "reports" / "gpu" / "h200x4-2026-11-29-stability"
 
@@ -23,10 +23,6 @@ def run_bench():
 @pytest.fixture(scope="module")
 def stability():
     return load_results(SET / "stability.json")
-
-
-def _key(r: dict) -> tuple:
-    return r["variant"], r["shape_set"], r["dtype"]
 
 
 def test_the_run(run_bench):
@@ -77,7 +73,7 @@ def test_the_stability_table(run_bench, stability):
     rows = stability["rows"]
     assert stability["repeats"] == 5 and stability["process_warmup_s"] == 8.0
     assert (stability["spread_max"], stability["ratio_max"]) == (SPREAD_MAX, RATIO_MAX) == (0.01, 0.02)
-    assert {_key(r) for r in rows} == set(timed_rows(bench["rows"]))  # every timed row, ggml's included
+    assert {key(r) for r in rows} == set(timed_rows(bench["rows"]))  # every timed row, ggml's included
     assert Counter(r["mode"] for r in rows) == {"eager": 200, "graph": 165, "profiler": 20, "queued": 18}
     assert sum(1 for r in rows if r.get("ratio") is None) == 38  # CUPTI sums and queued: no event reference
     ok = [r for r in rows if r["ok"]]
@@ -94,10 +90,10 @@ def test_the_stability_table(run_bench, stability):
 
 def test_the_rows_outside_the_targets_by_why(run_bench, stability):
     _, bench = run_bench
-    by = {_key(r): r for r in bench["rows"]}
+    by = {key(r): r for r in bench["rows"]}
     rows = stability["rows"]
     assert misses_text(rows, bench["rows"]) == "2 host loop, 4 engine spread, 3 reference spread"
-    why = {_key(r): miss(r, by[_key(r)]) for r in rows if not r["ok"]}
+    why = {key(r): miss(r, by[key(r)]) for r in rows if not r["ok"]}
     assert why == {
         ("wkv7.rwkv7hf.recurrent.cuda", "decode", "fp32"): "host loop",
         ("wkv7.rwkv7hf.recurrent.cuda", "quick", "fp32"): "host loop",
@@ -109,20 +105,20 @@ def test_the_rows_outside_the_targets_by_why(run_bench, stability):
         ("gdn.flashinfer.chunk", "head128", "bf16"): "reference spread",
         ("gdn.flashinfer.chunk", "head128", "fp16"): "reference spread"}
     # the host loops: the bench told them by their launch profile; their times move with the process
-    loops = [r for r in rows if why.get(_key(r)) == "host loop"]
-    assert all(by[_key(r)]["launch"]["host_loop"] for r in loops)
-    assert [round(by[_key(r)]["median_ms"], 1) for r in loops] == [176.5, 353.1]
+    loops = [r for r in rows if why.get(key(r)) == "host loop"]
+    assert all(by[key(r)]["launch"]["host_loop"] for r in loops)
+    assert [round(by[key(r)]["median_ms"], 1) for r in loops] == [176.5, 353.1]
     assert [(round(r["engine_median_ms"], 1), round(100 * r["spread"])) for r in loops] == [
         (52.5, 5), (124.2, 201)]
     # the engine's spreads: none of the four more than 2.7 % off do_bench
-    spread = [r for r in rows if why.get(_key(r)) == "engine spread"]
+    spread = [r for r in rows if why.get(key(r)) == "engine spread"]
     assert max(abs(r["ratio"] - 1) for r in spread) < 0.027
     # an unsteady reference: the engine steady, and at its bench rows' medians
-    ref = [r for r in rows if why.get(_key(r)) == "reference spread"]
+    ref = [r for r in rows if why.get(key(r)) == "reference spread"]
     assert [round(100 * r["reference_spread"], 1) for r in ref] == [3.4, 4.3, 9.5]
     assert max(r["spread"] for r in ref) < 0.0061
     assert all(0.998 <= round(r["vs_bench"], 3) <= 1.007 for r in ref)
-    fi = next(r for r in ref if _key(r) == ("gdn.flashinfer.chunk", "head128", "fp16"))
+    fi = next(r for r in ref if key(r) == ("gdn.flashinfer.chunk", "head128", "fp16"))
     assert (round(min(fi["reference_ms"]), 3), round(max(fi["reference_ms"]), 3)) == (0.202, 0.222)
     assert (round(min(fi["engine_ms"]), 3), round(max(fi["engine_ms"]), 3)) == (0.199, 0.2)
 

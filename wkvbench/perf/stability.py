@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ..results.model import ResultsError, read
 from ..results.schemas import BENCH, STABILITY, atomic_write
-from ..results.stability import MISSES, RATIO_MAX, SPREAD_MAX, miss, misses_text  # noqa: F401 - its names
+from ..results.stability import RATIO_MAX, SPREAD_MAX, key, miss, misses_text
 
 SCHEMA = STABILITY
 
@@ -138,10 +138,6 @@ def measure(row: dict, repeats: int, settings: dict, rep_ms: int, warmup_s: floa
     return out
 
 
-def _key(row: dict) -> tuple[str, str, str]:
-    return row["variant"], row["shape_set"], row["dtype"]
-
-
 def _kept(path: Path, bench_name: str, repeats: int) -> list[dict]:
     """The rows an earlier, stopped run of the same bench file and repeats measured (not the failed
     ones: they are measured again)."""
@@ -230,8 +226,8 @@ def _join(parts: list[Path], out: Path) -> bool:
     except ResultsError:
         had = None
     if had and had.get("bench") == docs[0].get("bench") and had.get("repeats") == docs[0].get("repeats"):
-        new = {_key(r) for r in rows}
-        rows = [r for r in had["rows"] if _key(r) not in new] + rows
+        new = {key(r) for r in rows}
+        rows = [r for r in had["rows"] if key(r) not in new] + rows
     doc = {**docs[0], "provenance": with_devices(docs[0]["provenance"], docs), "rows": rows}
     atomic_write(out, json.dumps(doc, indent=1))
     return True
@@ -334,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip() if shard_n > 1 else ""
     out_path = a.output or a.bench.with_name("stability.json")
     results, t0 = _kept(out_path, a.bench.name, a.repeats), time.time()
-    have = {_key(r) for r in results}
+    have = {key(r) for r in results}
     if results:
         con.print(f"stability: {len(results)} rows kept from {out_path} (an earlier run of the same file)")
 
@@ -345,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
                                            "spread_max": SPREAD_MAX,
                                            "ratio_max": RATIO_MAX, "rows": results}, indent=1))
 
-    todo = [r for r in rows if _key(r) not in have]
+    todo = [r for r in rows if key(r) not in have]
     inputs: dict = {}  # the last shape's canonical inputs (rows of a set come operator by operator)
     for i, r in enumerate(todo):
         try:
