@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import statistics
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -127,6 +128,16 @@ def run_and_bench(folder: Path, warm: bool = False) -> tuple[dict, dict]:
     return load_results(base / "run.json"), load_results(base / "bench.json.gz")
 
 
+def run_fixtures(folder: Path):
+    """A whole run's results set as the module fixtures ``fresh`` and ``warm`` (``run_and_bench``, each read
+    once): a results set's test module takes them with ``fresh, warm = run_fixtures(SET)``."""
+    import pytest
+
+    fresh = pytest.fixture(scope="module", name="fresh")(lambda: run_and_bench(folder))
+    warm = pytest.fixture(scope="module", name="warm")(lambda: run_and_bench(folder, warm=True))
+    return fresh, warm
+
+
 def phase_seconds(run: dict) -> dict[str, float]:
     """A ``run.json``'s seconds by phase."""
     return {k: v["seconds"] for k, v in run["phases"].items()}
@@ -135,6 +146,22 @@ def phase_seconds(run: dict) -> dict[str, float]:
 def timed_rows(rows) -> dict:
     """A bench file's OK rows by (variant, shape set, dtype)."""
     return {(r["variant"], r["shape_set"], r["dtype"]): r for r in rows if r["status"] == "OK"}
+
+
+def medians_compared(fresh: dict, warm: dict, before: dict) -> dict:
+    """Two whole runs' bench files (``fresh``, ``warm``) on one box and the fresh run before them
+    (``before``), by their timed rows: whether all three time the same rows (``same_rows``) and how many
+    (``rows``); the median of the fresh-to-before median ratios (``vs_before``); the warm-to-fresh ratios'
+    median, 5th and 95th percentile (``same_box``); the rows warm and fresh put more than 2 % apart
+    (``apart``); the ratios rounded to 3 places."""
+    now, prev, again = timed_rows(fresh["rows"]), timed_rows(before["rows"]), timed_rows(warm["rows"])
+    same_box = sorted(again[k]["median_ms"] / now[k]["median_ms"] for k in now)
+    n = len(now)
+    return {"same_rows": set(now) == set(prev) == set(again), "rows": n,
+            "vs_before": round(statistics.median(now[k]["median_ms"] / prev[k]["median_ms"] for k in now), 3),
+            "same_box": tuple(round(x, 3) for x in (statistics.median(same_box), same_box[int(0.05 * n)],
+                                                    same_box[int(0.95 * n)])),
+            "apart": [k for k in now if abs(again[k]["median_ms"] / now[k]["median_ms"] - 1) > 0.02]}
 
 
 # the phases of a whole one-GPU run (the own folders rwkv-fla, FlashQLA and vLLM) on its critical path, as the

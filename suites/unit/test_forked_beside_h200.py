@@ -4,14 +4,11 @@ verification and the processes forked, and the warm run after it, to its end
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter
 from pathlib import Path
 
-import pytest
-
-from suites.helpers import (BENCH_PHASES, bench_figures, load_results, phase_seconds, run_and_bench,
-                            run_figures, serial_seconds, summed, timed_rows)
+from suites.helpers import (BENCH_PHASES, bench_figures, load_results, medians_compared, phase_seconds,
+                            run_figures, run_fixtures, serial_seconds, summed)
 from wkvbench.run import tuned
 
 GPU = Path(__file__).resolve().parents[2] / "reports" / "gpu"
@@ -19,17 +16,7 @@ SET = GPU / "h200-2026-11-29-forked-beside"
 BEFORE = GPU / "h200-2026-11-29-fresh-and-warm"
 MACHINE = GPU / "NVIDIA-H200-drv580.159.04-cuda13.0-torch2.11.0-triton3.6.0"
 
-
-
-@pytest.fixture(scope="module")
-def fresh():
-    return run_and_bench(SET)
-
-
-@pytest.fixture(scope="module")
-def warm():
-    return run_and_bench(SET, warm=True)
-
+fresh, warm = run_fixtures(SET)
 
 
 def test_the_fresh_breakdown(fresh):
@@ -146,17 +133,11 @@ def test_the_verdicts_are_those_of_the_runs_before(fresh, warm):
 
 
 def test_the_medians_against_the_run_before_and_warm_against_fresh(fresh, warm):
-    now, before, again = (
-        timed_rows(fresh[1]["rows"]),
-        timed_rows(load_results(BEFORE / "bench.json.gz")["rows"]),
-        timed_rows(warm[1]["rows"]),
-    )
-    assert set(now) == set(before) == set(again) and len(now) == 403
-    assert round(statistics.median(now[k]["median_ms"] / before[k]["median_ms"] for k in now), 3) == 0.988
-    same_box = sorted(again[k]["median_ms"] / now[k]["median_ms"] for k in now)
-    assert round(statistics.median(same_box), 3) == 1.0
-    assert round(same_box[int(0.05 * 403)], 3) == 0.993 and round(same_box[int(0.95 * 403)], 3) == 1.007
-    apart = [k for k in now if abs(again[k]["median_ms"] / now[k]["median_ms"] - 1) > 0.02]
+    c = medians_compared(fresh[1], warm[1], load_results(BEFORE / "bench.json.gz"))
+    assert c["same_rows"] and c["rows"] == 403
+    assert c["vs_before"] == 0.988
+    assert c["same_box"] == (1.0, 0.993, 1.007)
+    apart = c["apart"]
     assert len(apart) == 6 and sum(k[0] == "wkv7.rwkv7hf.recurrent.cuda" for k in apart) == 2
 
 

@@ -4,14 +4,13 @@ files."""
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from suites.helpers import (bench_figures, load_results, phase_seconds, run_and_bench, run_figures,
-                            serial_seconds, summed, timed_rows)
+from suites.helpers import (bench_figures, load_results, medians_compared, phase_seconds, run_figures,
+                            run_fixtures, serial_seconds, summed)
 from wkvbench.run import tuned
 
 GPU = Path(__file__).resolve().parents[2] / "reports" / "gpu"
@@ -22,14 +21,7 @@ MACHINE = GPU / "NVIDIA-H200-drv580.159.04-cuda13.0-torch2.11.0-triton3.6.0"
 OWN = ("rwkvfla", "vllm", "flashqla")
 
 
-@pytest.fixture(scope="module")
-def fresh():
-    return run_and_bench(SET)
-
-
-@pytest.fixture(scope="module")
-def warm():
-    return run_and_bench(SET, warm=True)
+fresh, warm = run_fixtures(SET)
 
 
 @pytest.fixture(scope="module")
@@ -106,14 +98,11 @@ def test_the_verdicts_are_those_of_the_runs_before_and_no_bench_row_is_an_error(
 
 
 def test_the_medians_against_the_run_before_and_warm_against_fresh(fresh, warm):
-    now, again = timed_rows(fresh[1]["rows"]), timed_rows(warm[1]["rows"])
-    before = timed_rows(load_results(BEFORE / "bench.json.gz")["rows"])
-    assert set(now) == set(before) == set(again) and len(now) == 403
-    assert round(statistics.median(now[k]["median_ms"] / before[k]["median_ms"] for k in now), 3) == 1.013
-    same_box = sorted(again[k]["median_ms"] / now[k]["median_ms"] for k in now)
-    assert round(statistics.median(same_box), 3) == 1.0
-    assert round(same_box[int(0.05 * 403)], 3) == 0.994 and round(same_box[int(0.95 * 403)], 3) == 1.009
-    apart = [k for k in now if abs(again[k]["median_ms"] / now[k]["median_ms"] - 1) > 0.02]
+    c = medians_compared(fresh[1], warm[1], load_results(BEFORE / "bench.json.gz"))
+    assert c["same_rows"] and c["rows"] == 403
+    assert c["vs_before"] == 1.013
+    assert c["same_box"] == (1.0, 0.994, 1.009)
+    apart = c["apart"]
     assert len(apart) == 5
     assert sum(k[0] == "wkv7.rwkv7hf.recurrent.cuda" and k[2] == "fp32" for k in apart) == 2
 
