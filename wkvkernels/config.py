@@ -52,6 +52,8 @@ VARS: dict[str, Var] = {v.name: v for v in (
         "Triton autotuners (set by the run)"),
     Var("WKVBENCH_COMPILE_LOG", "", "wkvbench gpu: the folder where its processes lock and count their "
         "Triton compilations, so that one process compiles each kernel (set by the run)"),
+    Var("WKVBENCH_BASELINES", "", "wkvbench gpu: the folder where its verifications share the in-tree "
+        "baseline's errors, so that each is measured once (set by the run)"),
     Var("WKVBENCH_GPU_NEXT", "", "wkvbench gpu, one GPU: the turn's file of the bench after this one, which "
         "a bench process creates as its rows end (set by the run)"),
     Var("WKVBENCH_GPU_TURN", "", "wkvbench gpu: the file whose creation gives a bench process started ahead its "

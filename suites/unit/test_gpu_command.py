@@ -47,6 +47,9 @@ def test_one_results_set_with_both_kinds_properties_and_the_time_breakdown(one_r
     assert ("gla.torch.recurrent", "backward") in kinds and ("gla.fla.naive_recurrent", "forward") in kinds
     ids = {r["case"] for r in doc["results"]}
     assert "gla/model/B1-T128-H2-N64/fp32/s0" in ids  # a bench row's gate case, verified in the same run
+    # the baseline's errors went to the run's shared folder (judge/shared_baselines.py), removed with work/
+    shared = doc["unit_baselines"]
+    assert shared["gla.torch.recurrent|backward|fp32"]["measured"] >= 1, shared
     # the properties of the CUDA variant ran beside verify (SKIP here: no CUDA device), attached to the file
     props = doc["properties"]
     assert props and {r["variant"] for r in props} == {"gla.fla.fused_recurrent"}

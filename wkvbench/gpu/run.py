@@ -272,6 +272,7 @@ class GpuRun:
         self.opt.exclude = (*self.opt.exclude, *main_excl)  # the main processes leave them to their folders
         self._autotune_record()
         self._compile_log()
+        self._shared_baselines()
         ggml = ggml_build.start_build(self)
         main = folders = None
         try:
@@ -351,6 +352,16 @@ class GpuRun:
         folder = self.work / "compiles"
         folder.mkdir(exist_ok=True)
         os.environ[compiles.ENV] = str(folder.resolve())
+
+    def _shared_baselines(self) -> None:
+        """Every verification of the run, the own folders' included, shares the in-tree baseline's errors
+        under work/baselines/: measured once, by the main verification's baseline units, where each own
+        folder's workers had measured them again (judge/shared_baselines.py)."""
+        from ..judge import shared_baselines
+
+        folder = self.work / "baselines"
+        folder.mkdir(exist_ok=True)
+        os.environ[shared_baselines.ENV] = str(folder.resolve())
 
     BENCH_SEEDS = "autotune-bench-seeds.json"  # under work/: the seeds of the bench phases
 
@@ -889,6 +900,7 @@ class GpuRun:
         if done:  # merged into autotune.json; kept for a resume otherwise
             shutil.rmtree(self.work / "autotune", ignore_errors=True)
             shutil.rmtree(self.work / "compiles", ignore_errors=True)
+            shutil.rmtree(self.work / "baselines", ignore_errors=True)
             (self.work / self.SEEDS).unlink(missing_ok=True)
         if self.work.is_dir() and not any(self.work.iterdir()):
             self.work.rmdir()

@@ -17,7 +17,8 @@ from .provenance import provenance
 from .schemas import VERIFY, append_partial, atomic_write, partial_rows
 
 # what an isolated run records per unit ("variant|kind|dtype"): the Report's fields and the file's keys
-UNIT_KEYS = ("unit_seconds", "unit_cpu_s", "unit_workers", "unit_compiles", "unit_waited_s")
+UNIT_KEYS = ("unit_seconds", "unit_cpu_s", "unit_workers", "unit_compiles", "unit_waited_s",
+             "unit_baselines")
 
 if TYPE_CHECKING:  # the run's types; verify imports this module
     from ..run.verify import Report, Selection

@@ -137,7 +137,10 @@ def _run_job(fd: int, variant, job: dict) -> None:
     _release()
     from . import compiles
 
-    _send(fd, {"done": True, "cpu_s": _cpu_s(), "compiles": compiles.counters()})
+    from ..judge import shared_baselines
+
+    _send(fd, {"done": True, "cpu_s": _cpu_s(), "compiles": compiles.counters(),
+               "baselines": shared_baselines.counters()})
 
 
 def _cpu_s() -> float:

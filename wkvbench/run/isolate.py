@@ -100,6 +100,9 @@ class WorkerConfig:
     cpu: dict = field(default_factory=dict)  # "variant|kind|dtype" -> CPU seconds of the workers on it
     workers: dict = field(default_factory=dict)  # "variant|kind|dtype" -> workers started for it
     compiles: dict = field(default_factory=dict)  # "variant|kind|dtype" -> its Triton compile calls
+    # "variant|kind|dtype" -> the baselines its workers found shared, waited for, measured
+    # (judge/shared_baselines.py)
+    shared: dict = field(default_factory=dict)
     waited: dict = field(default_factory=dict)  # "variant|kind|dtype" -> seconds it waited for its probe
     forks: object = field(default=None, repr=False)  # the fork server (forkserver.ForkServer), False: none
 
@@ -273,6 +276,7 @@ class _Worker:
         self.jobs = 0
         self.cpu_s = 0.0  # the CPU seconds it reported at the end of its previous job
         self.compiles: dict = {}  # its compile counts at the end of its previous job (run/compiles.py)
+        self.shared: dict = {}  # its shared-baseline counts then (judge/shared_baselines.py)
         self.since = time.monotonic()  # when it began to wait for a job
 
     def send(self, cases: list[Case], cfg: WorkerConfig, kind: str) -> None:
@@ -404,12 +408,16 @@ def _run_variant(variant: str, cases: list[Case], cfg: WorkerConfig, kind: str, 
                     with cfg.lock:
                         cfg.cpu[unit] = round(cfg.cpu.get(unit, 0.0) + msg["cpu_s"] - w.cpu_s, 2)
                     w.cpu_s = msg["cpu_s"]
-                if msg.get("compiles", {}).get("calls"):  # its Triton compile calls since its previous job
-                    with cfg.lock:
-                        got = cfg.compiles.setdefault(unit, {})
-                        for k, x in msg["compiles"].items():
-                            got[k] = round(got.get(k, 0) + x - w.compiles.get(k, 0), 3)
-                    w.compiles = msg["compiles"]
+                # its Triton compile calls and shared baselines since its previous job (its counts add up)
+                for name, counted in (("compiles", cfg.compiles), ("shared", cfg.shared)):
+                    now = msg.get("baselines" if name == "shared" else name) or {}
+                    before = getattr(w, name)
+                    if any(x != before.get(k, 0) for k, x in now.items()):
+                        with cfg.lock:
+                            got = counted.setdefault(unit, {})
+                            for k, x in now.items():
+                                got[k] = round(got.get(k, 0) + x - before.get(k, 0), 3)
+                    setattr(w, name, now)
                 break
             cfg.add_baselines(msg.get("baseline") or {})
             res = CheckResult.from_dict(msg["result"])

@@ -43,6 +43,7 @@ from ..judge.check import (
     CheckResult,
     check_backward,
 )
+from ..judge.shared_baselines import SharedBaselines, baseline_unit_keys
 from ..results.verify_file import ResultsWriter, row_key
 from .isolate import WorkerConfig, run_variant
 from .units import Unit, chains, mark_compiled, probe_order, start_order, triton_cache
@@ -126,6 +127,9 @@ class Report:
     unit_workers: dict[str, int] = field(default_factory=dict)
     # each unit's Triton compile calls in a ``wkvbench gpu`` run (run/compiles.py ``counters``)
     unit_compiles: dict[str, dict] = field(default_factory=dict)
+    # each unit's baselines found in the run's shared folder, seconds waited for them, and measured
+    # (judge/shared_baselines.py; a ``wkvbench gpu`` run's verifications only)
+    unit_baselines: dict[str, dict] = field(default_factory=dict)
     # seconds each unit waited for its variant's availability probe before it began (``units.probe_order``)
     unit_waited_s: dict[str, float] = field(default_factory=dict)
 
@@ -235,6 +239,7 @@ def run(selection: Selection, console: Console | None = None, partial: Path | No
                 report.unit_cpu_s = dict(sorted(isolate.cpu.items()))
                 report.unit_workers = dict(sorted(isolate.workers.items()))
                 report.unit_compiles = dict(sorted(isolate.compiles.items()))
+                report.unit_baselines = dict(sorted(isolate.shared.items()))
                 report.unit_waited_s = dict(sorted(isolate.waited.items()))
     finally:
         if sink:
@@ -261,6 +266,12 @@ def _run_isolated(jobs: list[tuple[KernelVariant, Case, str]], checker: Checker,
     # before the first worker kept 16 cores idle for 480 s of a fresh H100 run, 2026-11-24)
     cache = triton_cache()  # where the markers of compiled units are, before any probe imports a package
     runnable = start_order(list(units), objs)
+    # the baselines' errors these units will measure, announced to the run's other verifications
+    shared = SharedBaselines.from_env()
+    announced = ({u: baseline_unit_keys(u, units[u]) for u in runnable if objs[u[0]].baseline}
+                 if shared else {})
+    for keys in announced.values():
+        shared.expect(keys)
     probes = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(objs), os.cpu_count() or 1)))
     probed = {name: probes.submit(availability, name) for name in probe_order(runnable)}
     probes.shutdown(wait=False)
@@ -294,6 +305,8 @@ def _run_isolated(jobs: list[tuple[KernelVariant, Case, str]], checker: Checker,
             if whole and not cfg.cancel.is_set():
                 mark_compiled(unit, cache)
         finally:
+            if unit in announced:
+                shared.settle(announced[unit])
             if ran:
                 unit_seconds["|".join(unit)] = round(time.perf_counter() - t0, 2)
             with left_lock:
@@ -317,6 +330,8 @@ def _run_isolated(jobs: list[tuple[KernelVariant, Case, str]], checker: Checker,
         forked = any(objs[u[0]].backend == "triton-interpret" for u in runnable) and cfg.fork_server() is not None
         _drain(chains(runnable, objs, forked, cache), one, cfg, results, done, record, describe, advance)
     finally:
+        for keys in announced.values():
+            shared.settle(keys)
         cfg.close_idle()
         if own_dir:
             shutil.rmtree(cfg.oracle_dir, ignore_errors=True)
