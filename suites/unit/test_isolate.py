@@ -378,6 +378,9 @@ def test_a_variant_that_compiles_nothing_runs_its_units_in_one_worker_even_with_
     assert report.unit_compiles == {}  # counted in wkvbench gpu's processes only (run/compiles.py)
     assert set(report.unit_waited_s) == set(report.unit_seconds)  # each unit's wait for its probe
     assert all(0 <= s <= report.unit_seconds[u] for u, s in report.unit_waited_s.items())
+    # when each variant's probe ended: no unit waited past it
+    assert set(report.probe_done_s) == {"gla.torch.recurrent", "gla.fla.naive_recurrent"}
+    assert all(s >= 0 for s in report.probe_done_s.values())
     assert all(r.status == PASS for r in report.results), [(r.variant, r.status, r.reason) for r in report.results]
 
 

@@ -16,9 +16,10 @@ from ..judge.check import SKIP, STATUSES, CheckResult
 from .provenance import provenance
 from .schemas import VERIFY, append_partial, atomic_write, partial_rows
 
-# what an isolated run records per unit ("variant|kind|dtype"): the Report's fields and the file's keys
+# what an isolated run records per unit ("variant|kind|dtype"; probe_done_s: per variant): the Report's fields
+# and the file's keys
 UNIT_KEYS = ("unit_seconds", "unit_cpu_s", "unit_workers", "unit_compiles", "unit_waited_s",
-             "unit_baselines")
+             "unit_baselines", "probe_done_s")
 
 if TYPE_CHECKING:  # the run's types; verify imports this module
     from ..run.verify import Report, Selection

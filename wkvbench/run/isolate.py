@@ -104,6 +104,7 @@ class WorkerConfig:
     # (judge/shared_baselines.py)
     shared: dict = field(default_factory=dict)
     waited: dict = field(default_factory=dict)  # "variant|kind|dtype" -> seconds it waited for its probe
+    probed: dict = field(default_factory=dict)  # variant -> when its probe ended, seconds after probing began
     forks: object = field(default=None, repr=False)  # the fork server (forkserver.ForkServer), False: none
 
     def logs(self) -> Path:

@@ -132,6 +132,8 @@ class Report:
     unit_baselines: dict[str, dict] = field(default_factory=dict)
     # seconds each unit waited for its variant's availability probe before it began (``units.probe_order``)
     unit_waited_s: dict[str, float] = field(default_factory=dict)
+    # per variant, seconds from the probes' start to the end of its availability probe (threads of the parent)
+    probe_done_s: dict[str, float] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         c = collections.Counter(r.status for r in self.results)
@@ -241,6 +243,7 @@ def run(selection: Selection, console: Console | None = None, partial: Path | No
                 report.unit_compiles = dict(sorted(isolate.compiles.items()))
                 report.unit_baselines = dict(sorted(isolate.shared.items()))
                 report.unit_waited_s = dict(sorted(isolate.waited.items()))
+                report.probe_done_s = dict(sorted(isolate.probed.items()))
     finally:
         if sink:
             sink.close()
@@ -273,7 +276,15 @@ def _run_isolated(jobs: list[tuple[KernelVariant, Case, str]], checker: Checker,
     for keys in announced.values():
         shared.expect(keys)
     probes = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(objs), os.cpu_count() or 1)))
-    probed = {name: probes.submit(availability, name) for name in probe_order(runnable)}
+    t_probes = time.perf_counter()
+
+    def probe(name: str):
+        try:
+            return availability(name)
+        finally:
+            cfg.probed[name] = round(time.perf_counter() - t_probes, 2)
+
+    probed = {name: probes.submit(probe, name) for name in probe_order(runnable)}
     probes.shutdown(wait=False)
     done = object()
     results: queue.Queue = queue.Queue()
