@@ -233,8 +233,8 @@ def variants(operator: str | None = None) -> list[KernelVariant]:
 
 class _Probed:
     """``availability``'s cache (``functools.cache``'s ``cache_clear`` kept), which can also say what it holds
-    without probing (``known``). One probe per name at a time: a verification probes its variants side by
-    side, in threads, and a probe may build a CUDA extension."""
+    without probing (``known``) and keep another process's answer (``remember``: a verification probes each
+    package's variants in a process of its own, ``wkvbench/run/probes.py``). One probe per name at a time."""
 
     def __init__(self, probe) -> None:
         self.probe, self.cache = probe, {}
@@ -254,6 +254,12 @@ class _Probed:
     def known(self, name: str) -> Availability | None:
         """``availability(name)`` where it was asked already, else None: never probes."""
         return self.cache.get(name)
+
+    def remember(self, name: str, result: Availability) -> Availability:
+        """What a probe in another process answered for ``name``, kept as if probed here (an answer this
+        process already had stays); the answer kept."""
+        with self.lock:
+            return self.cache.setdefault(name, result)
 
     def cache_clear(self) -> None:
         self.cache.clear()

@@ -73,6 +73,9 @@ def main() -> int:
         if not line.strip():
             continue
         job = json.loads(line)
+        if "probe" in job:  # the availability of the job's variants, then exit (run/probes.py)
+            _probe(fd, job)
+            return 0
         if variant is None:
             variant = _start(job)
             if variant is None:
@@ -81,6 +84,28 @@ def main() -> int:
               flush=True)
         _run_job(fd, variant, job)
     return 0
+
+
+def _probe(fd: int, job: dict) -> None:
+    """``availability`` of each variant the job names, one after another in this one thread, each answer sent
+    as it comes (``{"probed": name, "ok", "reason", "error", "s"}``), then ``done``."""
+    import time
+
+    errors = _load_registry(job)
+    from wkvkernels.base import availability, get
+
+    _send(fd, {"ready": True})
+    for name in job["probe"]:
+        t0 = time.perf_counter()
+        try:
+            get(name)
+        except KeyError:  # registered in the parent only (a plug-in that fails here): the parent asks itself
+            _send(fd, {"probed": name, "unregistered": "; ".join(errors) or "no plug-in registered it"})
+            continue
+        av = availability(name)
+        _send(fd, {"probed": name, "ok": bool(av), "reason": av.reason, "error": bool(av.error),
+                   "s": round(time.perf_counter() - t0, 3)})
+    _send(fd, {"done": True, "cpu_s": _cpu_s()})
 
 
 def _start(job: dict):
@@ -135,9 +160,8 @@ def _run_job(fd: int, variant, job: dict) -> None:
             sys.stderr.flush()
             os._exit(CUDA_EXIT)  # no atexit/CUDA teardown: the context is broken
     _release()
-    from . import compiles
-
     from ..judge import shared_baselines
+    from . import compiles
 
     _send(fd, {"done": True, "cpu_s": _cpu_s(), "compiles": compiles.counters(),
                "baselines": shared_baselines.counters()})

@@ -292,6 +292,18 @@ class _Worker:
         except BrokenPipeError:
             pass  # died: reported by the reader
 
+    def send_probe(self, names: list[str], cfg: WorkerConfig) -> None:
+        """A probe job: the availability of each of ``names``, one after another (``run/probes.py``)."""
+        job = {"variant": self.variant, "probe": names, "plugins": cfg.plugins,
+               "entry_points": cfg.entry_points, "mutants": cfg.mutants, "fib": cfg.fib}
+        assert self.proc.stdin is not None
+        self.jobs += 1
+        try:
+            self.proc.stdin.write(json.dumps(job).encode() + b"\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # died: reported by the reader
+
     def messages(self, timeout: float) -> Iterator[dict | None]:
         """Messages as they come; ``None`` once when nothing arrived within ``timeout``; ends at EOF."""
         while True:

@@ -66,7 +66,7 @@ def start_order(units: list[Unit], objs: dict[str, KernelVariant]) -> list[Unit]
 
 def probe_order(units: list[Unit]) -> list[str]:
     """The variants of ``units`` (in start order) in the order their first unit starts: the order in which
-    the verification probes their availability, side by side in threads of the parent, since a unit waits
+    the verification probes their availability (a process per package, ``run/probes.py``), since a unit waits
     for its own variant's probe. Probed in name order, the first units to start, the baselines' backward
     units, each spent 15.0-15.7 s outside their cases on the warm H200 run of c6a6724, and on its fresh run
     23.8-24.5 s for the ops after ``gla`` in name order (``reports/gpu/h200-2026-11-29-threaded-bench/``):
@@ -100,7 +100,8 @@ def compiled_marker(unit: Unit, cache: Path | None = None) -> Path:
 
 def mark_compiled(unit: Unit, cache: Path | None = None) -> None:
     """``unit``'s marker, in ``cache`` (see ``compiled_marker``). A verification passes the folder it found
-    at its start: its probes import packages in threads while its units run, and a package that moves
+    at its start: its probes imported packages in threads while its units ran (now in processes of their own,
+    ``run/probes.py``, but a plug-in's variant may still be probed here), and a package that moves
     ``TRITON_CACHE_DIR`` as it is imported (sglang does) would otherwise move the markers with it, where the
     next run does not look (the warm verification of the H200 run at 10fa6ba; ``wkvkernels._caches``)."""
     if not (cache or triton_cache()).is_dir():

@@ -11,7 +11,6 @@ import collections
 import concurrent.futures
 import fnmatch
 import json
-import os
 import queue
 import shutil
 import tempfile
@@ -45,6 +44,7 @@ from ..judge.check import (
 )
 from ..judge.shared_baselines import SharedBaselines, baseline_unit_keys
 from ..results.verify_file import ResultsWriter, row_key
+from . import probes
 from .isolate import WorkerConfig, run_variant
 from .units import Unit, chains, mark_compiled, probe_order, start_order, triton_cache
 
@@ -132,7 +132,7 @@ class Report:
     unit_baselines: dict[str, dict] = field(default_factory=dict)
     # seconds each unit waited for its variant's availability probe before it began (``units.probe_order``)
     unit_waited_s: dict[str, float] = field(default_factory=dict)
-    # per variant, seconds from the probes' start to the end of its availability probe (threads of the parent)
+    # per variant, seconds from the probes' start to the answer of its availability probe (run/probes.py)
     probe_done_s: dict[str, float] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
@@ -265,8 +265,9 @@ def _run_isolated(jobs: list[tuple[KernelVariant, Case, str]], checker: Checker,
         units.setdefault((v.name, kind, c.dtype), []).append(c)
         objs[v.name] = v
     # availability probes can build CUDA extensions (rwkv-ops, ChatRWKV, ours: about a minute each on
-    # an H100 box): probed side by side, and a unit waits only for its own variant's probe (all probes
-    # before the first worker kept 16 cores idle for 480 s of a fresh H100 run, 2026-11-24)
+    # an H100 box): the packages are probed side by side, each in a process of its own (run/probes.py), and
+    # a unit waits only for its own variant's probe (all probes before the first worker kept 16 cores idle
+    # for 480 s of a fresh H100 run, 2026-11-24)
     cache = triton_cache()  # where the markers of compiled units are, before any probe imports a package
     runnable = start_order(list(units), objs)
     # the baselines' errors these units will measure, announced to the run's other verifications
@@ -275,17 +276,12 @@ def _run_isolated(jobs: list[tuple[KernelVariant, Case, str]], checker: Checker,
                  if shared else {})
     for keys in announced.values():
         shared.expect(keys)
-    probes = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(objs), os.cpu_count() or 1)))
     t_probes = time.perf_counter()
 
-    def probe(name: str):
-        try:
-            return availability(name)
-        finally:
-            cfg.probed[name] = round(time.perf_counter() - t_probes, 2)
+    def probe_done(name: str) -> None:
+        cfg.probed.setdefault(name, round(time.perf_counter() - t_probes, 2))
 
-    probed = {name: probes.submit(probe, name) for name in probe_order(runnable)}
-    probes.shutdown(wait=False)
+    probed = probes.probe(probe_order(runnable), objs, cfg, on_done=probe_done)
     done = object()
     results: queue.Queue = queue.Queue()
     left = collections.Counter(u[0] for u in runnable)  # units of each variant not finished yet
