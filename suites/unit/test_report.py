@@ -322,6 +322,9 @@ def test_the_newest_committed_run_of_each_machine_comes_first(committed_page):
     # (on the H200, the whole command on one H200 of 2026-11-29 has since superseded it, and its next fresh
     # runs that one, each the one before; earlier bench runs are listed there, shown on pages of their own)
     assert now.count("triton3.6.0/bench.json.gz") == 1
+    # the one-GPU run of 2bf9428 (h200-2026-11-29-shared-baselines) timed every row of the four H200s' run but
+    # gdn.rwkv_ops.triton_chunk's 9, which its probe race left SKIP: both are current, each for its own rows
+    assert "reports/gpu/h200-2026-11-29-shared-baselines/bench.json.gz" in now
     assert "reports/gpu/h200x4-2026-11-29-stability/bench.json.gz" in now
     assert "reports/gpu/h200-2026-11-29-threaded-bench/bench.json.gz" in before
     assert "reports/gpu/h200-2026-11-29-forked-beside/bench.json.gz" in before
@@ -345,7 +348,7 @@ def test_the_newest_committed_run_of_each_machine_comes_first(committed_page):
     # the report does not read: its timings ran under cProfile
     # and FlashKDA's and FlashQLA's benches on an H200 (2026-11-28): implementations no other file has, current
     # (FlashKDA's: the whole runs of 2026-11-29 name its rows only as SKIP; it takes bf16, K = V = 128)
-    assert now.count("badge current") == 11
+    assert now.count("badge current") == 12
     assert "reports/gpu/h200-2026-11-28-flashqla-flashkda/bench-flashkda.json.gz" in now
     # FlashQLA's bench of that day is superseded by the whole command on one H200 (2026-11-29), which timed its row
     assert "reports/gpu/h200-2026-11-28-flashqla-flashkda/bench-flashqla.json.gz" in before

@@ -11,7 +11,9 @@ false reason, none of them in the run before: the fresh run's ``gdn.rwkv_ops.tri
 'rwkv_ops.gdn_chunk.triton.utils'", 127 rows), the warm run's ``wkv7.rwkv7hf.recurrent.cuda`` ("No module
 named 'rwkv7_hf.configuration_rwkv7'", 99 rows) and ``gdn.flashinfer.decode_bf16state`` ("cuda-python
 (cuda-bindings) not installed", 126 rows). On this CPU, sixteen threads probing every variant of a fresh
-interpreter read torch itself half initialized in every try, and crashed it in some.
+interpreter gave 58-59 of 130 answers other than one thread's in each of six tries (FLA's variants read
+"partially initialized module 'torch'"), and each of the six interpreters died of a segmentation fault at
+its exit.
 
 So each package's variants are probed in one worker process (``_worker``'s probe job), in the order the
 verification starts their units. It starts as the variants' workers do, forked from the run's fork server
