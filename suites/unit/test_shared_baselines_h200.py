@@ -34,7 +34,21 @@ fresh, warm = run_fixtures(SET)
 
 @pytest.fixture(scope="module")
 def units():
-    return load_results(SET / "diagnostics/verify-units.json.gz")["runs"]
+    """Both runs' verify.json, each with ``changed``: its rows whose status differs from c6a6724's run of the
+    same kind, and ``case_seconds``: its rows' seconds by ``variant|kind|case``."""
+    def key(r: dict) -> tuple:
+        return r["variant"], r["case"], r.get("kind")
+
+    out = {}
+    warm = "diagnostics/warm/"
+    for kind, now, then in (("fresh", "diagnostics/", ""), ("warm", warm, warm)):
+        doc = load_results(SET / f"{now}verify.json.gz")
+        before = {key(r): r["status"] for r in load_results(BEFORE / f"{then}verify.json.gz")["results"]}
+        doc["changed"] = [{**r, "c6a6724": before[key(r)]} for r in doc["results"]
+                          if key(r) in before and before[key(r)] != r["status"]]
+        doc["case_seconds"] = {"|".join(map(str, key(r))): r["seconds"] for r in doc["results"]}
+        out[kind] = doc
+    return out
 
 
 def _cpu(doc: dict, source: str) -> int:
@@ -96,7 +110,7 @@ def test_the_shared_baselines(units):
     # the baseline's own units measure; they find nothing
     base = [c for u, c in warm["unit_baselines"].items() if ".torch.recurrent|" in u]
     assert base and all(c["found"] == 0 for c in base)
-    t300 = "backward|wkv4/model/B2-T300-H1-N256-h0/bf16/s0"
+    t300 = "wkv4/model/B2-T300-H1-N256-h0/bf16/s0|backward"
     assert warm["case_seconds"][f"wkv4.rwkvfla.fused_recurrent|{t300}"] == 0.2204
     assert warm["case_seconds"][f"wkv4.fla.fused_recurrent|{t300}"] == 0.1977
     assert round(sum(fresh["unit_cpu_s"].values())) == 4161
