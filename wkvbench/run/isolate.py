@@ -281,21 +281,17 @@ class _Worker:
         self.since = time.monotonic()  # when it began to wait for a job
 
     def send(self, cases: list[Case], cfg: WorkerConfig, kind: str) -> None:
-        job = {"variant": self.variant, "cases": [c.id for c in cases], "plugins": cfg.plugins,
-               "entry_points": cfg.entry_points, "mutants": cfg.mutants, "fib": cfg.fib, "kind": kind,
-               "baselines": cfg.baselines_now(), "oracle_dir": cfg.oracle_dir}
-        assert self.proc.stdin is not None
-        self.jobs += 1
-        try:
-            self.proc.stdin.write(json.dumps(job).encode() + b"\n")
-            self.proc.stdin.flush()
-        except BrokenPipeError:
-            pass  # died: reported by the reader
+        self._write({"cases": [c.id for c in cases], "kind": kind, "baselines": cfg.baselines_now(),
+                     "oracle_dir": cfg.oracle_dir}, cfg)
 
     def send_probe(self, names: list[str], cfg: WorkerConfig) -> None:
         """A probe job: the availability of each of ``names``, one after another (``run/probes.py``)."""
-        job = {"variant": self.variant, "probe": names, "plugins": cfg.plugins,
-               "entry_points": cfg.entry_points, "mutants": cfg.mutants, "fib": cfg.fib}
+        self._write({"probe": names}, cfg)
+
+    def _write(self, job: dict, cfg: WorkerConfig) -> None:
+        """One job, with the registry the worker reproduces (the plug-ins and options of the parent's)."""
+        job = {"variant": self.variant, "plugins": cfg.plugins, "entry_points": cfg.entry_points,
+               "mutants": cfg.mutants, "fib": cfg.fib, **job}
         assert self.proc.stdin is not None
         self.jobs += 1
         try:
