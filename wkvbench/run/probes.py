@@ -13,7 +13,9 @@ named 'rwkv7_hf.configuration_rwkv7'", 99 rows) and ``gdn.flashinfer.decode_bf16
 (cuda-bindings) not installed", 126 rows). On this CPU, sixteen threads probing every variant of a fresh
 interpreter gave 58-59 of 130 answers other than one thread's in each of six tries (FLA's variants read
 "partially initialized module 'torch'"), and each of the six interpreters died of a segmentation fault at
-its exit.
+its exit. And ``nox -s verify`` itself, on the 2-core CPU machine, read mlx-lm's two variants as SKIPs, 60
+rows, "mlx-lm failed to import: ImportError: cannot import name 'AutoTokenizer' from 'transformers'": at
+2bf9428 it gave 997 PASS and 79 XFAIL, with one process per package 1037 and 99 (a fresh clone, 2026-11-29).
 
 So each package's variants are probed in one worker process (``_worker``'s probe job), in the order the
 verification starts their units. It starts as the variants' workers do, forked from the run's fork server
