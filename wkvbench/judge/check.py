@@ -342,10 +342,8 @@ class Checker:
         arithmetic is fp32), or in the case dtype with its state rounded to bf16/fp16 after every token."""
         key = baseline_key(case, run) + ("" if inputs is None else _digest(inputs))
         shared = self.shared if inputs is None else None  # generated inputs only: the same in every process
-        if key not in self._baseline and shared is not None:
-            found, errors = shared.wait(key)
-            if found:
-                self._baseline[key] = errors
+        if shared is not None:
+            self._from_shared(key)
         if key not in self._baseline:
             base = [v for v in variants(case.op) if v.baseline]
             res = None
@@ -363,6 +361,14 @@ class Checker:
             if shared is not None:
                 shared.measured(key, self._baseline[key])
         return self._baseline[key]
+
+    def _from_shared(self, key: str) -> None:
+        """``key``'s baseline errors from the run's shared folder into this checker's cache, where another
+        process measured them (waiting for them where one announced it would); nothing where none did."""
+        if key not in self._baseline and self.shared is not None:
+            found, errors = self.shared.wait(key)
+            if found:
+                self._baseline[key] = errors
 
     def check(self, variant: KernelVariant, case: Case, inputs: dict | None = None) -> CheckResult:
         """Judge ``variant`` on ``case`` (on ``inputs`` instead of the generated ones, if given).
@@ -629,11 +635,7 @@ def check_backward(checker: Checker, variant: KernelVariant, case: Case) -> Chec
     base = None
     if not variant.baseline:  # the baseline's gradient errors, once per case (cached on the checker)
         key = "grad:" + case.id
-        shared = getattr(checker, "shared", None)
-        if key not in checker._baseline and shared is not None:
-            found, errors = shared.wait(key)
-            if found:
-                checker._baseline[key] = errors
+        checker._from_shared(key)
         if key not in checker._baseline:
             bvs = [v for v in variants(case.op) if v.baseline]
             b = check_backward(checker, bvs[0], case) if bvs else None
@@ -654,7 +656,7 @@ def check_backward(checker: Checker, variant: KernelVariant, case: Case) -> Chec
         res.status, res.reason = FAIL, "; ".join(failures)
     res.seconds = time.perf_counter() - t0
     res = Checker._known(res)
-    if variant.baseline and (shared := getattr(checker, "shared", None)) is not None:  # the others' bound
-        shared.measured("grad:" + case.id, {k: e.rel for k, e in res.errors.items()}
+    if variant.baseline and checker.shared is not None:  # the bound of the run's other verifications
+        checker.shared.measured("grad:" + case.id, {k: e.rel for k, e in res.errors.items()}
                                 if res.status == PASS else None)
     return res

@@ -88,23 +88,19 @@ def main() -> int:
 
 def _probe(fd: int, job: dict) -> None:
     """``availability`` of each variant the job names, one after another in this one thread, each answer sent
-    as it comes (``{"probed": name, "ok", "reason", "error", "s"}``), then ``done``."""
-    import time
-
+    as it comes (``{"probed": name, "ok", "reason", "error"}``), then ``done``."""
     errors = _load_registry(job)
     from wkvkernels.base import availability, get
 
     _send(fd, {"ready": True})
     for name in job["probe"]:
-        t0 = time.perf_counter()
         try:
             get(name)
         except KeyError:  # registered in the parent only (a plug-in that fails here): the parent asks itself
             _send(fd, {"probed": name, "unregistered": "; ".join(errors) or "no plug-in registered it"})
             continue
         av = availability(name)
-        _send(fd, {"probed": name, "ok": bool(av), "reason": av.reason, "error": bool(av.error),
-                   "s": round(time.perf_counter() - t0, 3)})
+        _send(fd, {"probed": name, "ok": bool(av), "reason": av.reason, "error": bool(av.error)})
     _send(fd, {"done": True, "cpu_s": _cpu_s()})
 
 
@@ -164,7 +160,7 @@ def _run_job(fd: int, variant, job: dict) -> None:
     from . import compiles
 
     _send(fd, {"done": True, "cpu_s": _cpu_s(), "compiles": compiles.counters(),
-               "baselines": shared_baselines.counters()})
+               "shared": shared_baselines.counters()})
 
 
 def _cpu_s() -> float:

@@ -419,7 +419,7 @@ def _run_variant(variant: str, cases: list[Case], cfg: WorkerConfig, kind: str, 
                     w.cpu_s = msg["cpu_s"]
                 # its Triton compile calls and shared baselines since its previous job (its counts add up)
                 for name, counted in (("compiles", cfg.compiles), ("shared", cfg.shared)):
-                    now = msg.get("baselines" if name == "shared" else name) or {}
+                    now = msg.get(name) or {}
                     before = getattr(w, name)
                     if any(x != before.get(k, 0) for k, x in now.items()):
                         with cfg.lock:
